@@ -1,0 +1,136 @@
+"""`accelfleet catalog`: what accelerators and machine shapes accelfleet knows."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from cli._errors import command
+from cli._output import console, num, print_json
+
+if TYPE_CHECKING:
+    from fleet.catalog import Catalog, Shape
+
+app = typer.Typer(help="Browse the accelerator catalog.", no_args_is_help=True)
+
+
+class CloudOpt(str, Enum):
+    gcp = "gcp"
+    aws = "aws"
+
+
+class KindOpt(str, Enum):
+    gpu = "gpu"
+    tpu = "tpu"
+
+
+def shape_dict(cat: Catalog, shape: Shape) -> dict[str, Any]:
+    acc = shape.accelerator
+    price = cat.price(shape)
+    out: dict[str, Any] = {
+        "cloud": shape.cloud,
+        "kind": shape.kind,
+        "machine_type": shape.machine_type,
+        "accelerator": acc.key,
+        "accelerator_name": acc.name,
+        "devices_per_host": shape.devices_per_host,
+        "hosts": shape.hosts,
+        "chips": shape.chips,
+        "jax_devices": shape.jax_devices,
+        "bf16_tflops": acc.bf16_tflops,
+        "memory_gib": acc.memory_gib,
+        "memory_gbps": acc.memory_gbps,
+        "figures_verified": acc.verified,
+        "source": acc.source,
+        "on_demand_usd_per_hour": cat.hourly_usd(shape),
+        "spot_usd_per_hour": cat.hourly_usd(shape, spot=True),
+        "price_source": price.source if price else None,
+        "price_region": price.region if price else None,
+        "price_as_of": price.as_of if price else None,
+    }
+    kube = cat.kube(shape)
+    out["kubernetes"] = {"resource": kube.resource, "node_selector": kube.node_selector,
+                         "taint": f"{kube.taint.key}={kube.taint.value}:{kube.taint.effect}"}
+    if shape.tpu is not None:
+        out["topology"] = shape.topology_str
+        out["tpu_generation"] = shape.tpu.key
+    net = shape.networking
+    if net is not None:
+        out["gpu_networking"] = {"kind": net.kind, "extra_vpcs": net.extra_vpcs,
+                                 "rdma_subnets": net.rdma_subnets, "mtu": net.mtu,
+                                 "efa_interfaces": net.efa_interfaces}
+    return out
+
+
+@app.command("list")
+@command
+def list_(
+    cloud: Annotated[CloudOpt | None, typer.Option(help="Only this cloud.")] = None,
+    kind: Annotated[KindOpt | None, typer.Option(help="Only GPUs or only TPUs.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """List every machine shape: GPU machine types and TPU machine types."""
+    from fleet.catalog import load_catalog
+
+    cat = load_catalog()
+    shapes = cat.shapes(cloud=cloud.value if cloud else None,  # type: ignore[arg-type]
+                        kind=kind.value if kind else None)  # type: ignore[arg-type]
+    if as_json:
+        print_json([shape_dict(cat, s) for s in shapes])
+        return
+    from rich.table import Table
+
+    table = Table(title=f"accelfleet catalog ({len(shapes)} machine shapes)")
+    for col, just in (("cloud", "left"), ("machine", "left"), ("accelerator", "left"),
+                      ("per host", "right"), ("bf16 TFLOP/s", "right"), ("mem GiB", "right"),
+                      ("mem GB/s", "right"), ("networking", "left"), ("$/h on-demand", "right"),
+                      ("$/h spot", "right")):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    for s in shapes:
+        acc = s.accelerator
+        net = s.networking
+        netw = "-" if net is None else (f"EFA x{net.efa_interfaces}" if net.kind == "efa"
+                                        else f"{net.kind.upper()} +{net.extra_vpcs} VPC")
+        table.add_row(s.cloud, s.machine_type, acc.name + ("" if acc.verified else " *"),
+                      str(s.devices_per_host), num(acc.bf16_tflops), num(acc.memory_gib),
+                      num(acc.memory_gbps), netw, num(cat.hourly_usd(s), "{:,.2f}"),
+                      num(cat.hourly_usd(s, spot=True), "{:,.2f}"))
+    out = console()
+    out.print(table)
+    out.print("* figures still to be verified: shown, never enforced as a floor. "
+              "TPU slices: `accelfleet catalog show v5p` lists topologies.")
+
+
+@app.command()
+@command
+def show(
+    name: Annotated[str, typer.Argument(help="A machine type, accelerator or TPU slice, e.g. "
+                                       "h100, a3-highgpu-8g, p5.48xlarge, v5p-128, 'v6e 2x4'.")],
+    cloud: Annotated[CloudOpt | None, typer.Option(help="Resolve on this cloud.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Show one machine shape and everything the catalog knows about it."""
+    from fleet.catalog import load_catalog
+
+    cat = load_catalog()
+    shape = cat.resolve(name, cloud=cloud.value if cloud else None)  # type: ignore[arg-type]
+    data = shape_dict(cat, shape)
+    if shape.tpu is not None:
+        data["valid_topologies"] = cat.topologies(shape.tpu.key)
+        data["slice_names"] = cat.slice_names(shape.tpu.key)
+    else:
+        data["also_on"] = sorted(m.name for m in cat.machines.values()
+                                 if m.accelerator == shape.accelerator.key)
+    if as_json:
+        print_json(data)
+        return
+    out = console()
+    out.print(f"[bold]{name}[/bold] -> {shape.describe()}")
+    for key, value in data.items():
+        if isinstance(value, list) and len(value) > 16:
+            value = ", ".join(map(str, value[:16])) + f", ... ({len(value)} in all)"
+        elif isinstance(value, list):
+            value = ", ".join(map(str, value))
+        out.print(f"  {key:24} {value}")

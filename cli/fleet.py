@@ -1,0 +1,78 @@
+"""`accelfleet fleet`: check and describe the fleet a stack file declares."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cli._errors import command
+from cli._output import console, num, print_json
+
+app = typer.Typer(help="Validate and describe a stack's fleet.", no_args_is_help=True)
+
+StackArg = Annotated[
+    Path | None,
+    typer.Argument(help="A stacks/Pulumi.<stack>.yaml file (default: the example stack).",
+                   show_default=False),
+]
+
+
+def stack_path(stack_file: Path | None) -> Path:
+    from fleet.stackfile import EXAMPLE_STACK
+
+    return stack_file or EXAMPLE_STACK
+
+
+@app.command()
+@command
+def validate(
+    stack_file: StackArg = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Check a stack's fleet against the catalog and the rules; print its pools.
+
+    Exit 0 when valid, 2 with every problem named (pool, field, value, fix) when not.
+    """
+    from fleet import load_fleet
+
+    path = stack_path(stack_file)
+    fleet = load_fleet(str(path))
+    rows: list[dict[str, Any]] = []
+    for p in fleet.pools:
+        s = p.shape
+        rows.append({
+            "pool": p.name, "team": p.team, "cloud": p.cloud, "runtime": p.runtime,
+            "cluster": p.cluster.name if p.cluster else None,
+            "machine_type": s.machine_type, "accelerator": s.accelerator.name,
+            "topology": s.topology_str or None, "nodes": p.node_count,
+            "devices": p.devices, "zones": list(p.spec.zones),
+            "capacity": p.spec.capacity.label, "placement": p.placement,
+            "gpu_networking": p.networking.kind if p.networking else None,
+            "bf16_tflops_total": (s.accelerator.bf16_tflops or 0) * p.devices or None,
+            "monthly_usd": p.monthly_usd,
+        })
+    if as_json:
+        print_json({"stack": str(path), "valid": True, "pools": rows})
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{path}: {len(rows)} pools, valid")
+    for col in ("pool", "team", "cluster", "machine", "accelerator", "topology", "nodes",
+                "devices", "zones", "capacity", "fabric", "$/month"):
+        table.add_column(col, justify="right" if col in ("nodes", "devices", "$/month")
+                         else "left")
+    for r in rows:
+        table.add_row(r["pool"], r["team"], r["cluster"] or "(tpu-vm)", r["machine_type"],
+                      r["accelerator"], r["topology"] or "-", str(r["nodes"]), str(r["devices"]),
+                      ",".join(r["zones"]), r["capacity"], r["gpu_networking"] or "-",
+                      num(r["monthly_usd"]))
+    out = console()
+    out.print(table)
+    for team in fleet.spec.teams:
+        cost, unpriced = fleet.team_monthly_usd(team.name)
+        budget = num(team.monthly_budget_usd)
+        note = f" ({unpriced} pool(s) without a public price)" if unpriced else ""
+        out.print(f"team {team.name}: about ${cost:,.0f}/month at list price, budget "
+                  f"${budget}{note}")

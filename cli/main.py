@@ -1,0 +1,67 @@
+"""The `accelfleet` command: one sub-app per noun, joined here. Imports stay lazy so that
+`accelfleet --help` starts fast and never loads pulumi, torch or jax."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from cli import catalog, fleet
+
+app = typer.Typer(
+    name="accelfleet",
+    help="Accelerator fleets as code: declare TPU slices and GPU pools, build them with Pulumi, "
+    "and prove every chip performs.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    add_completion=False,
+)
+app.add_typer(catalog.app, name="catalog")
+app.add_typer(fleet.app, name="fleet")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            v = version("accelfleet")
+        except PackageNotFoundError:
+            v = "0.1.0"
+        typer.echo(f"accelfleet {v}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """Accelerator fleets as code."""
+
+
+def run() -> None:
+    """Console entry point: runs the app and turns accelfleet errors into exit codes."""
+    from fleet.errors import AccelfleetError
+
+    try:
+        app(standalone_mode=False)
+    except AccelfleetError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        print("aborted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as exc:  # click's usage errors
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise

@@ -1,0 +1,156 @@
+"""Frozen, typed records of the catalog. Units are in the field names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Cloud = Literal["gcp", "aws"]
+Kind = Literal["gpu", "tpu"]
+CLOUDS: tuple[Cloud, ...] = ("gcp", "aws")
+HOURS_PER_MONTH = 730.0
+
+
+@dataclass(frozen=True, slots=True)
+class Accelerator:
+    """One chip or GPU and its vendor peak figures (dense bf16)."""
+
+    key: str
+    name: str
+    kind: Kind
+    memory_gib: float
+    source: str
+    bf16_tflops: float | None = None
+    memory_gbps: float | None = None
+    memory_type: str = ""
+    jax_devices_per_chip: int = 1
+    verified: bool = True
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+    def as_toleration(self) -> dict[str, str]:
+        return {"key": self.key, "operator": "Equal", "value": self.value, "effect": self.effect}
+
+
+@dataclass(frozen=True, slots=True)
+class GpuNetworking:
+    """The extra networking a GPU machine needs for GPU-to-GPU traffic across nodes.
+
+    kind: tcpx / tcpxo / rdma (Google Cloud GPUDirect) or efa (AWS).
+    """
+
+    kind: Literal["tcpx", "tcpxo", "rdma", "efa"]
+    extra_vpcs: int = 0
+    rdma_subnets: int = 0
+    mtu: int = 0
+    efa_interfaces: int = 0
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MachineType:
+    """A GPU machine (Google Cloud) or instance type (AWS)."""
+
+    cloud: Cloud
+    name: str
+    family: str
+    accelerator: str
+    gpus: int
+    gke_accelerator: str | None = None
+    networking: GpuNetworking | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TpuGeneration:
+    """The rules of one Cloud TPU generation, from which its slice shapes are generated."""
+
+    key: str
+    accelerator: str
+    gke_accelerator: str
+    tpu_api_name: str
+    dims: int
+    max_chips: int
+    multihost_chips_per_vm: int
+    machine_types: tuple[tuple[int, str], ...]
+    naming: Literal["tensorcores", "chips"]
+    tensorcores_per_chip: int
+    source: str
+    placement: Literal["compact", "workload-policy"] = "compact"
+
+    def machine_for(self, chips_per_vm: int) -> str | None:
+        return dict(self.machine_types).get(chips_per_vm)
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """A public list price per hour, per machine or per TPU chip."""
+
+    cloud: Cloud
+    machine: str
+    unit: Literal["machine_hour", "chip_hour"]
+    region: str
+    as_of: str
+    source: str
+    on_demand_usd: float | None = None
+    spot_usd: float | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """What one unit of a pool is: a GPU machine, or a TPU slice (one or more hosts).
+
+    A GPU node pool of N nodes is N units of one host each; a TPU slice is one unit of
+    `hosts` hosts, and a multislice is several identical units.
+    """
+
+    cloud: Cloud
+    accelerator: Accelerator
+    machine_type: str
+    devices_per_host: int
+    hosts: int = 1
+    machine: MachineType | None = None
+    tpu: TpuGeneration | None = None
+    topology: tuple[int, ...] = field(default=())
+
+    @property
+    def kind(self) -> Kind:
+        return self.accelerator.kind
+
+    @property
+    def chips(self) -> int:
+        return self.devices_per_host * self.hosts
+
+    @property
+    def multi_host(self) -> bool:
+        return self.hosts > 1
+
+    @property
+    def topology_str(self) -> str:
+        return "x".join(str(d) for d in self.topology)
+
+    @property
+    def jax_devices(self) -> int:
+        return self.chips * self.accelerator.jax_devices_per_chip
+
+    @property
+    def jax_devices_per_host(self) -> int:
+        return self.devices_per_host * self.accelerator.jax_devices_per_chip
+
+    @property
+    def networking(self) -> GpuNetworking | None:
+        return self.machine.networking if self.machine else None
+
+    def describe(self) -> str:
+        if self.tpu is not None:
+            return (
+                f"TPU {self.tpu.key} {self.topology_str}: {self.chips} chips on {self.hosts} "
+                f"host{'s' if self.hosts != 1 else ''} of {self.machine_type}"
+            )
+        return f"{self.machine_type}: {self.devices_per_host} x {self.accelerator.name}"

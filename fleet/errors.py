@@ -1,0 +1,132 @@
+"""Every error accelfleet raises on purpose, in one tree.
+
+    AccelfleetError                 base: a message, a hint (what to do next) and an exit code
+    ├── InputError          exit 2  the user's input is wrong; fixing the input fixes it
+    │   ├── StackFileError          a stack file is missing, unreadable or not YAML
+    │   ├── SpecError               a fleet spec breaks one or more rules (.problems)
+    │   └── UnknownNameError        a name the catalog does not know (.suggestions)
+    ├── CatalogError        exit 2  accelfleet's own catalog data is inconsistent (a bug: report it)
+    ├── SetupError          exit 2  something this run needs is not installed or reachable
+    └── CheckFailed         exit 1  a check ran and its verdict is fail
+
+The CLI prints `str(error)` (message, then the hint) and exits with `error.exit_code`; it never
+prints a traceback for these. `stacks/__main__.py` turns them into `pulumi.RunError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from difflib import get_close_matches
+
+EXIT_CHECK_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+
+class AccelfleetError(Exception):
+    """Base of every deliberate accelfleet error."""
+
+    exit_code: int = EXIT_BAD_INPUT
+
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        if self.hint:
+            return f"{self.message}\n  hint: {self.hint}"
+        return self.message
+
+
+class InputError(AccelfleetError):
+    """The user's input is wrong."""
+
+
+class StackFileError(InputError):
+    """A stack file cannot be found, read or parsed."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One broken rule in a fleet spec: where, what, what is accepted, and the fix."""
+
+    where: str
+    message: str
+    hint: str = ""
+    accepted: tuple[str, ...] = field(default_factory=tuple)
+
+    def render(self) -> str:
+        text = f"{self.where}: {self.message}"
+        if self.accepted:
+            text += f" (accepted: {', '.join(self.accepted)})"
+        if self.hint:
+            text += f"\n    fix: {self.hint}"
+        return text
+
+
+class SpecError(InputError):
+    """A fleet spec breaks one or more rules; `.problems` lists each of them."""
+
+    def __init__(self, problems: Sequence[Problem], *, source: str = "fleet spec") -> None:
+        self.problems = tuple(problems)
+        count = len(self.problems)
+        lines = [f"{source}: {count} problem{'s' if count != 1 else ''} found"]
+        lines += [f"  - {p.render()}" for p in self.problems]
+        super().__init__(
+            "\n".join(lines),
+            hint="edit the stack file and run `accelfleet fleet validate` again",
+        )
+
+
+class UnknownNameError(InputError):
+    """A name that the catalog does not know."""
+
+    def __init__(
+        self,
+        what: str,
+        name: str,
+        known: Iterable[str],
+        *,
+        hint: str = "",
+        suggestions: Sequence[str] | None = None,
+    ) -> None:
+        self.name = name
+        self.suggestions = tuple(suggest(name, known) if suggestions is None else suggestions)
+        message = f"unknown {what} {name!r}"
+        if self.suggestions:
+            message += f"; did you mean {', '.join(repr(s) for s in self.suggestions)}?"
+        super().__init__(
+            message, hint=hint or "run `accelfleet catalog list` to see every known name"
+        )
+
+
+class CatalogError(AccelfleetError):
+    """accelfleet's own catalog data is inconsistent."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(
+            message,
+            hint="this is a bug in accelfleet's catalog data files; please report it",
+        )
+
+
+class SetupError(AccelfleetError):
+    """Something this run needs is not installed or not reachable."""
+
+
+class CheckFailed(AccelfleetError):
+    """A check ran and failed."""
+
+    exit_code = EXIT_CHECK_FAILED
+
+
+def suggest(name: str, known: Iterable[str], *, limit: int = 3) -> list[str]:
+    """The known names nearest to `name`, best first (case-insensitive)."""
+    by_lower: dict[str, str] = {}
+    for k in known:
+        by_lower.setdefault(k.lower(), k)
+    hits = get_close_matches(name.lower(), list(by_lower), n=limit, cutoff=0.5)
+    if not hits:
+        hits = [k for k in by_lower if name.lower() in k or (k and k in name.lower())][:limit]
+    return [by_lower[h] for h in hits]

@@ -1,0 +1,109 @@
+"""The inventory: the contract between deploy and smoke.
+
+Per pool: its cloud, cluster, accelerator, node count, devices per node, node selector,
+tolerations and Kubernetes resource. The stack exports it; `accelfleet smoke` reads it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from fleet.catalog import Catalog, load_catalog
+from fleet.errors import InputError
+from fleet.model import POOL_LABEL, Fleet, ResolvedPool
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class InventoryPool:
+    name: str
+    team: str
+    cloud: str
+    runtime: str
+    cluster: str | None
+    accelerator: str
+    kind: str
+    machine_type: str
+    nodes: int
+    devices_per_node: int
+    jax_devices_per_node: int
+    hosts_per_slice: int
+    slices: int
+    topology: str | None
+    resource: str
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: list[dict[str, str]] = field(default_factory=list)
+    zones: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Inventory:
+    stack: str
+    pools: tuple[InventoryPool, ...]
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.schema_version,
+            "stack": self.stack,
+            "pools": [asdict(p) for p in self.pools],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Inventory:
+        if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+            raise InputError(
+                "not an accelfleet inventory (schema_version 1 expected)",
+                hint="export it with `pulumi stack output inventory --json` or "
+                "`accelfleet plan --inventory FILE`",
+            )
+        try:
+            pools = tuple(InventoryPool(**p) for p in data["pools"])
+        except (KeyError, TypeError) as exc:
+            raise InputError(f"malformed inventory: {exc}",
+                             hint="regenerate it from the stack") from None
+        return cls(stack=str(data.get("stack", "")), pools=pools)
+
+    def pool(self, name: str) -> InventoryPool:
+        for p in self.pools:
+            if p.name == name:
+                return p
+        raise InputError(f"no pool {name!r} in the inventory",
+                         hint=f"pools: {', '.join(p.name for p in self.pools)}")
+
+
+def inventory_pool(pool: ResolvedPool, catalog: Catalog) -> InventoryPool:
+    shape = pool.shape
+    kube = catalog.kube(shape)
+    tolerations = [kube.taint.as_toleration()]
+    tolerations += [
+        {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect}
+        for t in pool.spec.taints
+    ]
+    return InventoryPool(
+        name=pool.name,
+        team=pool.team,
+        cloud=pool.cloud,
+        runtime=pool.runtime,
+        cluster=pool.cluster.name if pool.cluster else None,
+        accelerator=shape.accelerator.key,
+        kind=shape.kind,
+        machine_type=shape.machine_type,
+        nodes=pool.node_count,
+        devices_per_node=shape.devices_per_host,
+        jax_devices_per_node=shape.jax_devices_per_host,
+        hosts_per_slice=shape.hosts,
+        slices=pool.spec.multislice if shape.tpu else 1,
+        topology=shape.topology_str or None,
+        resource=kube.resource,
+        node_selector={**kube.node_selector, POOL_LABEL: pool.name},
+        tolerations=tolerations,
+        zones=list(pool.spec.zones),
+    )
+
+
+def build_inventory(fleet: Fleet, stack: str, catalog: Catalog | None = None) -> Inventory:
+    catalog = catalog or load_catalog()
+    return Inventory(stack=stack, pools=tuple(inventory_pool(p, catalog) for p in fleet.pools))

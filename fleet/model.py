@@ -1,0 +1,104 @@
+"""A validated fleet: the spec with every pool resolved against the catalog.
+
+Decisions live here (how many nodes, which placement, which GPU networking, what it costs),
+so that components only turn them into resources and the CLI only puts them into words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fleet.catalog import Cloud, GpuNetworking, Shape
+from fleet.spec import Cluster, FleetSpec, Pool, Team
+
+POOL_LABEL = "accelfleet.io/pool"
+TEAM_LABEL = "accelfleet.io/team"
+ACCELERATOR_LABEL = "accelfleet.io/accelerator"
+
+
+@dataclass(frozen=True)
+class ResolvedPool:
+    """One pool of the spec, with everything the catalog and the rules decided for it."""
+
+    spec: Pool
+    cloud: Cloud
+    region: str
+    cluster: Cluster | None
+    shape: Shape
+    placement: str
+    networking: GpuNetworking | None
+    monthly_usd: float | None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def team(self) -> str:
+        return self.spec.team
+
+    @property
+    def runtime(self) -> str:
+        if self.spec.runtime is not None:
+            return self.spec.runtime
+        return "gke" if self.cloud == "gcp" else "eks"
+
+    @property
+    def units(self) -> int:
+        """GPU pools: nodes; TPU pools: slices (the multislice count)."""
+        if self.shape.tpu is not None:
+            return self.spec.multislice
+        return self.node_count
+
+    @property
+    def node_count(self) -> int:
+        """Nodes (hosts) this pool starts with, all slices together."""
+        if self.shape.tpu is not None:
+            return self.shape.hosts * self.spec.multislice
+        if self.spec.nodes is not None:
+            return self.spec.nodes
+        return self.spec.autoscaling.min_nodes if self.spec.autoscaling else 0
+
+    @property
+    def devices(self) -> int:
+        return self.node_count * self.shape.devices_per_host
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """Node labels: the user's, then accelfleet's own (which win)."""
+        return {
+            **self.spec.labels,
+            POOL_LABEL: self.name,
+            TEAM_LABEL: self.team,
+            ACCELERATOR_LABEL: self.shape.accelerator.key,
+        }
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """A whole validated fleet."""
+
+    spec: FleetSpec
+    pools: tuple[ResolvedPool, ...]
+    source: str = "fleet spec"
+
+    def cluster(self, name: str) -> Cluster:
+        return next(c for c in self.spec.clusters if c.name == name)
+
+    def pools_in(self, cluster: str) -> list[ResolvedPool]:
+        return [p for p in self.pools if p.cluster is not None and p.cluster.name == cluster]
+
+    def team(self, name: str) -> Team:
+        return next(t for t in self.spec.teams if t.name == name)
+
+    def team_monthly_usd(self, team: str) -> tuple[float, int]:
+        """(known monthly cost of a team's pools, how many of its pools have no price)."""
+        total, unpriced = 0.0, 0
+        for pool in self.pools:
+            if pool.team != team:
+                continue
+            if pool.monthly_usd is None:
+                unpriced += 1
+            else:
+                total += pool.monthly_usd
+        return total, unpriced

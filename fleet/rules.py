@@ -1,0 +1,329 @@
+"""Validation of a fleet spec: types first (pydantic), then the cross-field rules.
+
+Every rule adds a `Problem` naming the pool and field, the bad value, what is accepted and the
+fix; all problems are reported together in one `SpecError`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from fleet.catalog import Catalog, Cloud, load_catalog
+from fleet.errors import AccelfleetError, Problem, SpecError, suggest
+from fleet.model import Fleet, ResolvedPool
+from fleet.spec import Cluster, FleetSpec, Pool
+
+DNS_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
+LABEL_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
+LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+RESERVED_LABEL_PREFIXES = ("accelfleet.io/", "cloud.google.com/", "kubernetes.io/",
+                           "k8s.io/", "eks.amazonaws.com/")
+
+
+def validate_fleet(
+    raw: object, *, catalog: Catalog | None = None, source: str = "fleet spec"
+) -> Fleet:
+    """Parse and check a fleet spec; return the resolved `Fleet` or raise `SpecError`."""
+    catalog = catalog or load_catalog()
+    try:
+        spec = FleetSpec.model_validate(raw)
+    except ValidationError as exc:
+        raise SpecError(_from_pydantic(exc, raw), source=source) from None
+    checker = _Checker(spec, catalog)
+    pools = checker.run()
+    if checker.problems:
+        raise SpecError(checker.problems, source=source)
+    return Fleet(spec=spec, pools=tuple(pools), source=source)
+
+
+def _from_pydantic(exc: ValidationError, raw: object) -> list[Problem]:
+    problems = []
+    for err in exc.errors(include_url=False):
+        where = _where(err["loc"], raw)
+        value = err.get("input")
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field"
+            hint = "remove it, or check its spelling against the README's stack format"
+        elif err["type"] == "missing":
+            msg = "is required"
+            hint = "add it"
+        else:
+            shown = repr(value)
+            msg = f"{msg} (got {shown[:60]}{'...' if len(shown) > 60 else ''})"
+            hint = "correct the value"
+        problems.append(Problem(where=where, message=msg, hint=hint))
+    return problems
+
+
+def _where(loc: tuple[int | str, ...], raw: object) -> str:
+    """('pools', 2, 'nodes') -> "pools[2] 'h100-train'.nodes", naming the item where known."""
+    out = ""
+    node: Any = raw
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+            node = node[part] if isinstance(node, list) and part < len(node) else None
+            if isinstance(node, Mapping) and isinstance(node.get("name"), str):
+                out += f" {node['name']!r}"
+        else:
+            out += f".{part}" if out else str(part)
+            node = node.get(part) if isinstance(node, Mapping) else None
+    return out or "spec"
+
+
+class _Checker:
+    def __init__(self, spec: FleetSpec, catalog: Catalog) -> None:
+        self.spec = spec
+        self.catalog = catalog
+        self.problems: list[Problem] = []
+        self.clusters = {c.name: c for c in spec.clusters}
+        self.teams = {t.name: t for t in spec.teams}
+
+    def add(self, where: str, message: str, hint: str = "", accepted: tuple[str, ...] = ()
+            ) -> None:
+        self.problems.append(Problem(where, message, hint, accepted))
+
+    def run(self) -> list[ResolvedPool]:
+        self._names("clusters", [c.name for c in self.spec.clusters])
+        self._names("teams", [t.name for t in self.spec.teams], dns=False)
+        self._names("pools", [p.name for p in self.spec.pools])
+        for cluster in self.spec.clusters:
+            self._cluster(cluster)
+        resolved = []
+        for pool in self.spec.pools:
+            r = self._pool(pool)
+            if r is not None:
+                resolved.append(r)
+        self._budgets(resolved)
+        return resolved
+
+    def _names(self, what: str, names: list[str], *, dns: bool = True) -> None:
+        for name, count in Counter(names).items():
+            if count > 1:
+                self.add(f"{what} {name!r}", f"the name {name!r} is used {count} times",
+                         "give each a unique name")
+        if dns:
+            for name in names:
+                if not DNS_NAME.match(name):
+                    self.add(
+                        f"{what} {name!r}.name",
+                        f"{name!r} is not DNS-safe",
+                        "use 1-40 lower-case letters, digits and '-', starting with a letter "
+                        "and not ending with '-' (e.g. " + _dns_fix(name) + ")",
+                    )
+
+    def _cluster(self, cluster: Cluster) -> None:
+        if getattr(self.spec.clouds, cluster.cloud) is None:
+            self.add(
+                f"clusters {cluster.name!r}.cloud",
+                f"cluster is on {cluster.cloud} but `clouds.{cluster.cloud}` is not declared",
+                f"add `clouds: {{{cluster.cloud}: ...}}` with its "
+                + ("project and region" if cluster.cloud == "gcp" else "account and region"),
+            )
+
+    # -- pools -----------------------------------------------------------------------------
+    def _pool(self, pool: Pool) -> ResolvedPool | None:
+        at = f"pools {pool.name!r}"
+        cloud, cluster = self._placement_target(pool, at)
+        if pool.team not in self.teams:
+            self.add(f"{at}.team", f"unknown team {pool.team!r}",
+                     "declare it under `teams`, or use a declared team",
+                     tuple(suggest(pool.team, self.teams)) or tuple(self.teams))
+        if cloud is None:
+            return None
+        try:
+            shape = self.catalog.resolve(pool.accelerator, cloud=cloud, topology=pool.topology,
+                                         single_host=False)
+        except AccelfleetError as exc:
+            field = "topology" if pool.topology and "topology" in exc.message else "accelerator"
+            self.add(f"{at}.{field}", exc.message, exc.hint)
+            return None
+        region = self._region(cloud)
+        self._zones(pool, at, cloud, region)
+        self._runtime(pool, at, cloud, shape.tpu is not None)
+        self._nodes(pool, at, shape.multi_host, shape.tpu is not None, shape.hosts)
+        self._capacity(pool, at, cloud)
+        self._cloud_fields(pool, at, cloud)
+        self._labels(pool, at)
+        networking = shape.networking if pool.fabric == "auto" else None
+        placement = self._placement(pool, at, shape.multi_host, networking is not None)
+        r = ResolvedPool(spec=pool, cloud=cloud, region=region, cluster=cluster, shape=shape,
+                         placement=placement, networking=networking, monthly_usd=None)
+        monthly = self.catalog.monthly_usd(shape, r.units, spot=pool.capacity.spot)
+        return ResolvedPool(spec=pool, cloud=cloud, region=region, cluster=cluster, shape=shape,
+                            placement=placement, networking=networking, monthly_usd=monthly)
+
+    def _placement_target(self, pool: Pool, at: str) -> tuple[Cloud | None, Cluster | None]:
+        if pool.runtime == "tpu-vm":
+            if pool.cluster is not None:
+                self.add(f"{at}.cluster", "a tpu-vm pool runs outside Kubernetes",
+                         "remove `cluster`, or drop `runtime: tpu-vm` to run it in GKE")
+            if self.spec.clouds.gcp is None:
+                self.add(f"{at}.runtime", "tpu-vm pools need `clouds.gcp`",
+                         "declare clouds.gcp with project and region")
+                return None, None
+            return "gcp", None
+        if pool.cluster is None:
+            self.add(f"{at}.cluster", "is required", "name the cluster the pool joins",
+                     tuple(self.clusters))
+            return None, None
+        cluster = self.clusters.get(pool.cluster)
+        if cluster is None:
+            self.add(f"{at}.cluster", f"unknown cluster {pool.cluster!r}",
+                     "declare it under `clusters`, or use a declared cluster",
+                     tuple(suggest(pool.cluster, self.clusters)) or tuple(self.clusters))
+            return None, None
+        if getattr(self.spec.clouds, cluster.cloud) is None:
+            return None, None
+        return cluster.cloud, cluster
+
+    def _region(self, cloud: Cloud) -> str:
+        c = self.spec.clouds.gcp if cloud == "gcp" else self.spec.clouds.aws
+        assert c is not None
+        return c.region
+
+    def _zones(self, pool: Pool, at: str, cloud: Cloud, region: str) -> None:
+        if not pool.zones:
+            example = f"{region}-a" if cloud == "gcp" else f"{region}a"
+            self.add(f"{at}.zone", "is required", f"add `zone: {example}`")
+        pattern = (rf"^{re.escape(region)}-[a-z]$" if cloud == "gcp"
+                   else rf"^{re.escape(region)}[a-z]$")
+        for i, zone in enumerate(pool.zones):
+            if not re.match(pattern, zone):
+                example = f"{region}-a" if cloud == "gcp" else f"{region}a"
+                self.add(f"{at}.zones[{i}]", f"zone {zone!r} is not in region {region}",
+                         f"use a zone of {region}, such as {example}, or change the region")
+        if len(set(pool.zones)) != len(pool.zones):
+            self.add(f"{at}.zones", "a zone is listed twice", "list each zone once")
+
+    def _runtime(self, pool: Pool, at: str, cloud: Cloud, is_tpu: bool) -> None:
+        runtime = pool.runtime
+        if runtime == "tpu-vm" and not is_tpu:
+            self.add(f"{at}.runtime", "tpu-vm is for Cloud TPU pools only",
+                     "remove `runtime`, or choose a TPU accelerator")
+        expected = {"gcp": "gke", "aws": "eks"}[cloud]
+        if runtime in ("gke", "eks") and runtime != expected:
+            self.add(f"{at}.runtime", f"{runtime!r} does not match a {cloud} cluster",
+                     f"use {expected!r} or leave `runtime` out", (expected, "tpu-vm"))
+        if not is_tpu and (pool.topology is not None or pool.multislice != 1):
+            field = "topology" if pool.topology is not None else "multislice"
+            self.add(f"{at}.{field}", f"only TPU pools take `{field}`", f"remove `{field}`")
+
+    def _nodes(self, pool: Pool, at: str, multi_host: bool, is_tpu: bool, hosts: int) -> None:
+        auto = pool.autoscaling
+        if is_tpu:
+            if pool.nodes is not None and pool.nodes != hosts:
+                self.add(
+                    f"{at}.nodes",
+                    f"a TPU slice of this topology has exactly {hosts} node(s), not {pool.nodes}",
+                    "remove `nodes` (it follows from the topology) or change the topology"
+                    + ("; a multi-host slice cannot be resized" if multi_host else ""),
+                )
+            if auto is not None and multi_host:
+                self.add(f"{at}.autoscaling",
+                         "a multi-host TPU slice is atomic and cannot autoscale",
+                         "remove `autoscaling`; add slices with `multislice` instead")
+        elif pool.nodes is None and auto is None:
+            self.add(f"{at}.nodes", "is required for a GPU pool",
+                     "add `nodes: N`, or `autoscaling: {min_nodes: A, max_nodes: B}`")
+        if auto is not None:
+            if auto.min_nodes > auto.max_nodes:
+                self.add(f"{at}.autoscaling",
+                         f"min_nodes {auto.min_nodes} is above max_nodes {auto.max_nodes}",
+                         "make min_nodes <= max_nodes")
+            elif pool.nodes is not None and not auto.min_nodes <= pool.nodes <= auto.max_nodes:
+                self.add(f"{at}.nodes",
+                         f"{pool.nodes} is outside autoscaling {auto.min_nodes}..{auto.max_nodes}",
+                         "put `nodes` inside the autoscaling range")
+
+    def _capacity(self, pool: Pool, at: str, cloud: Cloud) -> None:
+        cap = pool.capacity
+        where = f"{at}.capacity"
+        if cap.spot and cap.reservation:
+            self.add(where, "spot and a reservation cannot be combined",
+                     "remove `spot` to consume the reservation, or remove `reservation`")
+        if (cap.flex_start or cap.queued) and cap.reservation:
+            mode = "flex_start" if cap.flex_start else "queued"
+            self.add(where, f"{mode} provisioning cannot use a reservation",
+                     f"remove `{mode}` or remove `reservation`")
+        if cap.flex_start and cap.spot:
+            self.add(where, "flex_start excludes spot", "choose one of flex_start or spot")
+        if cap.flex_start and cap.queued:
+            self.add(where, "flex_start and queued are two different modes", "choose one")
+        if cloud == "aws" and (cap.flex_start or cap.queued):
+            self.add(where, "flex-start and queued provisioning are GKE features",
+                     "on aws use on-demand, spot or a capacity reservation (cr-...)")
+        if cloud == "aws" and cap.reservation and not re.match(r"^cr-[0-9a-f]{8,17}$",
+                                                               cap.reservation):
+            self.add(f"{where}.reservation",
+                     f"{cap.reservation!r} is not an EC2 capacity reservation id",
+                     "use the id of the reservation or capacity block, e.g. cr-0123456789abcdef0")
+
+    def _cloud_fields(self, pool: Pool, at: str, cloud: Cloud) -> None:
+        if cloud == "aws" and pool.driver != "default":
+            self.add(f"{at}.driver", "on aws the NVIDIA AMI carries the driver",
+                     "remove `driver`; choose the AMI with `ami: al2023 | bottlerocket`")
+        if cloud == "gcp" and pool.ami is not None:
+            self.add(f"{at}.ami", "`ami` is for EKS node groups",
+                     "remove it; GKE pools choose the driver with `driver`")
+
+    def _labels(self, pool: Pool, at: str) -> None:
+        for key, value in pool.labels.items():
+            if not LABEL_KEY.match(key) or any(key.startswith(p) for p in
+                                                RESERVED_LABEL_PREFIXES):
+                self.add(f"{at}.labels", f"{key!r} is not a label key a pool may set",
+                         "use a DNS-style key outside accelfleet.io/, kubernetes.io/ and the "
+                         "clouds' own prefixes, e.g. example.com/owner")
+            if not LABEL_VALUE.match(value):
+                self.add(f"{at}.labels.{key}", f"{value!r} is not a valid label value",
+                         "use up to 63 letters, digits, '-', '_' and '.'")
+        for i, taint in enumerate(pool.taints):
+            if not LABEL_KEY.match(taint.key):
+                self.add(f"{at}.taints[{i}].key", f"{taint.key!r} is not a valid taint key",
+                         "use a DNS-style key such as example.com/dedicated")
+
+    def _placement(self, pool: Pool, at: str, multi_host: bool, fabric: bool) -> str:
+        placement = pool.placement
+        if placement is None:
+            placement = "compact" if multi_host or fabric else "none"
+        if placement == "compact" and len(pool.zones) > 1:
+            self.add(f"{at}.placement",
+                     f"compact placement needs a single zone, got {len(pool.zones)}",
+                     "keep one zone, or set `placement: none`")
+        if multi_host and placement == "none":
+            self.add(f"{at}.placement", "a multi-host TPU slice is always placed compactly",
+                     "remove `placement: none`")
+        return placement
+
+    def _budgets(self, pools: list[ResolvedPool]) -> None:
+        for team in self.spec.teams:
+            if team.monthly_budget_usd is None:
+                continue
+            cost = sum(p.monthly_usd or 0.0 for p in pools if p.team == team.name)
+            if cost > team.monthly_budget_usd:
+                listing = ", ".join(
+                    f"{p.name} ${p.monthly_usd:,.0f}" for p in pools
+                    if p.team == team.name and p.monthly_usd
+                )
+                self.add(
+                    f"teams {team.name!r}.monthly_budget_usd",
+                    f"the team's pools cost about ${cost:,.0f} a month at list price "
+                    f"({listing}), over its budget of ${team.monthly_budget_usd:,.0f}",
+                    "shrink or remove a pool, use spot capacity, or raise the budget",
+                )
+
+
+def _dns_fix(name: str) -> str:
+    fixed = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
+    if not fixed or not fixed[0].isalpha():
+        fixed = "p-" + fixed
+    return fixed[:40].rstrip("-")

@@ -1,0 +1,180 @@
+"""What a stack declares: the fleet spec, parsed strictly with pydantic.
+
+The models here check types and single fields. Rules that span fields, pools and the catalog
+live in `fleet.rules`; `fleet.validate_fleet` runs both and returns a `fleet.model.Fleet`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Effect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class GcpCloud(_Model):
+    """A Google Cloud project and the region the fleet lives in."""
+
+    project: str = Field(pattern=r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
+    region: str = Field(pattern=r"^[a-z]+-[a-z]+\d+$")
+
+
+class AwsCloud(_Model):
+    """An AWS account and the region the fleet lives in."""
+
+    account: str = Field(pattern=r"^\d{12}$")
+    region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
+
+
+class Clouds(_Model):
+    gcp: GcpCloud | None = None
+    aws: AwsCloud | None = None
+
+
+def _cidr(value: str) -> str:
+    try:
+        ipaddress.ip_network(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a CIDR block such as 10.0.0.0/16") from None
+    return value
+
+
+class Network(_Model):
+    """Address ranges of the cluster's network."""
+
+    cidr: str = "10.0.0.0/16"
+    pods_cidr: str = "10.64.0.0/14"
+    services_cidr: str = "10.96.0.0/20"
+
+    _check = field_validator("cidr", "pods_cidr", "services_cidr")(_cidr)
+
+
+class Cluster(_Model):
+    """A Kubernetes cluster: GKE on gcp, EKS on aws."""
+
+    name: str
+    cloud: Literal["gcp", "aws"]
+    kubernetes_version: str | None = None
+    release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
+    private_endpoint: bool = False
+    authorized_cidrs: list[str] = Field(default_factory=list)
+    network: Network = Network()
+
+    @field_validator("authorized_cidrs")
+    @classmethod
+    def _cidrs(cls, value: list[str]) -> list[str]:
+        return [_cidr(v) for v in value]
+
+
+class Capacity(_Model):
+    """How nodes are obtained. A string is shorthand: on-demand, spot, flex-start, queued."""
+
+    spot: bool = False
+    reservation: str | None = None
+    flex_start: bool = False
+    queued: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            table = {
+                "on-demand": {},
+                "spot": {"spot": True},
+                "flex-start": {"flex_start": True},
+                "queued": {"queued": True},
+            }
+            if value not in table:
+                raise ValueError(
+                    f"{value!r} is not a capacity; use one of {', '.join(table)} or a mapping "
+                    "with spot / reservation / flex_start / queued"
+                )
+            return table[value]
+        return value
+
+    @property
+    def label(self) -> str:
+        if self.reservation:
+            return f"reservation {self.reservation}"
+        for flag, name in ((self.spot, "spot"), (self.flex_start, "flex-start"),
+                           (self.queued, "queued")):
+            if flag:
+                return name
+        return "on-demand"
+
+
+class Autoscaling(_Model):
+    min_nodes: int = Field(ge=0)
+    max_nodes: int = Field(ge=1)
+
+
+class NodeTaint(_Model):
+    key: str
+    value: str = ""
+    effect: Effect = "NoSchedule"
+
+
+class Pool(_Model):
+    """One node pool (GPU), TPU slice (or multislice), or Cloud TPU VM group."""
+
+    name: str
+    team: str
+    accelerator: str
+    cluster: str | None = None
+    runtime: Literal["gke", "eks", "tpu-vm"] | None = None
+    topology: str | None = None
+    nodes: int | None = Field(default=None, ge=0)
+    zones: list[str] = Field(default_factory=list)
+    capacity: Capacity = Capacity()
+    driver: Literal["default", "latest", "disabled"] = "default"
+    ami: Literal["al2023", "bottlerocket"] | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: list[NodeTaint] = Field(default_factory=list)
+    autoscaling: Autoscaling | None = None
+    placement: Literal["compact", "none"] | None = None
+    multislice: int = Field(default=1, ge=1)
+    fabric: Literal["auto", "off"] = "auto"
+    disk_size_gb: int = Field(default=200, ge=50)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _zone_shorthand(cls, value: Any) -> Any:
+        if isinstance(value, dict) and "zone" in value:
+            value = dict(value)
+            zone = value.pop("zone")
+            if "zones" in value:
+                raise ValueError("give either `zone` or `zones`, not both")
+            value["zones"] = [zone]
+        return value
+
+
+class Team(_Model):
+    name: str
+    monthly_budget_usd: float | None = Field(default=None, ge=0)
+    contact: str | None = None
+
+
+class Smoke(_Model):
+    """How `accelfleet smoke run` tests the fleet."""
+
+    max_tier: int = Field(default=2, ge=0, le=4)
+    namespace: str = "accelfleet-smoke"
+    timeout_s: int = Field(default=900, ge=30)
+    torch_image: str | None = None
+    jax_image: str | None = None
+
+
+class FleetSpec(_Model):
+    """The whole fleet as one stack declares it."""
+
+    clouds: Clouds = Clouds()
+    clusters: list[Cluster] = Field(default_factory=list)
+    teams: list[Team] = Field(default_factory=list)
+    pools: list[Pool] = Field(default_factory=list)
+    smoke: Smoke = Smoke()
