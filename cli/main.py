@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from cli import catalog, fleet
+from cli import catalog, fleet, plan, smoke
 
 app = typer.Typer(
     name="accelfleet",
@@ -20,6 +20,8 @@ app = typer.Typer(
 )
 app.add_typer(catalog.app, name="catalog")
 app.add_typer(fleet.app, name="fleet")
+app.add_typer(smoke.app, name="smoke")
+app.command(name="plan")(plan.plan)
 
 
 def _version(value: bool) -> None:
