@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -16,12 +16,12 @@ if TYPE_CHECKING:
 app = typer.Typer(help="Browse the accelerator catalog.", no_args_is_help=True)
 
 
-class CloudOpt(str, Enum):
+class CloudOpt(StrEnum):
     gcp = "gcp"
     aws = "aws"
 
 
-class KindOpt(str, Enum):
+class KindOpt(StrEnum):
     gpu = "gpu"
     tpu = "tpu"
 

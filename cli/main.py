@@ -47,23 +47,12 @@ def main(
 
 
 def run() -> None:
-    """Console entry point: runs the app and turns accelfleet errors into exit codes."""
+    """Console entry point. Commands report accelfleet errors themselves (`cli._errors`);
+    this is the last line of defence so that none ever reaches the user as a traceback."""
     from fleet.errors import AccelfleetError
 
     try:
-        app(standalone_mode=False)
+        app()
     except AccelfleetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        print("aborted", file=sys.stderr)
-        sys.exit(130)
-    except Exception as exc:  # click's usage errors
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise

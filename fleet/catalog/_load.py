@@ -91,7 +91,7 @@ def load_machines(
     machines: list[MachineType] = []
     for fam in _items(data, "machine_families", name):
         where = f"{name} family {fam.get('family')}"
-        acc = fam.get("accelerator")
+        acc = str(fam.get("accelerator"))
         if acc not in accelerators:
             raise CatalogError(f"{where}: unknown accelerator {acc!r}")
         net: GpuNetworking | None = None

@@ -50,7 +50,7 @@ def topologies(gen: TpuGeneration) -> tuple[tuple[int, ...], ...]:
                 if a <= b and _valid_2d(a, b, limit):
                     found.append((a, b))
     else:
-        sides3 = [1, 2] + list(range(4, limit + 1, 4))
+        sides3 = [1, 2, *list(range(4, limit + 1, 4))]
         for a in sides3:
             if a**3 > limit:
                 break

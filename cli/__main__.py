@@ -1,0 +1,5 @@
+"""`python -m cli` runs the accelfleet command."""
+
+from cli.main import run
+
+run()
