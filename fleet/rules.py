@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -156,11 +157,11 @@ class _Checker:
         self._labels(pool, at)
         networking = shape.networking if pool.fabric == "auto" else None
         placement = self._placement(pool, at, shape.multi_host, networking is not None)
-        r = ResolvedPool(spec=pool, cloud=cloud, region=region, cluster=cluster, shape=shape,
-                         placement=placement, networking=networking, monthly_usd=None)
-        monthly = self.catalog.monthly_usd(shape, r.units, spot=pool.capacity.spot)
-        return ResolvedPool(spec=pool, cloud=cloud, region=region, cluster=cluster, shape=shape,
-                            placement=placement, networking=networking, monthly_usd=monthly)
+        resolved = ResolvedPool(spec=pool, cloud=cloud, region=region, cluster=cluster,
+                                shape=shape, placement=placement, networking=networking,
+                                monthly_usd=None)
+        monthly = self.catalog.monthly_usd(shape, resolved.units, spot=pool.capacity.spot)
+        return replace(resolved, monthly_usd=monthly)
 
     def _placement_target(self, pool: Pool, at: str) -> tuple[Cloud | None, Cluster | None]:
         if pool.runtime == "tpu-vm":

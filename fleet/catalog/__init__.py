@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from math import prod
@@ -361,6 +360,3 @@ def load_catalog() -> Catalog:
     """The catalog shipped with accelfleet, loaded and checked once per process."""
     return Catalog()
 
-
-def names(items: Iterable[str]) -> str:
-    return ", ".join(sorted(items))
