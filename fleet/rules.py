@@ -263,6 +263,10 @@ class _Checker:
         if cloud == "aws" and (cap.flex_start or cap.queued):
             self.add(where, "flex-start and queued provisioning are GKE features",
                      "on aws use on-demand, spot or a capacity reservation (cr-...)")
+        if cap.block and (cloud != "aws" or not cap.reservation):
+            self.add(f"{where}.block",
+                     "`block` marks an AWS Capacity Block for ML, given as `reservation`",
+                     "set `reservation: cr-...` with the capacity block's id, or remove `block`")
         if cloud == "aws" and cap.reservation and not re.match(r"^cr-[0-9a-f]{8,17}$",
                                                                cap.reservation):
             self.add(f"{where}.reservation",

@@ -79,6 +79,7 @@ class Capacity(_Model):
     reservation: str | None = None
     flex_start: bool = False
     queued: bool = False
+    block: bool = False  # aws: `reservation` is an EC2 Capacity Block for ML, not an ODCR
 
     @model_validator(mode="before")
     @classmethod
@@ -101,7 +102,8 @@ class Capacity(_Model):
     @property
     def label(self) -> str:
         if self.reservation:
-            return f"reservation {self.reservation}"
+            kind = "capacity block" if self.block else "reservation"
+            return f"{kind} {self.reservation}"
         for flag, name in ((self.spot, "spot"), (self.flex_start, "flex-start"),
                            (self.queued, "queued")):
             if flag:
