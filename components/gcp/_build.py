@@ -1,0 +1,143 @@
+"""From a validated fleet to Google Cloud components: one `GcpCluster` per GKE cluster, and
+the Cloud TPU VMs that run outside Kubernetes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+from components.gcp._cluster import GkeCluster, GkeClusterArgs, NodeIdentity, NodeIdentityArgs
+from components.gcp._gpu_pool import GpuNodePool, GpuNodePoolArgs
+from components.gcp._k8s import GpuDirectAddons, GpuDirectAddonsArgs
+from components.gcp._network import (
+    PODS_RANGE,
+    SERVICES_RANGE,
+    GpuDirectNetworks,
+    GpuDirectNetworksArgs,
+    NetworkFabric,
+    NetworkFabricArgs,
+)
+from components.gcp._tpu import TpuSlice, TpuSliceArgs, TpuVm, TpuVmArgs
+from components.outputs import ClusterOutputs
+from fleet.catalog import Catalog
+from fleet.errors import InputError
+from fleet.model import Fleet, ResolvedPool
+from fleet.spec import Cluster
+
+CLUSTER_TYPE = "accelfleet:gcp:Cluster"
+TPU_VMS_TYPE = "accelfleet:gcp:TpuVms"
+TPU_VM_CIDR = "10.200.0.0/20"
+
+
+@dataclass(frozen=True)
+class GcpClusterArgs:
+    cluster: Cluster
+    pools: list[ResolvedPool]
+    fleet: Fleet
+    catalog: Catalog
+
+
+class GcpCluster(pulumi.ComponentResource):
+    """A whole GKE site: network fabric, node identity, cluster, GPUDirect networks and
+    add-ons, and every GPU node pool and TPU slice that joins it."""
+
+    outputs: ClusterOutputs
+
+    def __init__(self, name: str, args: GcpClusterArgs,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(CLUSTER_TYPE, name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        c = args.cluster
+        project, region = _project_region(args.fleet)
+        fabric = NetworkFabric(f"{c.name}-network", NetworkFabricArgs(
+            name=c.name, project=project, region=region, cidr=c.network.cidr,
+            pods_cidr=c.network.pods_cidr, services_cidr=c.network.services_cidr), child)
+        identity = NodeIdentity(f"{c.name}-identity",
+                                NodeIdentityArgs(name=c.name, project=project), child)
+        by_kind: dict[str, list[ResolvedPool]] = {}
+        for p in args.pools:
+            if p.networking is not None and p.networking.kind != "efa":
+                by_kind.setdefault(p.networking.kind, []).append(p)
+        gke = GkeCluster(f"{c.name}-cluster", GkeClusterArgs(
+            name=c.name, project=project, region=region, network=fabric.network.id,
+            subnet=fabric.subnet.id, node_service_account=identity.email,
+            release_channel=c.release_channel, private_endpoint=c.private_endpoint,
+            authorized_cidrs=list(c.authorized_cidrs), kubernetes_version=c.kubernetes_version,
+            multi_networking=bool(by_kind), pods_range=PODS_RANGE,
+            services_range=SERVICES_RANGE), child)
+        extra = {}
+        block = 0
+        for kind in sorted(by_kind):
+            kind_pools = by_kind[kind]
+            net = kind_pools[0].networking
+            assert net is not None
+            nets = GpuDirectNetworks(f"{c.name}-{kind}-networks", GpuDirectNetworksArgs(
+                cluster=c.name, project=project, region=region,
+                zone=kind_pools[0].spec.zones[0], networking=net, first_block=block), child)
+            block = nets.next_block
+            extra[kind] = nets.extra
+            accelerators = sorted({p.shape.machine.gke_accelerator for p in kind_pools
+                                   if p.shape.machine and p.shape.machine.gke_accelerator})
+            GpuDirectAddons(f"{c.name}-{kind}-addons", GpuDirectAddonsArgs(
+                cluster=c.name, kind=kind, accelerators=accelerators, extra=nets.extra,
+                provider=gke.provider), pulumi.ResourceOptions(parent=self,
+                                                               depends_on=[nets]))
+        pool_opts = pulumi.ResourceOptions(parent=self, depends_on=[gke])
+        for p in args.pools:
+            if p.shape.tpu is not None:
+                TpuSlice(p.name, TpuSliceArgs(
+                    pool=p, catalog=args.catalog, cluster=gke.cluster.id, project=project,
+                    service_account=identity.email), pool_opts)
+            else:
+                kind = p.networking.kind if p.networking else ""
+                GpuNodePool(p.name, GpuNodePoolArgs(
+                    pool=p, catalog=args.catalog, cluster=gke.cluster.id, project=project,
+                    service_account=identity.email, extra_networks=extra.get(kind, [])),
+                    pool_opts)
+        self.outputs = ClusterOutputs(name=c.name, cloud="gcp", endpoint=gke.endpoint,
+                                      kubeconfig=gke.kubeconfig, provider=gke.provider)
+        self.register_outputs({"endpoint": gke.endpoint, "kubeconfig": gke.kubeconfig})
+
+
+def build_gcp_cluster(cluster: Cluster, pools: list[ResolvedPool], fleet: Fleet,
+                      catalog: Catalog, opts: pulumi.ResourceOptions | None = None
+                      ) -> ClusterOutputs:
+    """Build one GKE cluster with its pools; return what `Fleet` exports."""
+    site = GcpCluster(cluster.name, GcpClusterArgs(cluster=cluster, pools=pools, fleet=fleet,
+                                                   catalog=catalog), opts)
+    return site.outputs
+
+
+class TpuVms(pulumi.ComponentResource):
+    """Cloud TPU VMs outside Kubernetes, on their own private network and identity."""
+
+    def __init__(self, name: str, pools: list[ResolvedPool], fleet: Fleet,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(TPU_VMS_TYPE, name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        project, region = _project_region(fleet)
+        fabric = NetworkFabric(f"{name}-network", NetworkFabricArgs(
+            name=name, project=project, region=region, cidr=TPU_VM_CIDR), child)
+        identity = NodeIdentity(f"{name}-identity",
+                                NodeIdentityArgs(name=name, project=project), child)
+        for p in pools:
+            TpuVm(p.name, TpuVmArgs(pool=p, project=project, network=fabric.network.id,
+                                    subnet=fabric.subnet.id, service_account=identity.email),
+                  child)
+        self.register_outputs({"pools": [p.name for p in pools]})
+
+
+def build_tpu_vms(pools: list[ResolvedPool], fleet: Fleet, catalog: Catalog,
+                  opts: pulumi.ResourceOptions | None = None) -> TpuVms:
+    """Build the Cloud TPU VM pools (runtime: tpu-vm) of a fleet."""
+    del catalog  # every fact a TPU VM needs is already on the resolved shape
+    return TpuVms("tpu-vms", pools, fleet, opts)
+
+
+def _project_region(fleet: Fleet) -> tuple[str, str]:
+    gcp = fleet.spec.clouds.gcp
+    if gcp is None:
+        raise InputError("the fleet has Google Cloud pools but no `clouds.gcp`",
+                         hint="declare clouds.gcp with project and region")
+    return gcp.project, gcp.region

@@ -1,0 +1,162 @@
+"""`TpuSlice` (TPU slices as GKE node pools) and `TpuVm` (Cloud TPU VMs, no Kubernetes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.gcp._nodes import management, node_config, reservation_affinity
+from components.gcp._pins import TPU_VM_RUNTIME
+from fleet.catalog import Catalog, Shape
+from fleet.errors import InputError
+from fleet.model import ResolvedPool
+
+SLICE_TYPE = "accelfleet:gcp:TpuSlice"
+VM_TYPE = "accelfleet:gcp:TpuVm"
+C = gcp.container
+
+
+@dataclass(frozen=True)
+class TpuSliceArgs:
+    pool: ResolvedPool
+    catalog: Catalog
+    cluster: pulumi.Input[str]
+    project: str
+    service_account: pulumi.Input[str]
+
+
+class TpuSlice(pulumi.ComponentResource):
+    """One node pool per slice (a multislice is N identical pools). Machine type and node
+    count from the catalog's shape; multi-host slices are compact with their TPU topology
+    (tpu7x: a workload policy with the accelerator topology) and never autoscale."""
+
+    node_pools: list[gcp.container.NodePool]
+
+    def __init__(self, name: str, args: TpuSliceArgs,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(SLICE_TYPE, name, None, opts)
+        pool, shape = args.pool, args.pool.shape
+        tpu = shape.tpu
+        if tpu is None:
+            raise InputError(f"pool {pool.name!r} is not a TPU pool",
+                             hint="use a GPU node pool for GPU machine types")
+        child = pulumi.ResourceOptions(parent=self)
+        policy_name: pulumi.Input[str] | None = None
+        if shape.multi_host and tpu.placement == "workload-policy":
+            policy = gcp.compute.ResourcePolicy(
+                f"{name}-workload-policy", name=f"{pool.name}-wp", project=args.project,
+                region=pool.region,
+                workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
+                    type="HIGH_THROUGHPUT", accelerator_topology=shape.topology_str),
+                opts=child)
+            policy_name = policy.name
+        auto = pool.spec.autoscaling
+        slices = pool.spec.multislice
+        self.node_pools = []
+        for i in range(slices):
+            suffix = f"-s{i}" if slices > 1 else ""
+            self.node_pools.append(C.NodePool(
+                f"{name}{suffix}-pool", name=f"{pool.name}{suffix}", project=args.project,
+                cluster=args.cluster, location=pool.region, node_locations=list(pool.spec.zones),
+                node_count=None if auto else shape.hosts,
+                initial_node_count=shape.hosts if auto else None,
+                autoscaling=C.NodePoolAutoscalingArgs(
+                    total_min_node_count=auto.min_nodes, total_max_node_count=auto.max_nodes)
+                if auto and not shape.multi_host else None,
+                management=management(),
+                placement_policy=placement(shape, policy_name),
+                queued_provisioning=C.NodePoolQueuedProvisioningArgs(enabled=True)
+                if pool.spec.capacity.queued else None,
+                network_config=C.NodePoolNetworkConfigArgs(enable_private_nodes=True),
+                node_config=node_config(pool, args.catalog, args.service_account),
+                opts=child))
+        self.register_outputs({"node_pools": [p.name for p in self.node_pools],
+                               "topology": shape.topology_str, "hosts": shape.hosts})
+
+
+def placement(shape: Shape, policy_name: pulumi.Input[str] | None
+              ) -> C.NodePoolPlacementPolicyArgs | None:
+    """Multi-host: COMPACT with tpu_topology, or the workload policy where the generation
+    asks for one. Single-host slices need no placement policy."""
+    if not shape.multi_host:
+        return None
+    if policy_name is not None:
+        return C.NodePoolPlacementPolicyArgs(type="COMPACT", policy_name=policy_name)
+    return C.NodePoolPlacementPolicyArgs(type="COMPACT", tpu_topology=shape.topology_str)
+
+
+def accelerator_type(shape: Shape) -> str:
+    """The Cloud TPU API name of a slice: v5p-128 counts TensorCores, v6e-8 counts chips."""
+    tpu = shape.tpu
+    assert tpu is not None
+    per_chip = tpu.tensorcores_per_chip if tpu.naming == "tensorcores" else 1
+    return f"{tpu.tpu_api_name}-{shape.chips * per_chip}"
+
+
+@dataclass(frozen=True)
+class TpuVmArgs:
+    pool: ResolvedPool
+    project: str
+    network: pulumi.Input[str]
+    subnet: pulumi.Input[str]
+    service_account: pulumi.Input[str]
+
+
+class TpuVm(pulumi.ComponentResource):
+    """Cloud TPU VMs outside Kubernetes: one `tpu.V2Vm` per slice, or a
+    `tpu.V2QueuedResource` for queued / flex-start capacity. No external IPs."""
+
+    def __init__(self, name: str, args: TpuVmArgs,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(VM_TYPE, name, None, opts)
+        pool, shape = args.pool, args.pool.shape
+        tpu = shape.tpu
+        if tpu is None or tpu.key not in TPU_VM_RUNTIME:
+            gen = tpu.key if tpu else shape.machine_type
+            raise InputError(
+                f"pool {pool.name!r}: {gen} is not offered as Cloud TPU VMs",
+                hint="drop `runtime: tpu-vm` to run it in a GKE cluster")
+        child = pulumi.ResourceOptions(parent=self)
+        zone = pool.spec.zones[0]
+        cap = pool.spec.capacity
+        runtime = TPU_VM_RUNTIME[tpu.key]
+        acc_type = accelerator_type(shape)
+        labels = {"accelfleet-team": pool.team, "accelfleet-pool": pool.name}
+        names = []
+        for i in range(pool.spec.multislice):
+            node_id = f"{pool.name}-{i}" if pool.spec.multislice > 1 else pool.name
+            names.append(node_id)
+            if cap.queued or cap.flex_start:
+                gcp.tpu.V2QueuedResource(
+                    f"{name}-{i}-qr", name=node_id, project=args.project, zone=zone,
+                    tpu=gcp.tpu.V2QueuedResourceTpuArgs(node_specs=[
+                        gcp.tpu.V2QueuedResourceTpuNodeSpecArgs(
+                            parent=f"projects/{args.project}/locations/{zone}",
+                            node_id=node_id,
+                            node=gcp.tpu.V2QueuedResourceTpuNodeSpecNodeArgs(
+                                accelerator_type=acc_type, runtime_version=runtime,
+                                network_config=gcp.tpu.V2QueuedResourceTpuNodeSpecNodeNetworkConfigArgs(
+                                    network=args.network, subnetwork=args.subnet,
+                                    enable_external_ips=False)))]),
+                    opts=child)
+                continue
+            gcp.tpu.V2Vm(
+                f"{name}-{i}-vm", name=node_id, project=args.project, zone=zone,
+                accelerator_type=acc_type, runtime_version=runtime, labels=labels,
+                network_config=gcp.tpu.V2VmNetworkConfigArgs(
+                    network=args.network, subnetwork=args.subnet, enable_external_ips=False),
+                service_account=gcp.tpu.V2VmServiceAccountArgs(
+                    email=args.service_account,
+                    scopes=["https://www.googleapis.com/auth/cloud-platform"]),
+                scheduling_config=gcp.tpu.V2VmSchedulingConfigArgs(
+                    spot=cap.spot or None, reserved=bool(cap.reservation) or None),
+                shielded_instance_config=gcp.tpu.V2VmShieldedInstanceConfigArgs(
+                    enable_secure_boot=True),
+                opts=child)
+        self.register_outputs({"nodes": names, "accelerator_type": acc_type})
+
+
+__all__ = ["TpuSlice", "TpuSliceArgs", "TpuVm", "TpuVmArgs", "accelerator_type",
+           "reservation_affinity"]

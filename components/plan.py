@@ -1,0 +1,226 @@
+"""The offline plan: run the stack's Pulumi program under Pulumi's own mocks and record every
+resource it registers (type, name, parent, provider, inputs). No CLI, no credentials.
+
+It is the same program that `pulumi up` runs (`stacks/__main__.py`), fed the stack file's
+config. Values a provider would compute are shown as "<computed>", secrets as "<secret>".
+
+    >>> from components.plan import run_plan
+    >>> plan = run_plan("stacks/Pulumi.example.yaml")
+    >>> plan.to_json()  # deterministic: sorted keys and resources, byte-identical across runs
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import runpy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fleet.errors import AccelfleetError, InputError
+from fleet.model import Fleet
+
+PROGRAM = Path(__file__).resolve().parent.parent / "stacks" / "__main__.py"
+PROJECT = "accelfleet"
+COMPUTED = "<computed>"
+SECRET = "<secret>"
+SCHEMA_VERSION = 1
+# Component types whose name is a pool or a cluster of the fleet.
+POOL_TYPES = ("accelfleet:gcp:GpuNodePool", "accelfleet:gcp:TpuSlice", "accelfleet:gcp:TpuVm")
+
+
+@dataclass(frozen=True)
+class PlannedResource:
+    """One registered resource: what `pulumi up` would ask its provider to create."""
+
+    urn: str
+    type: str
+    name: str
+    custom: bool
+    parent: str | None
+    provider: str | None
+    inputs: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "name": self.name, "custom": self.custom,
+                "parent": self.parent, "provider": self.provider, "inputs": self.inputs}
+
+
+@dataclass
+class Plan:
+    """Every resource of one stack, plus the fleet it came from (for pools and costs)."""
+
+    stack: str
+    fleet: Fleet
+    resources: list[PlannedResource] = field(default_factory=list)
+
+    def by_urn(self) -> dict[str, PlannedResource]:
+        return {r.urn: r for r in self.resources}
+
+    def of_type(self, type_: str) -> list[PlannedResource]:
+        return [r for r in self.resources if r.type == type_]
+
+    def children(self, urn: str | None) -> list[PlannedResource]:
+        return sorted((r for r in self.resources if r.parent == urn),
+                      key=lambda r: (r.custom, r.type, r.name))
+
+    def descendants(self, urn: str) -> list[PlannedResource]:
+        out: list[PlannedResource] = []
+        todo = [urn]
+        while todo:
+            kids = self.children(todo.pop())
+            out += kids
+            todo += [k.urn for k in kids if not k.custom]
+        return out
+
+    def pool_resources(self) -> dict[str, list[PlannedResource]]:
+        """Pool name -> the provider resources under its component."""
+        return {r.name: [d for d in self.descendants(r.urn) if d.custom]
+                for r in self.resources if r.type in POOL_TYPES}
+
+    def to_dict(self) -> dict[str, Any]:
+        urn_name = {r.urn: f"{r.type}::{r.name}" for r in self.resources}
+        resources = sorted(
+            ({**r.to_dict(), "parent": urn_name.get(r.parent or ""),
+              "provider": urn_name.get(r.provider or "")} for r in self.resources),
+            key=lambda d: (d["type"], d["name"]))
+        counts: dict[str, int] = {}
+        for r in self.resources:
+            if r.custom:
+                counts[r.type] = counts.get(r.type, 0) + 1
+        per_pool = self.pool_resources()
+        pools = []
+        for p in self.fleet.pools:
+            s = p.shape
+            pools.append({
+                "name": p.name, "team": p.team, "cloud": p.cloud, "runtime": p.runtime,
+                "cluster": p.cluster.name if p.cluster else None,
+                "machine_type": s.machine_type, "topology": s.topology_str or None,
+                "nodes": p.node_count, "capacity": p.spec.capacity.label,
+                "gpu_networking": p.networking.kind if p.networking else None,
+                "resources": len(per_pool.get(p.name, [])),
+                "monthly_usd": _money(p.monthly_usd),
+            })
+        teams = []
+        for t in self.fleet.spec.teams:
+            cost, unpriced = self.fleet.team_monthly_usd(t.name)
+            teams.append({"name": t.name, "monthly_usd": _money(cost),
+                          "unpriced_pools": unpriced,
+                          "monthly_budget_usd": t.monthly_budget_usd})
+        return {
+            "schema_version": SCHEMA_VERSION, "stack": self.stack,
+            "summary": {"resources": sum(counts.values()), "by_type": counts},
+            "pools": sorted(pools, key=lambda d: d["name"]),
+            "teams": sorted(teams, key=lambda d: d["name"]),
+            "resources": resources,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+
+def _money(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+def stack_config(path: str | Path) -> tuple[str, dict[str, str], Fleet]:
+    """(stack name, Pulumi config as strings, validated fleet) of a stack file.
+
+    Raises the fleet's own errors (StackFileError, SpecError: exit 2) before any Pulumi code.
+    """
+    from ruamel.yaml import YAML
+
+    from fleet import load_fleet
+    from fleet.stackfile import stack_name
+
+    fleet = load_fleet(str(path))  # validates: bad input fails here with the SpecError
+    data = YAML(typ="safe", pure=False).load(Path(path).read_text(encoding="utf-8"))
+    config = {}
+    for key, value in (data.get("config") or {}).items():
+        config[key] = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return stack_name(path), config, fleet
+
+
+def run_plan(path: str | Path, *, program: Path = PROGRAM) -> Plan:
+    """Run the stack program of `path` under mocks and return what it would create."""
+    stack, config, fleet = stack_config(path)
+    plan = Plan(stack=stack, fleet=fleet)
+    # A fresh context: Pulumi keeps its settings and root stack resource in context variables.
+    contextvars.copy_context().run(_run, plan, config, program)
+    return plan
+
+
+def _run(plan: Plan, config: dict[str, str], program: Path) -> None:
+    import pulumi
+    from pulumi.runtime import settings
+    from pulumi.runtime.mocks import MockMonitor, Mocks, set_mocks
+    from pulumi.runtime.stack import run_pulumi_func
+    from pulumi.runtime.sync_await import _sync_await
+
+    class _Mocks(Mocks):
+        def new_resource(self, args: Any) -> tuple[str, dict[str, Any]]:
+            # Ids are the provider's to choose; outputs not echoed here stay unknown.
+            resource_id = f"{args.name}-id" if args.custom else ""
+            return resource_id, dict(args.inputs)
+
+        def call(self, args: Any) -> tuple[dict[str, Any], None]:
+            return {}, None
+
+    class _Recorder(MockMonitor):  # type: ignore[misc]
+        def RegisterResource(self, request: Any) -> Any:  # the gRPC method name
+            from pulumi.runtime import rpc
+
+            response = super().RegisterResource(request)
+            if request.type != "pulumi:pulumi:Stack":
+                inputs = rpc.deserialize_properties(request.object, keep_unknowns=True)
+                plan.resources.append(PlannedResource(
+                    urn=response.urn, type=request.type, name=request.name,
+                    custom=bool(request.custom), parent=_parent(request.parent),
+                    provider=request.provider.rsplit("::", 1)[0] or None,
+                    inputs=_clean(inputs)))
+            return response
+
+    mocks = _Mocks()
+    settings.ROOT.set(None)
+    set_mocks(mocks, project=PROJECT, stack=plan.stack, preview=True, monitor=_Recorder(mocks))
+    pulumi.runtime.set_all_config({k: v for k, v in config.items()})
+    try:
+        _sync_await(run_pulumi_func(lambda: runpy.run_path(str(program),
+                                                           run_name="__main__")))
+    except AccelfleetError:
+        raise
+    except pulumi.RunError as exc:
+        raise InputError(str(exc), hint="fix the stack file; `accelfleet fleet validate` "
+                         "checks it") from None
+
+
+def _parent(urn: str) -> str | None:
+    """The parent's URN, or None for the root stack (urn:pulumi:S::P::TYPE-CHAIN::NAME)."""
+    if not urn:
+        return None
+    type_chain = urn.split("::")[2]
+    return None if type_chain.split("$")[-1] == "pulumi:pulumi:Stack" else urn
+
+
+_SECRET_SIG = "4dabf18193072939515e22adb298388d"
+
+
+def _clean(value: Any) -> Any:
+    """Make recorded inputs plain JSON: unknowns -> <computed>, secrets -> <secret>,
+    whole floats -> ints, dict keys sorted by the JSON writer."""
+    from pulumi.output import Unknown
+
+    if isinstance(value, Unknown):
+        return COMPUTED
+    if isinstance(value, dict):
+        if _SECRET_SIG in value:
+            return SECRET
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value == "04da6b54-80e4-46f7-96ec-b56ff0331ba9":
+        return COMPUTED
+    return value
