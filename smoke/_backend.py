@@ -1,0 +1,150 @@
+"""What every backend (PyTorch, JAX) offers the runner, the probe sizes, and the timing rule.
+
+Timing rule: a probe hands `measure` a `run(iters)` that executes the measured work `iters`
+times in a tight loop and returns the elapsed seconds, synchronised with the backend's own
+mechanism (CUDA events, `block_until_ready`). `measure` warms up (which also picks `iters` so
+one repeat lasts long enough to time), then returns the median seconds per iteration over
+the repeats. Nothing else (allocation, host copies) happens inside the timed loop.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from fleet.errors import SetupError
+
+BackendName = Literal["torch", "jax"]
+BACKENDS: tuple[BackendName, ...] = ("torch", "jax")
+PIP_EXTRA = {"torch": "accelfleet[torch]", "jax": "accelfleet[jax]"}
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """One device as the backend sees it."""
+
+    id: str  # "cuda0", "tpu3", "cpu0": how results name it
+    index: int
+    platform: str  # "gpu", "tpu" or "cpu"
+    kind: str  # the backend's own name for it, e.g. "NVIDIA H100 80GB HBM3", "TPU v5"
+    memory_gib: float | None = None  # None where the backend cannot tell (CPU)
+
+
+@dataclass(frozen=True, slots=True)
+class Sizes:
+    """Problem sizes: large enough to saturate an accelerator, small on a CPU."""
+
+    matmul_n: int
+    known_n: int
+    copy_mib: int
+    allreduce_mib: int
+    repeats: int
+    target_repeat_s: float
+    max_iters: int = 1 << 16
+
+    @classmethod
+    def for_platform(cls, platform: str) -> Sizes:
+        if platform == "cpu":
+            return cls(matmul_n=512, known_n=128, copy_mib=32, allreduce_mib=4, repeats=5,
+                       target_repeat_s=0.02)
+        # 8192^3 bf16 saturates an H100 (about 1.4 ms a product); 1 GiB copies dwarf launch cost.
+        return cls(matmul_n=8192, known_n=1024, copy_mib=1024, allreduce_mib=256, repeats=5,
+                   target_repeat_s=0.05)
+
+
+@dataclass(frozen=True, slots=True)
+class KnownAnswer:
+    """A seeded float32 product on one device against the float64 reference."""
+
+    max_rel_error: float  # max |C - C_ref| / max |C_ref|
+    checksum: float  # float64 sum of the device's product, to compare across devices
+
+
+@dataclass(frozen=True, slots=True)
+class AllReduce:
+    busbw_gbps: float
+    algbw_gbps: float
+    seconds: float
+    bytes_per_device: int
+    correct: bool
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def measure(run: Callable[[int], float], sizes: Sizes) -> tuple[float, list[float]]:
+    """Median seconds per iteration of `run`, warm-up excluded; also every repeat's figure."""
+    iters = 1
+    run(1)  # first call: compilation, allocator warm-up, lazy init
+    while True:
+        elapsed = run(iters)
+        if elapsed >= sizes.target_repeat_s or iters >= sizes.max_iters:
+            break
+        grow = sizes.target_repeat_s / max(elapsed, 1e-9)
+        iters = min(sizes.max_iters, max(iters * 2, int(iters * grow * 1.2) + 1))
+    samples = [run(iters) / iters for _ in range(sizes.repeats)]
+    return statistics.median(samples), samples
+
+
+def busbw(bytes_per_device: int, seconds: float, world: int) -> tuple[float, float]:
+    """(busbw, algbw) in GB/s by the nccl-tests formula: busbw = algbw x 2(n-1)/n."""
+    algbw = bytes_per_device / seconds / 1e9
+    return algbw * 2 * (world - 1) / world, algbw
+
+
+class Backend(Protocol):
+    """The probes one backend implements. Sizes come from `Sizes.for_platform`."""
+
+    name: BackendName
+
+    def versions(self) -> dict[str, str]: ...
+
+    def devices(self) -> list[Device]: ...
+
+    def known_answer(self, device: Device, n: int, seed: int) -> KnownAnswer: ...
+
+    def psum(self, devices: Sequence[Device]) -> float | None: ...
+
+    def matmul_seconds(self, device: Device, sizes: Sizes) -> tuple[float, list[float]]: ...
+
+    def copy_seconds(self, device: Device, sizes: Sizes) -> tuple[float, list[float]]: ...
+
+    def allreduce(self, devices: Sequence[Device], sizes: Sizes) -> AllReduce: ...
+
+
+def available(name: BackendName) -> bool:
+    """Whether a backend's package is installed, without importing it."""
+    return importlib.util.find_spec(name) is not None
+
+
+def choose(name: str) -> BackendName:
+    """`auto` picks torch when installed, else jax."""
+    if name == "auto":
+        for candidate in BACKENDS:
+            if available(candidate):
+                return candidate
+        raise SetupError(
+            "neither PyTorch nor JAX is installed, so there is nothing to run the probes with",
+            hint="pip install 'accelfleet[torch]' (GPU, CPU) or 'accelfleet[jax]' (TPU, GPU, CPU)",
+        )
+    if name not in BACKENDS:
+        raise SetupError(f"unknown backend {name!r}", hint="use --backend torch or jax")
+    return name  # type: ignore[return-value]
+
+
+def load(name: BackendName) -> Backend:
+    """Import the backend's package (only now) and return its probes."""
+    try:
+        if name == "torch":
+            from smoke._torch import TorchBackend
+
+            return TorchBackend()
+        from smoke._jax import JaxBackend
+
+        return JaxBackend()
+    except ImportError as exc:
+        raise SetupError(
+            f"the {name} backend needs the {name!r} package, which cannot be imported ({exc})",
+            hint=f"pip install '{PIP_EXTRA[name]}', or choose the other backend with --backend",
+        ) from None

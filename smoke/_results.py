@@ -1,0 +1,163 @@
+"""The result records: one JSON document per host, with a result per device and probe.
+
+    {"schema_version": 1, "host": "...", "backend": "torch", "versions": {...},
+     "results": [{"device": "cuda0", "probe": "matmul_tflops", "tier": 2, "measured": 801.2,
+                  "expected": 989.0, "unit": "TFLOP/s", "verdict": "pass", "reason": "..."}]}
+
+`HostReport.from_dict(report.to_dict()) == report`, and likewise through JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+SCHEMA_VERSION = 1
+DOCUMENT_KIND = "accelfleet.smoke/host"
+
+
+class Verdict(StrEnum):
+    """pass / warn / fail / skipped. Skipped never counts as pass or as fail."""
+
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    SKIPPED = "skipped"
+
+    @property
+    def rank(self) -> int:
+        return {"skipped": 0, "pass": 1, "warn": 2, "fail": 3}[self.value]
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    """One probe on one device (or on the whole host, device "host"), judged."""
+
+    device: str
+    probe: str
+    tier: int
+    verdict: Verdict
+    reason: str
+    measured: float | None = None
+    expected: float | None = None
+    unit: str = ""
+    attempts: int = 1
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "device": self.device,
+            "probe": self.probe,
+            "tier": self.tier,
+            "measured": self.measured,
+            "expected": self.expected,
+            "unit": self.unit,
+            "verdict": self.verdict.value,
+            "reason": self.reason,
+            "attempts": self.attempts,
+            "details": dict(self.details),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ProbeResult:
+        return cls(
+            device=str(data["device"]),
+            probe=str(data["probe"]),
+            tier=int(data["tier"]),
+            verdict=Verdict(data["verdict"]),
+            reason=str(data["reason"]),
+            measured=None if data.get("measured") is None else float(data["measured"]),
+            expected=None if data.get("expected") is None else float(data["expected"]),
+            unit=str(data.get("unit", "")),
+            attempts=int(data.get("attempts", 1)),
+            details=dict(data.get("details") or {}),
+        )
+
+    def with_verdict(self, verdict: Verdict, reason: str) -> ProbeResult:
+        return replace(self, verdict=verdict, reason=reason)
+
+
+@dataclass(frozen=True, slots=True)
+class HostReport:
+    """Everything one host's smoke run found."""
+
+    host: str
+    backend: str
+    platform: str
+    versions: dict[str, str]
+    tier: int
+    results: tuple[ProbeResult, ...]
+    expect: str | None = None
+    accelerator: str | None = None
+    thresholds_version: str = ""
+    started_at: str = ""
+    duration_s: float = 0.0
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def failures(self) -> tuple[ProbeResult, ...]:
+        return tuple(r for r in self.results if r.verdict is Verdict.FAIL)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing failed (warnings and skips are fine)."""
+        return not self.failures
+
+    def counts(self) -> dict[str, int]:
+        out = {v.value: 0 for v in Verdict}
+        for r in self.results:
+            out[r.verdict.value] += 1
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.schema_version,
+            "kind": DOCUMENT_KIND,
+            "host": self.host,
+            "backend": self.backend,
+            "platform": self.platform,
+            "versions": dict(self.versions),
+            "tier": self.tier,
+            "expect": self.expect,
+            "accelerator": self.accelerator,
+            "thresholds_version": self.thresholds_version,
+            "started_at": self.started_at,
+            "duration_s": self.duration_s,
+            "summary": self.counts(),
+            "results": [r.to_dict() for r in self.results],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> HostReport:
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION or data.get("kind", DOCUMENT_KIND) != DOCUMENT_KIND:
+            from fleet.errors import InputError
+
+            raise InputError(
+                f"not an accelfleet smoke host document of schema {SCHEMA_VERSION} "
+                f"(kind {data.get('kind')!r}, schema_version {version!r})",
+                hint="produce it with `accelfleet smoke local --json` of this version",
+            )
+        return cls(
+            host=str(data["host"]),
+            backend=str(data["backend"]),
+            platform=str(data["platform"]),
+            versions={str(k): str(v) for k, v in (data.get("versions") or {}).items()},
+            tier=int(data["tier"]),
+            results=tuple(ProbeResult.from_dict(r) for r in data.get("results") or []),
+            expect=data.get("expect"),
+            accelerator=data.get("accelerator"),
+            thresholds_version=str(data.get("thresholds_version", "")),
+            started_at=str(data.get("started_at", "")),
+            duration_s=float(data.get("duration_s", 0.0)),
+            schema_version=int(version),
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> HostReport:
+        return cls.from_dict(json.loads(text))
