@@ -118,10 +118,10 @@ def available(name: BackendName) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
-def choose(name: str) -> BackendName:
-    """`auto` picks torch when installed, else jax."""
+def choose(name: str, *, tpu: bool = False) -> BackendName:
+    """`auto` picks torch when installed, else jax (jax first for a TPU)."""
     if name == "auto":
-        for candidate in BACKENDS:
+        for candidate in (("jax", "torch") if tpu else BACKENDS):
             if available(candidate):
                 return candidate
         raise SetupError(

@@ -39,6 +39,7 @@ class Expectation:
     memory_gib: float | None = None  # per device, as the backend counts them
     words: str | None = None  # what the user asked for (`--expect`), None when guessed
     machine: str | None = None
+    chips: int | None = None  # per host
 
     @property
     def platform(self) -> str | None:
@@ -66,7 +67,7 @@ def from_catalog(words: str, backend: str) -> Expectation:
     per_host = shape.jax_devices_per_host if backend == "jax" else shape.devices_per_host
     per_device = acc.memory_gib / (acc.jax_devices_per_chip if backend == "jax" else 1)
     return Expectation(accelerator=acc, devices=per_host, memory_gib=per_device, words=words,
-                       machine=shape.machine_type)
+                       machine=shape.machine_type, chips=shape.devices_per_host)
 
 
 def matches(accelerator_key: str, kind: str) -> bool:

@@ -38,6 +38,12 @@ def host_name() -> str:
     return os.environ.get("NODE_NAME") or socket.gethostname()
 
 
+def _is_tpu(words: str) -> bool:
+    from fleet.catalog import load_catalog
+
+    return load_catalog().resolve(words).kind == "tpu"
+
+
 def _error(device: str, probe: str, exc: Exception) -> ProbeResult:
     return ProbeResult(device, probe, V.TIERS[probe], Verdict.FAIL,
                        f"probe error: {type(exc).__name__}: {exc}", unit=V.UNITS[probe])
@@ -59,7 +65,7 @@ def run_local(
     """
     started = time.perf_counter()
     when = datetime.now(UTC).isoformat(timespec="seconds")
-    name = choose(backend)
+    name = choose(backend, tpu=bool(expect) and _is_tpu(expect or ""))
     exp = from_catalog(expect, name) if expect else None
     be = load(name)
     prog = progress or _Silent()

@@ -134,9 +134,12 @@ def judge_inventory(devices: Sequence[Device], exp: Expectation) -> list[ProbeRe
     if want is not None:
         prefix = "cuda" if acc.kind == "gpu" else acc.kind
         found = f"found {len(ours)} {acc.kind.upper()} device{'s' if len(ours) != 1 else ''}"
+        what = f"{want} x {acc.name}"
+        if exp.chips and exp.chips != want:
+            what = f"{want} devices ({exp.chips} x {acc.name}, {want // exp.chips} per chip)"
         for i in range(len(ours), want):
             out.append(result(f"{prefix}{i}", Verdict.FAIL,
-                              f"missing: expected {want} x {acc.name} on {exp.machine}, {found}"))
+                              f"missing: expected {what} on {exp.machine}, {found}"))
         if len(ours) > want:
             out = [r.with_verdict(Verdict.WARN, f"{r.reason}; {found}, expected {want}")
                    if r.verdict is Verdict.PASS else r for r in out]
