@@ -1,18 +1,100 @@
-"""`accelfleet plan`: the offline plan (filled in by the Google Cloud / offline plan work)."""
+"""`accelfleet plan`: the offline plan of a stack, from the same program `pulumi up` runs."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from cli._errors import command
 
+if TYPE_CHECKING:
+    from components.plan import Plan
+
+
+@command
 def plan(
-    stack_file: Annotated[Path | None, typer.Argument(help="A stacks/Pulumi.<stack>.yaml file.")]
-    = None,
+    stack_file: Annotated[
+        Path | None,
+        typer.Argument(help="A stacks/Pulumi.<stack>.yaml file (default: the example stack).",
+                       show_default=False),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Deterministic JSON (for CI diffs).")
+                       ] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the plan to FILE instead.",
+                                             show_default=False)] = None,
 ) -> None:
-    """Offline plan of a stack (not built yet)."""
-    from fleet.errors import SetupError
+    """Run the stack's Pulumi program offline (Pulumi's mocks: no CLI, no credentials) and
+    show every resource it would create, grouped by cluster and pool, with list-price costs.
 
-    raise SetupError("`accelfleet plan` is not built yet", hint="see issue 3")
+    Exit 0 with the plan; 2 when the stack file is missing or its fleet is invalid.
+    """
+    from components.plan import run_plan
+    from fleet.stackfile import EXAMPLE_STACK
+
+    result = run_plan(stack_file or EXAMPLE_STACK)
+    text = result.to_json() if as_json else render(result)
+    if out is not None:
+        out.write_text(text, encoding="utf-8")
+        typer.echo(f"wrote the plan of stack {result.stack} to {out} "
+                   f"({len([r for r in result.resources if r.custom])} resources)")
+        return
+    typer.echo(text, nl=False)
+
+
+def render(result: Plan) -> str:
+    """The plan as a tree for people: components, then resource counts by type."""
+    from collections import Counter
+
+    from rich.console import Console
+    from rich.tree import Tree
+
+    data = result.to_dict()
+    pools = {}
+    for p in data["pools"]:
+        comp = result.pool_component(p["name"])
+        if comp is not None:
+            pools[comp.urn] = p
+    custom = [r for r in result.resources if r.custom]
+    tree = Tree(f"stack [bold]{result.stack}[/]: {len(custom)} resources")
+
+    def label(urn: str, name: str, type_: str) -> str:
+        count = sum(1 for d in result.descendants(urn) if d.custom)
+        text = f"[bold]{name}[/] ({type_.split(':')[-1]}, {count} resources)"
+        p = pools.get(urn)
+        if p is not None:
+            topo = f" {p['topology']}" if p["topology"] else ""
+            cost = f", ~${p['monthly_usd']:,.0f}/month" if p["monthly_usd"] is not None else ""
+            text += (f": {p['machine_type']}{topo} x{p['nodes']} nodes, {p['capacity']}"
+                     f"{', ' + p['gpu_networking'] if p['gpu_networking'] else ''}{cost}")
+        return text
+
+    def add(node: Tree, parent: str | None) -> None:
+        kids = result.children(parent)
+        for kid in kids:
+            if not kid.custom:
+                add(node.add(label(kid.urn, kid.name, kid.type)), kid.urn)
+        leaves = Counter(_short(k.type) for k in kids if k.custom)
+        for type_, n in sorted(leaves.items()):
+            node.add(f"{n} x {type_}")
+
+    add(tree, None)
+    console = Console(record=True, width=160, highlight=False, soft_wrap=True,
+                      force_terminal=False, color_system=None)
+    with console.capture() as cap:
+        console.print(tree)
+        for t in data["teams"]:
+            note = f" ({t['unpriced_pools']} pool(s) without a public price)" \
+                if t["unpriced_pools"] else ""
+            budget = (f", budget ${t['monthly_budget_usd']:,.0f}"
+                      if t["monthly_budget_usd"] is not None else "")
+            console.print(f"team {t['name']}: ~${t['monthly_usd']:,.0f}/month at list "
+                          f"price{budget}{note}")
+    return cap.get()
+
+
+def _short(type_: str) -> str:
+    """`gcp:container/nodePool:NodePool` -> `gcp NodePool`."""
+    parts = type_.split(":")
+    return f"{parts[0]} {parts[-1]}"

@@ -26,8 +26,8 @@ PROJECT = "accelfleet"
 COMPUTED = "<computed>"
 SECRET = "<secret>"
 SCHEMA_VERSION = 1
-# Component types whose name is a pool or a cluster of the fleet.
-POOL_TYPES = ("accelfleet:gcp:GpuNodePool", "accelfleet:gcp:TpuSlice", "accelfleet:gcp:TpuVm")
+# Components that hold one pool: named after the pool, or "<cluster>-<pool>".
+POOL_COMPONENTS = ("GpuNodePool", "TpuSlice", "TpuVm", "GpuNodeGroup")
 
 
 @dataclass(frozen=True)
@@ -74,10 +74,21 @@ class Plan:
             todo += [k.urn for k in kids if not k.custom]
         return out
 
+    def pool_component(self, pool: str) -> PlannedResource | None:
+        """The component that holds a pool of the fleet, if the program made one."""
+        for r in self.resources:
+            if (r.type.startswith("accelfleet:") and r.type.endswith(POOL_COMPONENTS)
+                    and (r.name == pool or r.name.endswith(f"-{pool}"))):
+                return r
+        return None
+
     def pool_resources(self) -> dict[str, list[PlannedResource]]:
         """Pool name -> the provider resources under its component."""
-        return {r.name: [d for d in self.descendants(r.urn) if d.custom]
-                for r in self.resources if r.type in POOL_TYPES}
+        out = {}
+        for p in self.fleet.pools:
+            comp = self.pool_component(p.name)
+            out[p.name] = [d for d in self.descendants(comp.urn) if d.custom] if comp else []
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         urn_name = {r.urn: f"{r.type}::{r.name}" for r in self.resources}
