@@ -1,0 +1,83 @@
+"""`build_aws_cluster`: one EKS cluster of the fleet, its network, node groups and add-ons."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_aws as aws
+
+from components.aws._eks import EksCluster, EksClusterArgs
+from components.aws._network import EksNetwork, EksNetworkArgs
+from components.aws._nodegroup import AMI_LABEL, GpuNodeGroup, GpuNodeGroupArgs, is_efa
+from components.k8s import GpuAddons, GpuAddonsArgs, GpuScheduling
+from components.outputs import ClusterOutputs
+from fleet.catalog import Catalog
+from fleet.errors import InputError
+from fleet.model import ACCELERATOR_LABEL, Fleet, ResolvedPool
+from fleet.spec import Cluster
+
+# AMI families whose OS runs the NVIDIA device plugin itself (no DaemonSet on those nodes).
+PLUGIN_BUILT_IN = ("bottlerocket",)
+
+
+def build_aws_cluster(
+    cluster: Cluster,
+    pools: list[ResolvedPool],
+    fleet: Fleet,
+    catalog: Catalog,
+    opts: pulumi.ResourceOptions,
+) -> ClusterOutputs:
+    """Build an EKS cluster with every pool of `pools` as a GPU node group."""
+    aws_cloud = fleet.spec.clouds.aws
+    if aws_cloud is None:
+        raise InputError(f"cluster {cluster.name!r} is on aws but `clouds.aws` is not declared",
+                         hint="add `clouds: {aws: {account: ..., region: ...}}`")
+    region = aws_cloud.region
+    provider = aws.Provider(f"{cluster.name}-aws", region=region,
+                            allowed_account_ids=[aws_cloud.account], opts=opts)
+    child = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(providers=[provider]))
+
+    compact = {p.name: p.spec.zones[0] for p in pools
+               if p.placement == "compact" and p.spec.zones}
+    network = EksNetwork(
+        cluster.name,
+        EksNetworkArgs(cluster_name=cluster.name, region=region, cidr=cluster.network.cidr,
+                       zones=[z for p in pools for z in p.spec.zones], compact_pools=compact),
+        child,
+    )
+    eks = EksCluster(
+        cluster.name,
+        EksClusterArgs(name=cluster.name, region=region,
+                       kubernetes_version=cluster.kubernetes_version,
+                       subnet_ids=list(network.private_subnet_ids.values()),
+                       services_cidr=cluster.network.services_cidr,
+                       private_endpoint=cluster.private_endpoint,
+                       authorized_cidrs=list(cluster.authorized_cidrs)),
+        child,
+    )
+    for pool in pools:
+        GpuNodeGroup(
+            pool.name,
+            GpuNodeGroupArgs(
+                pool=pool, catalog=catalog, cluster_name=eks.cluster_name,
+                node_role_arn=eks.node_role_arn,
+                subnet_ids=[network.private_subnet_ids[z] for z in pool.spec.zones],
+                cluster_security_group_id=eks.cluster_security_group_id,
+                efa_security_group_id=network.efa_security_group_id,
+                placement_group=network.placement_groups.get(pool.name),
+                kubernetes_version=cluster.kubernetes_version),
+            child,
+        )
+    gpu_taint = next((catalog.kube(p.shape).taint for p in pools), None)
+    if gpu_taint is not None:
+        scheduling = GpuScheduling(
+            gpu_taint=gpu_taint,
+            gpu_node_label=ACCELERATOR_LABEL,
+            efa_label=catalog.kube_section("aws", "efa")["label"],
+            plugin_excluded={AMI_LABEL: list(PLUGIN_BUILT_IN)},
+        )
+        GpuAddons(cluster.name, GpuAddonsArgs(scheduling=scheduling,
+                                              efa=any(is_efa(p) for p in pools)),
+                  pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
+                      provider=eks.provider)))
+    return ClusterOutputs(name=cluster.name, cloud="aws", endpoint=eks.endpoint,
+                          kubeconfig=eks.kubeconfig, provider=eks.provider)

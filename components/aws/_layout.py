@@ -1,0 +1,119 @@
+"""Pure decisions for the AWS network and identities: zones, subnet ranges, ARNs, kubeconfig."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from fleet.errors import InputError
+
+# EKS wants subnets in at least two Availability Zones for its control-plane interfaces.
+MIN_ZONES = 2
+# The VPC range is cut in 8 blocks: one private block per zone, the last block holds the small
+# public (NAT) subnets. Hence at most 7 zones, and a VPC of /24 or larger.
+_SPLIT_BITS = 3
+_MAX_PREFIX = 24
+
+
+@dataclass(frozen=True)
+class ZoneSubnets:
+    zone: str
+    private_cidr: str
+    public_cidr: str
+
+
+def cluster_zones(region: str, pool_zones: Iterable[str]) -> list[str]:
+    """The zones a cluster's VPC spans: every pool's zones, padded to two with a, b, ..."""
+    zones = sorted(set(pool_zones))
+    for letter in "abc":
+        if len(zones) >= MIN_ZONES:
+            break
+        zone = f"{region}{letter}"
+        if zone not in zones:
+            zones.append(zone)
+    return sorted(zones)
+
+
+def subnet_layout(vpc_cidr: str, zones: list[str]) -> list[ZoneSubnets]:
+    """A private and a public subnet range per zone, carved from the VPC range."""
+    net = ipaddress.ip_network(vpc_cidr)
+    if net.version != 4 or net.prefixlen > _MAX_PREFIX:
+        raise InputError(
+            f"VPC range {vpc_cidr} is too small for an EKS network",
+            hint=f"give clusters[].network.cidr an IPv4 range of /{_MAX_PREFIX} or larger, "
+            "e.g. 10.20.0.0/16",
+        )
+    blocks = list(net.subnets(prefixlen_diff=_SPLIT_BITS))
+    if len(zones) > len(blocks) - 1:
+        raise InputError(
+            f"{len(zones)} zones do not fit the VPC layout (at most {len(blocks) - 1})",
+            hint="spread the cluster's pools over fewer zones",
+        )
+    public = list(blocks[-1].subnets(prefixlen_diff=_SPLIT_BITS))
+    return [ZoneSubnets(zone, str(blocks[i]), str(public[i])) for i, zone in enumerate(zones)]
+
+
+def partition(region: str) -> str:
+    """The AWS partition of a region (ARNs and managed policy names depend on it)."""
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    if region.startswith("cn-"):
+        return "aws-cn"
+    return "aws"
+
+
+def managed_policy_arn(region: str, name: str) -> str:
+    return f"arn:{partition(region)}:iam::aws:policy/{name}"
+
+
+def assume_role_policy(service: str) -> str:
+    """A trust policy letting one AWS service principal assume the role."""
+    return json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": {"Service": service},
+            "Action": "sts:AssumeRole",
+        }],
+    })
+
+
+def kms_use_policy(key_arn: str) -> str:
+    """What the EKS cluster role needs on its envelope-encryption key, and nothing more."""
+    return json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow",
+            "Action": ["kms:Encrypt", "kms:Decrypt", "kms:ListGrants", "kms:DescribeKey"],
+            "Resource": key_arn,
+        }],
+    })
+
+
+def token_argv(cluster_name: str, region: str) -> list[str]:
+    """`aws` arguments that mint a short-lived cluster token (kubeconfig exec plugin)."""
+    return ["eks", "get-token", "--cluster-name", cluster_name, "--region", region,
+            "--output", "json"]
+
+
+def kubeconfig(cluster_name: str, endpoint: str, ca_data: str, region: str) -> str:
+    """A kubeconfig (JSON, which is YAML) whose user runs `aws eks get-token` as an argv list."""
+    doc: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": cluster_name,
+                      "cluster": {"server": endpoint, "certificate-authority-data": ca_data}}],
+        "users": [{"name": cluster_name, "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "command": "aws",
+            "args": token_argv(cluster_name, region),
+            "interactiveMode": "Never",
+        }}}],
+        "contexts": [{"name": cluster_name,
+                      "context": {"cluster": cluster_name, "user": cluster_name}}],
+        "current-context": cluster_name,
+    }
+    return json.dumps(doc, indent=2)

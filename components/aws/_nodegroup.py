@@ -1,0 +1,178 @@
+"""`GpuNodeGroup`: an EKS managed node group of one GPU instance type, with its launch template."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from components.aws._efa import efa_network_interfaces
+from fleet.catalog import Catalog
+from fleet.errors import CatalogError
+from fleet.model import ResolvedPool
+
+TYPE = "accelfleet:aws:GpuNodeGroup"
+
+DEFAULT_AMI = "al2023"
+# The volume that holds images and pods: AL2023 has one root volume; Bottlerocket boots from a
+# small OS volume (/dev/xvda) and keeps containers on its data volume (/dev/xvdb).
+DATA_VOLUME_DEVICE = {"al2023": "/dev/xvda", "bottlerocket": "/dev/xvdb"}
+# IMDSv2 only, one network hop: processes on the node reach the metadata service, pods (one hop
+# further, behind their own network namespace) do not, so they cannot borrow the node role and
+# must use IRSA. Hop limit 2 would let every pod act as the node.
+IMDS_HOP_LIMIT = 1
+EKS_TAINT_EFFECT = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE",
+                    "NoExecute": "NO_EXECUTE"}
+EFA_LABEL_VALUE = "true"
+AMI_LABEL = "accelfleet.io/ami"
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """How a node group obtains instances: the EKS capacity type and launch-template parts."""
+
+    capacity_type: str
+    market_type: str | None = None
+    reservation_id: str | None = None
+
+
+def capacity_for(pool: ResolvedPool) -> Capacity:
+    cap = pool.spec.capacity
+    if cap.reservation and cap.block:
+        return Capacity("CAPACITY_BLOCK", market_type="capacity-block",
+                        reservation_id=cap.reservation)
+    if cap.reservation:
+        return Capacity("ON_DEMAND", reservation_id=cap.reservation)
+    return Capacity("SPOT" if cap.spot else "ON_DEMAND")
+
+
+def scaling_for(pool: ResolvedPool) -> dict[str, int]:
+    """min/desired/max nodes; EKS wants max >= 1 even for a pool declared with 0 nodes."""
+    auto = pool.spec.autoscaling
+    low = auto.min_nodes if auto else pool.node_count
+    high = auto.max_nodes if auto else pool.node_count
+    return {"min_size": low, "desired_size": pool.node_count, "max_size": max(high, 1)}
+
+
+def ami_for(pool: ResolvedPool, catalog: Catalog) -> tuple[str, str]:
+    """(the spec's AMI family, the EKS AMI type the catalog names for it)."""
+    family = pool.spec.ami or DEFAULT_AMI
+    if family not in catalog.ami_types or family not in DATA_VOLUME_DEVICE:
+        raise CatalogError(f"no EKS AMI type for {family!r} in the aws catalog")
+    return family, catalog.ami_types[family]
+
+
+def is_efa(pool: ResolvedPool) -> bool:
+    return pool.networking is not None and pool.networking.kind == "efa"
+
+
+def node_labels(pool: ResolvedPool, catalog: Catalog) -> dict[str, str]:
+    """The pool's labels, its AMI family, and the EFA label the EFA device plugin selects."""
+    labels = {**pool.labels, AMI_LABEL: ami_for(pool, catalog)[0]}
+    if is_efa(pool):
+        labels[catalog.kube_section("aws", "efa")["label"]] = EFA_LABEL_VALUE
+    return labels
+
+
+def node_taints(pool: ResolvedPool, catalog: Catalog) -> list[dict[str, str]]:
+    """The GPU taint from the catalog, then the pool's own, in EKS spelling."""
+    gpu = catalog.kube(pool.shape).taint
+    taints = [(gpu.key, gpu.value, gpu.effect)]
+    taints += [(t.key, t.value, t.effect) for t in pool.spec.taints]
+    return [{"key": k, "value": v, "effect": EKS_TAINT_EFFECT[e]} for k, v, e in taints]
+
+
+@dataclass(frozen=True)
+class GpuNodeGroupArgs:
+    """subnet_ids: the private subnets of the pool's zones; placement_group: for compact pools."""
+
+    pool: ResolvedPool
+    catalog: Catalog
+    cluster_name: pulumi.Input[str]
+    node_role_arn: pulumi.Input[str]
+    subnet_ids: list[pulumi.Input[str]]
+    cluster_security_group_id: pulumi.Input[str | None]
+    efa_security_group_id: pulumi.Input[str]
+    placement_group: pulumi.Input[str] | None = None
+    kubernetes_version: str | None = None
+
+
+class GpuNodeGroup(pulumi.ComponentResource):
+    """A managed node group: NVIDIA AMI, IMDSv2, encrypted gp3 volume, GPU taint, and for EFA
+    instance types one EFA interface per network card inside a cluster placement group."""
+
+    node_group_name: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, args: GpuNodeGroupArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(TYPE, name, None, opts)
+        pool, catalog = args.pool, args.catalog
+        family, ami_type = ami_for(pool, catalog)
+        capacity = capacity_for(pool)
+        tags = {"accelfleet.io/pool": pool.name, "accelfleet.io/team": pool.team}
+
+        lt: dict[str, Any] = {
+            "metadata_options": aws.ec2.LaunchTemplateMetadataOptionsArgs(
+                http_endpoint="enabled", http_tokens="required",
+                http_put_response_hop_limit=IMDS_HOP_LIMIT),
+            "block_device_mappings": [aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                device_name=DATA_VOLUME_DEVICE[family],
+                ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                    volume_size=pool.spec.disk_size_gb, volume_type="gp3", encrypted="true",
+                    delete_on_termination="true"))],
+            "tag_specifications": [aws.ec2.LaunchTemplateTagSpecificationArgs(
+                resource_type=kind, tags=tags) for kind in ("instance", "volume")],
+        }
+        if is_efa(pool):
+            assert pool.networking is not None
+            lt["network_interfaces"] = [
+                aws.ec2.LaunchTemplateNetworkInterfaceArgs(**nic)
+                for nic in efa_network_interfaces(
+                    pool.networking.efa_interfaces,
+                    [args.efa_security_group_id, args.cluster_security_group_id])
+            ]
+        if args.placement_group is not None:
+            lt["placement"] = aws.ec2.LaunchTemplatePlacementArgs(group_name=args.placement_group)
+        if capacity.reservation_id:
+            lt["capacity_reservation_specification"] = (
+                aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+                    capacity_reservation_target=aws.ec2.
+                    LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                        capacity_reservation_id=capacity.reservation_id)))
+        if capacity.market_type:
+            lt["instance_market_options"] = aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(
+                market_type=capacity.market_type)
+        template = aws.ec2.LaunchTemplate(
+            f"{name}-lt", description=f"accelfleet pool {pool.name}",
+            update_default_version=True, tags=tags, opts=pulumi.ResourceOptions(parent=self),
+            **lt)
+
+        autoscaled = pool.spec.autoscaling is not None
+        group = aws.eks.NodeGroup(
+            f"{name}-ng",
+            cluster_name=args.cluster_name,
+            node_group_name=pool.name,
+            node_role_arn=args.node_role_arn,
+            subnet_ids=args.subnet_ids,
+            version=args.kubernetes_version,
+            ami_type=ami_type,
+            instance_types=[pool.shape.machine_type],
+            capacity_type=capacity.capacity_type,
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(**scaling_for(pool)),
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            labels=node_labels(pool, catalog),
+            taints=[aws.eks.NodeGroupTaintArgs(**t) for t in node_taints(pool, catalog)],
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=template.id, version=template.latest_version.apply(str)),
+            tags=tags,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                # The cluster autoscaler owns the desired size of an autoscaled group.
+                ignore_changes=["scalingConfig.desiredSize"] if autoscaled else None),
+        )
+        self.node_group_name = group.node_group_name
+        self.register_outputs({"node_group_name": group.node_group_name,
+                               "launch_template_id": template.id})

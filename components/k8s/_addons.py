@@ -1,0 +1,67 @@
+"""`GpuAddons`: the device plugins (and optional DCGM exporter) a GPU cluster needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.k8s._charts import (
+    DCGM_EXPORTER,
+    EFA_DEVICE_PLUGIN,
+    NVIDIA_DEVICE_PLUGIN,
+    Chart,
+)
+from components.k8s._values import (
+    GpuScheduling,
+    dcgm_exporter_values,
+    efa_device_plugin_values,
+    nvidia_device_plugin_values,
+)
+
+TYPE = "accelfleet:k8s:GpuAddons"
+
+
+@dataclass(frozen=True)
+class GpuAddonsArgs:
+    """efa: install the EFA device plugin (the cluster has EFA pools); dcgm_exporter: metrics."""
+
+    scheduling: GpuScheduling
+    efa: bool = True
+    dcgm_exporter: bool = False
+
+
+class GpuAddons(pulumi.ComponentResource):
+    """Helm releases, each pinned to a chart version, scheduled on the nodes that need them."""
+
+    releases: dict[str, k8s.helm.v3.Release]
+
+    def __init__(
+        self, name: str, args: GpuAddonsArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(TYPE, name, None, opts)
+        wanted: list[tuple[Chart, dict[str, Any]]] = [
+            (NVIDIA_DEVICE_PLUGIN, nvidia_device_plugin_values(args.scheduling))]
+        if args.efa:
+            wanted.append((EFA_DEVICE_PLUGIN, efa_device_plugin_values(args.scheduling)))
+        if args.dcgm_exporter:
+            wanted.append((DCGM_EXPORTER, dcgm_exporter_values(args.scheduling)))
+        self.releases = {}
+        for chart, values in wanted:
+            self.releases[chart.chart] = k8s.helm.v3.Release(
+                f"{name}-{chart.chart}",
+                name=chart.chart,
+                chart=chart.chart,
+                version=chart.version,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo),
+                namespace=chart.namespace,
+                create_namespace=True,
+                atomic=True,
+                values=values,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        self.register_outputs({
+            "releases": {n: r.version for n, r in self.releases.items()},
+        })

@@ -1,0 +1,74 @@
+"""Helm values for the GPU add-ons, built as plain data (pure functions, no Pulumi).
+
+Only the scheduling parts vary: which nodes a DaemonSet may run on and which taints it
+tolerates. `scheduling_pod` wraps those parts in a Pod so tests can check them against the
+Kubernetes PodSpec schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleet.catalog import Taint
+
+SCHEDULING_KEYS = ("nodeSelector", "affinity", "tolerations")
+
+
+@dataclass(frozen=True)
+class GpuScheduling:
+    """Where GPU add-ons run.
+
+    gpu_taint: the taint every GPU node carries (from the catalog).
+    gpu_node_label: a label every GPU node of the fleet carries (any value).
+    plugin_excluded: label -> values of nodes whose OS already runs the NVIDIA device plugin
+        (Bottlerocket NVIDIA builds it in), where a second copy must not run.
+    efa_label: the label EFA nodes carry with value "true".
+    """
+
+    gpu_taint: Taint
+    gpu_node_label: str
+    efa_label: str
+    plugin_excluded: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+
+def _gpu_affinity(s: GpuScheduling, *, exclude: bool) -> dict[str, Any]:
+    expressions: list[dict[str, Any]] = [{"key": s.gpu_node_label, "operator": "Exists"}]
+    if exclude:
+        expressions += [{"key": k, "operator": "NotIn", "values": list(v)}
+                        for k, v in sorted(s.plugin_excluded.items())]
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": expressions}]}}}
+
+
+def _tolerations(s: GpuScheduling) -> list[dict[str, str]]:
+    return [s.gpu_taint.as_toleration()]
+
+
+def nvidia_device_plugin_values(s: GpuScheduling) -> dict[str, Any]:
+    """NVIDIA device plugin with GPU feature discovery, on GPU nodes without a built-in plugin."""
+    scheduling = {"affinity": _gpu_affinity(s, exclude=True), "tolerations": _tolerations(s)}
+    return {
+        **scheduling,
+        "gfd": {"enabled": True},
+        # Node feature discovery (GFD's dependency) runs its worker on the GPU nodes too.
+        "nfd": {"worker": {"tolerations": _tolerations(s)}},
+    }
+
+
+def efa_device_plugin_values(s: GpuScheduling) -> dict[str, Any]:
+    """AWS EFA device plugin on EFA nodes only: elsewhere it finds no device and crash-loops."""
+    return {"nodeSelector": {s.efa_label: "true"}, "tolerations": _tolerations(s)}
+
+
+def dcgm_exporter_values(s: GpuScheduling) -> dict[str, Any]:
+    """DCGM exporter (GPU metrics for Prometheus) on every GPU node."""
+    return {"affinity": _gpu_affinity(s, exclude=False), "tolerations": _tolerations(s)}
+
+
+def scheduling_pod(values: Mapping[str, Any], name: str = "scheduling-check") -> dict[str, Any]:
+    """The scheduling parts of Helm values as a Pod, for validation against the PodSpec."""
+    spec: dict[str, Any] = {"containers": [{"name": name, "image": "registry.k8s.io/pause:3.10"}]}
+    spec.update({k: values[k] for k in SCHEDULING_KEYS if k in values})
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
