@@ -68,7 +68,7 @@ def _build(spec: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
     catalog = load_catalog()
     out: dict[str, Any] = {}
 
-    @pulumi.runtime.test  # type: ignore[misc]
+    @pulumi.runtime.test  # type: ignore[untyped-decorator]
     def run() -> Any:
         cluster = fleet.spec.clusters[0]
         built = build_aws_cluster(cluster, fleet.pools_in(cluster.name), fleet, catalog,

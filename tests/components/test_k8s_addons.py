@@ -103,7 +103,7 @@ def test_addons_component_releases(scheduling: GpuScheduling, efa: bool, dcgm: b
     mocks = _Mocks()
     pulumi.runtime.set_mocks(mocks, preview=False)
 
-    @pulumi.runtime.test  # type: ignore[misc]
+    @pulumi.runtime.test  # type: ignore[untyped-decorator]
     def run() -> Any:
         addons = GpuAddons("c", GpuAddonsArgs(scheduling=scheduling, efa=efa,
                                               dcgm_exporter=dcgm))

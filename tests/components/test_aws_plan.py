@@ -1,0 +1,67 @@
+"""The example stack's EKS pools, through the offline plan (the same program as `pulumi up`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.plan import Plan, PlannedResource, run_plan
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "stacks" / "Pulumi.example.yaml"
+
+
+@pytest.fixture(scope="module")
+def plan() -> Plan:
+    return run_plan(EXAMPLE)
+
+
+def _pool(plan: Plan, name: str) -> dict[str, PlannedResource]:
+    (component,) = [r for r in plan.of_type("accelfleet:aws:GpuNodeGroup") if r.name == name]
+    return {r.type: r for r in plan.descendants(component.urn) if r.custom}
+
+
+def test_p5_pool_in_plan(plan: Plan) -> None:
+    res = _pool(plan, "p5-train")
+    ng = res["aws:eks/nodeGroup:NodeGroup"].inputs
+    lt = res["aws:ec2/launchTemplate:LaunchTemplate"].inputs
+    assert ng["amiType"] == "AL2023_x86_64_NVIDIA"
+    assert ng["instanceTypes"] == ["p5.48xlarge"]
+    assert ng["scalingConfig"] == {"minSize": 2, "desiredSize": 2, "maxSize": 2}
+    assert ng["labels"]["vpc.amazonaws.com/efa.present"] == "true"
+    assert lt["metadataOptions"]["httpTokens"] == "required"
+    nics: list[dict[str, Any]] = lt["networkInterfaces"]
+    assert len(nics) == 32
+    assert (nics[0]["interfaceType"], nics[0]["deviceIndex"]) == ("efa", 0)
+    assert {(n["interfaceType"], n["deviceIndex"]) for n in nics[1:]} == {("efa-only", 1)}
+    assert "groupName" in lt["placement"]
+    (pg,) = [r for r in plan.of_type("aws:ec2/placementGroup:PlacementGroup")
+             if r.name.endswith("-p5-train")]
+    assert pg.inputs["strategy"] == "cluster"
+
+
+def test_g6_pool_has_no_efa_and_no_placement_group(plan: Plan) -> None:
+    res = _pool(plan, "g6-ci")
+    lt = res["aws:ec2/launchTemplate:LaunchTemplate"].inputs
+    assert "networkInterfaces" not in lt and "placement" not in lt
+    assert "vpc.amazonaws.com/efa.present" not in res["aws:eks/nodeGroup:NodeGroup"].inputs[
+        "labels"]
+    assert not [r for r in plan.of_type("aws:ec2/placementGroup:PlacementGroup")
+                if r.name.endswith("g6-ci")]
+
+
+def test_device_plugins_in_plan(plan: Plan) -> None:
+    releases = {r.inputs["chart"]: r.inputs for r in plan.of_type(
+        "kubernetes:helm.sh/v3:Release") if r.name.startswith("ml-eks-")}
+    assert set(releases) == {"nvidia-device-plugin", "aws-efa-k8s-device-plugin"}
+    efa = releases["aws-efa-k8s-device-plugin"]
+    assert efa["values"]["nodeSelector"] == {"vpc.amazonaws.com/efa.present": "true"}
+    for values in (efa["values"], releases["nvidia-device-plugin"]["values"]):
+        assert {t["key"] for t in values["tolerations"]} == {"nvidia.com/gpu"}
+
+
+def test_kubeconfig_never_in_plan_in_clear(plan: Plan) -> None:
+    (provider,) = [r for r in plan.of_type("pulumi:providers:kubernetes")
+                   if r.name == "ml-eks-k8s"]
+    assert provider.inputs["kubeconfig"] == "<secret>"
