@@ -6,7 +6,7 @@
 from components.gcp._build import GcpCluster, GcpClusterArgs, build_gcp_cluster, build_tpu_vms
 from components.gcp._cluster import GkeCluster, GkeClusterArgs, NodeIdentity, NodeIdentityArgs
 from components.gcp._gpu_pool import GpuNodePool, GpuNodePoolArgs
-from components.gcp._k8s import GpuDirectAddons, GpuDirectAddonsArgs
+from components.gcp._k8s import GpuDirectAddons, GpuDirectAddonsArgs, GpuDirectKind
 from components.gcp._network import (
     GpuDirectNetworks,
     GpuDirectNetworksArgs,
@@ -22,6 +22,7 @@ __all__ = [
     "GkeClusterArgs",
     "GpuDirectAddons",
     "GpuDirectAddonsArgs",
+    "GpuDirectKind",
     "GpuDirectNetworks",
     "GpuDirectNetworksArgs",
     "GpuNodePool",

@@ -9,7 +9,7 @@ import pulumi
 
 from components.gcp._cluster import GkeCluster, GkeClusterArgs, NodeIdentity, NodeIdentityArgs
 from components.gcp._gpu_pool import GpuNodePool, GpuNodePoolArgs
-from components.gcp._k8s import GpuDirectAddons, GpuDirectAddonsArgs
+from components.gcp._k8s import GpuDirectAddons, GpuDirectAddonsArgs, GpuDirectKind
 from components.gcp._network import (
     PODS_RANGE,
     SERVICES_RANGE,
@@ -67,6 +67,8 @@ class GcpCluster(pulumi.ComponentResource):
             multi_networking=bool(by_kind), pods_range=PODS_RANGE,
             services_range=SERVICES_RANGE), child)
         extra = {}
+        kinds: list[GpuDirectKind] = []
+        nets_made: list[pulumi.Resource] = []
         block = 0
         for kind in sorted(by_kind):
             kind_pools = by_kind[kind]
@@ -79,10 +81,12 @@ class GcpCluster(pulumi.ComponentResource):
             extra[kind] = nets.extra
             accelerators = sorted({p.shape.machine.gke_accelerator for p in kind_pools
                                    if p.shape.machine and p.shape.machine.gke_accelerator})
-            GpuDirectAddons(f"{c.name}-{kind}-addons", GpuDirectAddonsArgs(
-                cluster=c.name, kind=kind, accelerators=accelerators, extra=nets.extra,
-                provider=gke.provider), pulumi.ResourceOptions(parent=self,
-                                                               depends_on=[nets]))
+            kinds.append(GpuDirectKind(kind=kind, accelerators=accelerators, extra=nets.extra))
+            nets_made.append(nets)
+        if kinds:
+            GpuDirectAddons(f"{c.name}-gpudirect", GpuDirectAddonsArgs(
+                cluster=c.name, kinds=kinds, provider=gke.provider),
+                pulumi.ResourceOptions(parent=self, depends_on=nets_made))
         pool_opts = pulumi.ResourceOptions(parent=self, depends_on=[gke])
         for p in args.pools:
             if p.shape.tpu is not None:

@@ -106,31 +106,44 @@ def nri_device_injector(accelerators: list[str]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class GpuDirectAddonsArgs:
-    cluster: str
+class GpuDirectKind:
+    """One GPUDirect kind in a cluster: its GKE accelerators and extra node networks."""
+
     kind: str
     accelerators: list[str]
     extra: list[ExtraNetwork]
+
+
+@dataclass(frozen=True)
+class GpuDirectAddonsArgs:
+    cluster: str
+    kinds: list[GpuDirectKind]
     provider: pulumi.ProviderResource
 
 
-def addon_manifests(args: GpuDirectAddonsArgs) -> list[dict[str, Any]]:
-    objs = network_objects(args.extra, f"{args.kind}")
-    objs.append(nccl_installer(args.kind, args.accelerators))
-    if NCCL_INSTALLERS[args.kind].nri_injector:
-        objs.append(nri_device_injector(args.accelerators))
+def addon_manifests(kinds: list[GpuDirectKind]) -> list[dict[str, Any]]:
+    """Network objects and an installer per kind; one NRI injector for the kinds needing it."""
+    objs: list[dict[str, Any]] = []
+    nri: set[str] = set()
+    for k in kinds:
+        objs += network_objects(k.extra, k.kind)
+        objs.append(nccl_installer(k.kind, k.accelerators))
+        if NCCL_INSTALLERS[k.kind].nri_injector:
+            nri.update(k.accelerators)
+    if nri:
+        objs.append(nri_device_injector(sorted(nri)))
     return objs
 
 
 class GpuDirectAddons(pulumi.ComponentResource):
-    """Multi-networking objects, the NCCL plugin installer and the NRI device injector."""
+    """Multi-networking objects, the NCCL plugin installers and the NRI device injector."""
 
     def __init__(self, name: str, args: GpuDirectAddonsArgs,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(ADDONS_TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
         names = []
-        for obj in addon_manifests(args):
+        for obj in addon_manifests(args.kinds):
             rname = f"{args.cluster}-{obj['kind'].lower()}-{obj['metadata']['name']}"
             names.append(rname)
             if obj["kind"] == "DaemonSet":
