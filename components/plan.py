@@ -182,7 +182,7 @@ def _run(plan: Plan, config: dict[str, str], program: Path) -> None:
         def RegisterResource(self, request: Any) -> Any:  # the gRPC method name
             from pulumi.runtime import rpc
 
-            response = super().RegisterResource(request)
+            response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
             if request.type != "pulumi:pulumi:Stack":
                 inputs = rpc.deserialize_properties(request.object, keep_unknowns=True)
                 plan.resources.append(PlannedResource(
@@ -197,13 +197,16 @@ def _run(plan: Plan, config: dict[str, str], program: Path) -> None:
     set_mocks(mocks, project=PROJECT, stack=plan.stack, preview=True, monitor=_Recorder(mocks))
     pulumi.runtime.set_all_config({k: v for k, v in config.items()})
     try:
-        _sync_await(run_pulumi_func(lambda: runpy.run_path(str(program),
-                                                           run_name="__main__")))
+        _sync_await(run_pulumi_func(lambda: _run_program(program)))
     except AccelfleetError:
         raise
     except pulumi.RunError as exc:
         raise InputError(str(exc), hint="fix the stack file; `accelfleet fleet validate` "
                          "checks it") from None
+
+
+def _run_program(program: Path) -> None:
+    runpy.run_path(str(program), run_name="__main__")
 
 
 def _parent(urn: str) -> str | None:

@@ -16,7 +16,8 @@ DRIVER_VERSIONS = {"default": "DEFAULT", "latest": "LATEST", "disabled": "INSTAL
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 
 
-def taints(pool: ResolvedPool, catalog: Catalog) -> list[C.NodePoolNodeConfigTaintArgs]:
+def taints(pool: ResolvedPool, catalog: Catalog
+           ) -> list[gcp.container.NodePoolNodeConfigTaintArgs]:
     """The accelerator's taint from the catalog, then the pool's own."""
     effect = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE",
               "NoExecute": "NO_EXECUTE"}
@@ -27,7 +28,9 @@ def taints(pool: ResolvedPool, catalog: Catalog) -> list[C.NodePoolNodeConfigTai
     return out
 
 
-def reservation_affinity(pool: ResolvedPool) -> C.NodePoolNodeConfigReservationAffinityArgs | None:
+def reservation_affinity(
+    pool: ResolvedPool,
+) -> gcp.container.NodePoolNodeConfigReservationAffinityArgs | None:
     """A named reservation: SPECIFIC; spot, flex-start and queued: NO_RESERVATION."""
     cap = pool.spec.capacity
     if cap.reservation:
@@ -41,7 +44,7 @@ def reservation_affinity(pool: ResolvedPool) -> C.NodePoolNodeConfigReservationA
 
 
 def node_config(pool: ResolvedPool, catalog: Catalog, service_account: pulumi.Input[str],
-                **extra: Any) -> C.NodePoolNodeConfigArgs:
+                **extra: Any) -> gcp.container.NodePoolNodeConfigArgs:
     """Secure defaults for every accelfleet node: dedicated SA, GKE metadata server, shielded
     VM with secure boot, gVNIC, no legacy metadata endpoints."""
     cap = pool.spec.capacity
@@ -67,5 +70,5 @@ def node_config(pool: ResolvedPool, catalog: Catalog, service_account: pulumi.In
     )
 
 
-def management() -> C.NodePoolManagementArgs:
+def management() -> gcp.container.NodePoolManagementArgs:
     return C.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True)

@@ -77,7 +77,7 @@ class TpuSlice(pulumi.ComponentResource):
 
 
 def placement(shape: Shape, policy_name: pulumi.Input[str] | None
-              ) -> C.NodePoolPlacementPolicyArgs | None:
+              ) -> gcp.container.NodePoolPlacementPolicyArgs | None:
     """Multi-host: COMPACT with tpu_topology, or the workload policy where the generation
     asks for one. Single-host slices need no placement policy."""
     if not shape.multi_host:
