@@ -14,6 +14,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(VENV)/bin/accelfleet fleet validate stacks/Pulumi.example.yaml
+	$(VENV)/bin/accelfleet plan stacks/Pulumi.example.yaml
 	$(VENV)/bin/accelfleet smoke local
 
 lint: $(STAMP)

@@ -61,7 +61,8 @@ def render(result: Plan) -> str:
 
     def label(urn: str, name: str, type_: str) -> str:
         count = sum(1 for d in result.descendants(urn) if d.custom)
-        text = f"[bold]{name}[/] ({type_.split(':')[-1]}, {count} resources)"
+        plural = "s" if count != 1 else ""
+        text = f"[bold]{name}[/] ({type_.split(':')[-1]}, {count} resource{plural})"
         p = pools.get(urn)
         if p is not None:
             topo = f" {p['topology']}" if p["topology"] else ""

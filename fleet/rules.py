@@ -152,6 +152,7 @@ class _Checker:
         self._zones(pool, at, cloud, region)
         self._runtime(pool, at, cloud, shape.tpu is not None)
         self._nodes(pool, at, shape.multi_host, shape.tpu is not None, shape.hosts)
+        self._nodes_per_zone(pool, at, cloud)
         self._capacity(pool, at, cloud)
         self._cloud_fields(pool, at, cloud)
         self._labels(pool, at)
@@ -245,6 +246,19 @@ class _Checker:
                 self.add(f"{at}.nodes",
                          f"{pool.nodes} is outside autoscaling {auto.min_nodes}..{auto.max_nodes}",
                          "put `nodes` inside the autoscaling range")
+
+    def _nodes_per_zone(self, pool: Pool, at: str, cloud: Cloud) -> None:
+        # GKE counts a fixed node pool's nodes per zone: N nodes over k zones is N/k in each.
+        zones = len(pool.zones)
+        if cloud == "gcp" and pool.autoscaling is None and pool.nodes and zones > 1 \
+                and pool.nodes % zones:
+            lower = pool.nodes - pool.nodes % zones
+            self.add(
+                f"{at}.nodes",
+                f"{pool.nodes} nodes cannot be spread evenly over {zones} zones (GKE places "
+                "the same number of nodes in each zone)",
+                f"use a multiple of {zones} (e.g. {lower or zones}), one zone, or autoscaling",
+            )
 
     def _capacity(self, pool: Pool, at: str, cloud: Cloud) -> None:
         cap = pool.capacity

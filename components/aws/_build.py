@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 import pulumi_aws as aws
 
@@ -17,6 +19,83 @@ from fleet.spec import Cluster
 
 # AMI families whose OS runs the NVIDIA device plugin itself (no DaemonSet on those nodes).
 PLUGIN_BUILT_IN = ("bottlerocket",)
+CLUSTER_TYPE = "accelfleet:aws:Cluster"
+
+
+@dataclass(frozen=True)
+class AwsClusterArgs:
+    cluster: Cluster
+    pools: list[ResolvedPool]
+    fleet: Fleet
+    catalog: Catalog
+
+
+class AwsCluster(pulumi.ComponentResource):
+    """A whole EKS site: its provider, network, cluster, GPU node groups and add-ons."""
+
+    outputs: ClusterOutputs
+
+    def __init__(self, name: str, args: AwsClusterArgs,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(CLUSTER_TYPE, name, None, opts)
+        cluster, pools, catalog = args.cluster, args.pools, args.catalog
+        aws_cloud = args.fleet.spec.clouds.aws
+        if aws_cloud is None:
+            raise InputError(
+                f"cluster {cluster.name!r} is on aws but `clouds.aws` is not declared",
+                hint="add `clouds: {aws: {account: ..., region: ...}}`")
+        region = aws_cloud.region
+        opts = pulumi.ResourceOptions(parent=self)
+        provider = aws.Provider(f"{cluster.name}-aws", region=region,
+                                allowed_account_ids=[aws_cloud.account], opts=opts)
+        child = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(providers=[provider]))
+
+        compact = {p.name: p.spec.zones[0] for p in pools
+                   if p.placement == "compact" and p.spec.zones}
+        network = EksNetwork(
+            cluster.name,
+            EksNetworkArgs(cluster_name=cluster.name, region=region, cidr=cluster.network.cidr,
+                           zones=[z for p in pools for z in p.spec.zones], compact_pools=compact),
+            child,
+        )
+        eks = EksCluster(
+            cluster.name,
+            EksClusterArgs(name=cluster.name, region=region,
+                           kubernetes_version=cluster.kubernetes_version,
+                           subnet_ids=list(network.private_subnet_ids.values()),
+                           services_cidr=cluster.network.services_cidr,
+                           private_endpoint=cluster.private_endpoint,
+                           authorized_cidrs=list(cluster.authorized_cidrs)),
+            child,
+        )
+        for pool in pools:
+            GpuNodeGroup(
+                pool.name,
+                GpuNodeGroupArgs(
+                    pool=pool, catalog=catalog, cluster_name=eks.cluster_name,
+                    node_role_arn=eks.node_role_arn,
+                    subnet_ids=[network.private_subnet_ids[z] for z in pool.spec.zones],
+                    cluster_security_group_id=eks.cluster_security_group_id,
+                    efa_security_group_id=network.efa_security_group_id,
+                    placement_group=network.placement_groups.get(pool.name),
+                    kubernetes_version=cluster.kubernetes_version),
+                child,
+            )
+        gpu_taint = next((catalog.kube(p.shape).taint for p in pools), None)
+        if gpu_taint is not None:
+            scheduling = GpuScheduling(
+                gpu_taint=gpu_taint,
+                gpu_node_label=ACCELERATOR_LABEL,
+                efa_label=catalog.kube_section("aws", "efa")["label"],
+                plugin_excluded={AMI_LABEL: list(PLUGIN_BUILT_IN)},
+            )
+            GpuAddons(cluster.name, GpuAddonsArgs(scheduling=scheduling,
+                                                  efa=any(is_efa(p) for p in pools)),
+                      pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
+                          provider=eks.provider)))
+        self.outputs = ClusterOutputs(name=cluster.name, cloud="aws", endpoint=eks.endpoint,
+                                      kubeconfig=eks.kubeconfig, provider=eks.provider)
+        self.register_outputs({"endpoint": eks.endpoint, "kubeconfig": eks.kubeconfig})
 
 
 def build_aws_cluster(
@@ -24,60 +103,9 @@ def build_aws_cluster(
     pools: list[ResolvedPool],
     fleet: Fleet,
     catalog: Catalog,
-    opts: pulumi.ResourceOptions,
+    opts: pulumi.ResourceOptions | None = None,
 ) -> ClusterOutputs:
     """Build an EKS cluster with every pool of `pools` as a GPU node group."""
-    aws_cloud = fleet.spec.clouds.aws
-    if aws_cloud is None:
-        raise InputError(f"cluster {cluster.name!r} is on aws but `clouds.aws` is not declared",
-                         hint="add `clouds: {aws: {account: ..., region: ...}}`")
-    region = aws_cloud.region
-    provider = aws.Provider(f"{cluster.name}-aws", region=region,
-                            allowed_account_ids=[aws_cloud.account], opts=opts)
-    child = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(providers=[provider]))
-
-    compact = {p.name: p.spec.zones[0] for p in pools
-               if p.placement == "compact" and p.spec.zones}
-    network = EksNetwork(
-        cluster.name,
-        EksNetworkArgs(cluster_name=cluster.name, region=region, cidr=cluster.network.cidr,
-                       zones=[z for p in pools for z in p.spec.zones], compact_pools=compact),
-        child,
-    )
-    eks = EksCluster(
-        cluster.name,
-        EksClusterArgs(name=cluster.name, region=region,
-                       kubernetes_version=cluster.kubernetes_version,
-                       subnet_ids=list(network.private_subnet_ids.values()),
-                       services_cidr=cluster.network.services_cidr,
-                       private_endpoint=cluster.private_endpoint,
-                       authorized_cidrs=list(cluster.authorized_cidrs)),
-        child,
-    )
-    for pool in pools:
-        GpuNodeGroup(
-            pool.name,
-            GpuNodeGroupArgs(
-                pool=pool, catalog=catalog, cluster_name=eks.cluster_name,
-                node_role_arn=eks.node_role_arn,
-                subnet_ids=[network.private_subnet_ids[z] for z in pool.spec.zones],
-                cluster_security_group_id=eks.cluster_security_group_id,
-                efa_security_group_id=network.efa_security_group_id,
-                placement_group=network.placement_groups.get(pool.name),
-                kubernetes_version=cluster.kubernetes_version),
-            child,
-        )
-    gpu_taint = next((catalog.kube(p.shape).taint for p in pools), None)
-    if gpu_taint is not None:
-        scheduling = GpuScheduling(
-            gpu_taint=gpu_taint,
-            gpu_node_label=ACCELERATOR_LABEL,
-            efa_label=catalog.kube_section("aws", "efa")["label"],
-            plugin_excluded={AMI_LABEL: list(PLUGIN_BUILT_IN)},
-        )
-        GpuAddons(cluster.name, GpuAddonsArgs(scheduling=scheduling,
-                                              efa=any(is_efa(p) for p in pools)),
-                  pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
-                      provider=eks.provider)))
-    return ClusterOutputs(name=cluster.name, cloud="aws", endpoint=eks.endpoint,
-                          kubeconfig=eks.kubeconfig, provider=eks.provider)
+    site = AwsCluster(cluster.name, AwsClusterArgs(cluster=cluster, pools=pools, fleet=fleet,
+                                                   catalog=catalog), opts)
+    return site.outputs

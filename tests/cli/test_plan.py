@@ -20,7 +20,7 @@ def test_plan_tree_groups_by_cluster_and_pool() -> None:
     assert "stack gcptest:" in out
     assert "c1 (Cluster," in out
     assert "v5p (TpuSlice, 2 resources): ct5p-hightpu-4t 4x4x4 x32 nodes, queued" in out
-    assert "tcpx (GpuNodePool, 1 resources): a3-highgpu-8g x2 nodes" in out
+    assert "tcpx (GpuNodePool, 1 resource): a3-highgpu-8g x2 nodes" in out
     assert "team ml: ~$" in out
 
 

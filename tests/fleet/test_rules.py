@@ -233,3 +233,12 @@ def test_all_problems_reported_together(spec):
     assert "2 problems" in err_text or "3 problems" in err_text
     assert "mars-1-a" in err_text and "Bad_Name" in err_text
     assert "fix:" in err_text
+
+
+def test_gke_nodes_spread_evenly_over_zones(spec):
+    spec["pools"][0].pop("zone")
+    spec["pools"][0].update(zones=["us-central1-a", "us-central1-b"], nodes=3, placement="none")
+    p = only(spec, "pools 'h100'.nodes")
+    assert "evenly over 2 zones" in p.message and "multiple of 2" in p.hint
+    spec["pools"][0]["nodes"] = 4
+    assert validate_fleet(spec).pools[0].node_count == 4
