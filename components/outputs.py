@@ -1,10 +1,14 @@
-"""What a cluster builder hands back to `Fleet`."""
+"""What `Fleet` hands a cloud's cluster component, and what that component hands back."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import pulumi
+
+from fleet.catalog import Catalog
+from fleet.model import Fleet, ResolvedPool
+from fleet.spec import Cluster
 
 
 @dataclass(frozen=True)
@@ -16,3 +20,13 @@ class ClusterOutputs:
     endpoint: pulumi.Output[str]
     kubeconfig: pulumi.Output[str]
     provider: pulumi.ProviderResource
+
+
+@dataclass(frozen=True)
+class ClusterArgs:
+    """One cluster of a validated fleet, with the pools that join it."""
+
+    cluster: Cluster
+    pools: list[ResolvedPool]
+    fleet: Fleet
+    catalog: Catalog

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pulumi
 import pulumi_aws as aws
 
@@ -11,7 +9,7 @@ from components.aws._eks import EksCluster, EksClusterArgs
 from components.aws._network import EksNetwork, EksNetworkArgs
 from components.aws._nodegroup import AMI_LABEL, GpuNodeGroup, GpuNodeGroupArgs, is_efa
 from components.k8s import GpuAddons, GpuAddonsArgs, GpuScheduling
-from components.outputs import ClusterOutputs
+from components.outputs import ClusterArgs, ClusterOutputs
 from fleet.catalog import Catalog
 from fleet.errors import InputError
 from fleet.model import ACCELERATOR_LABEL, Fleet, ResolvedPool
@@ -22,20 +20,13 @@ PLUGIN_BUILT_IN = ("bottlerocket",)
 CLUSTER_TYPE = "accelfleet:aws:Cluster"
 
 
-@dataclass(frozen=True)
-class AwsClusterArgs:
-    cluster: Cluster
-    pools: list[ResolvedPool]
-    fleet: Fleet
-    catalog: Catalog
-
 
 class AwsCluster(pulumi.ComponentResource):
     """A whole EKS site: its provider, network, cluster, GPU node groups and add-ons."""
 
     outputs: ClusterOutputs
 
-    def __init__(self, name: str, args: AwsClusterArgs,
+    def __init__(self, name: str, args: ClusterArgs,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(CLUSTER_TYPE, name, None, opts)
         cluster, pools, catalog = args.cluster, args.pools, args.catalog
@@ -106,6 +97,6 @@ def build_aws_cluster(
     opts: pulumi.ResourceOptions | None = None,
 ) -> ClusterOutputs:
     """Build an EKS cluster with every pool of `pools` as a GPU node group."""
-    site = AwsCluster(cluster.name, AwsClusterArgs(cluster=cluster, pools=pools, fleet=fleet,
+    site = AwsCluster(cluster.name, ClusterArgs(cluster=cluster, pools=pools, fleet=fleet,
                                                    catalog=catalog), opts)
     return site.outputs

@@ -3,7 +3,7 @@
     >>> from components.gcp import build_gcp_cluster, build_tpu_vms
 """
 
-from components.gcp._build import GcpCluster, GcpClusterArgs, build_gcp_cluster, build_tpu_vms
+from components.gcp._build import GcpCluster, build_gcp_cluster, build_tpu_vms
 from components.gcp._cluster import GkeCluster, GkeClusterArgs, NodeIdentity, NodeIdentityArgs
 from components.gcp._gpu_pool import GpuNodePool, GpuNodePoolArgs
 from components.gcp._k8s import GpuDirectAddons, GpuDirectAddonsArgs, GpuDirectKind
@@ -17,7 +17,6 @@ from components.gcp._tpu import TpuSlice, TpuSliceArgs, TpuVm, TpuVmArgs
 
 __all__ = [
     "GcpCluster",
-    "GcpClusterArgs",
     "GkeCluster",
     "GkeClusterArgs",
     "GpuDirectAddons",

@@ -3,8 +3,6 @@ the Cloud TPU VMs that run outside Kubernetes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pulumi
 
 from components.gcp._cluster import GkeCluster, GkeClusterArgs, NodeIdentity, NodeIdentityArgs
@@ -19,7 +17,7 @@ from components.gcp._network import (
     NetworkFabricArgs,
 )
 from components.gcp._tpu import TpuSlice, TpuSliceArgs, TpuVm, TpuVmArgs
-from components.outputs import ClusterOutputs
+from components.outputs import ClusterArgs, ClusterOutputs
 from fleet.catalog import Catalog
 from fleet.errors import InputError
 from fleet.model import Fleet, ResolvedPool
@@ -30,13 +28,6 @@ TPU_VMS_TYPE = "accelfleet:gcp:TpuVms"
 TPU_VM_CIDR = "10.200.0.0/20"
 
 
-@dataclass(frozen=True)
-class GcpClusterArgs:
-    cluster: Cluster
-    pools: list[ResolvedPool]
-    fleet: Fleet
-    catalog: Catalog
-
 
 class GcpCluster(pulumi.ComponentResource):
     """A whole GKE site: network fabric, node identity, cluster, GPUDirect networks and
@@ -44,7 +35,7 @@ class GcpCluster(pulumi.ComponentResource):
 
     outputs: ClusterOutputs
 
-    def __init__(self, name: str, args: GcpClusterArgs,
+    def __init__(self, name: str, args: ClusterArgs,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(CLUSTER_TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -108,7 +99,7 @@ def build_gcp_cluster(cluster: Cluster, pools: list[ResolvedPool], fleet: Fleet,
                       catalog: Catalog, opts: pulumi.ResourceOptions | None = None
                       ) -> ClusterOutputs:
     """Build one GKE cluster with its pools; return what `Fleet` exports."""
-    site = GcpCluster(cluster.name, GcpClusterArgs(cluster=cluster, pools=pools, fleet=fleet,
+    site = GcpCluster(cluster.name, ClusterArgs(cluster=cluster, pools=pools, fleet=fleet,
                                                    catalog=catalog), opts)
     return site.outputs
 
