@@ -105,6 +105,7 @@ class _Checker:
             if r is not None:
                 resolved.append(r)
         self._budgets(resolved)
+        self._rdma_zones(resolved)
         return resolved
 
     def _names(self, what: str, names: list[str], *, dns: bool = True) -> None:
@@ -338,6 +339,27 @@ class _Checker:
                     f"the team's pools cost about ${cost:,.0f} a month at list price "
                     f"({listing}), over its budget of ${team.monthly_budget_usd:,.0f}",
                     "shrink or remove a pool, use spot capacity, or raise the budget",
+                )
+
+
+    def _rdma_zones(self, pools: list[ResolvedPool]) -> None:
+        # A GKE cluster's RDMA VPC uses a zonal network profile: its RDMA pools share one zone.
+        by_cluster: dict[str, dict[str, list[str]]] = {}
+        for p in pools:
+            if p.cluster is not None and p.networking is not None and \
+                    p.networking.kind == "rdma":
+                zones = by_cluster.setdefault(p.cluster.name, {})
+                for zone in p.spec.zones:
+                    zones.setdefault(zone, []).append(p.name)
+        for cluster, zones in by_cluster.items():
+            if len(zones) > 1:
+                listing = "; ".join(f"{z}: {', '.join(n)}" for z, n in sorted(zones.items()))
+                self.add(
+                    f"clusters {cluster!r}",
+                    f"GPUDirect RDMA pools are in {len(zones)} zones ({listing}); the "
+                    "cluster's RDMA network profile is zonal",
+                    "put every RDMA pool (a3-ultragpu-8g, a4-highgpu-8g) of a cluster in one "
+                    "zone, or split them over clusters",
                 )
 
 

@@ -242,3 +242,12 @@ def test_gke_nodes_spread_evenly_over_zones(spec):
     assert "evenly over 2 zones" in p.message and "multiple of 2" in p.hint
     spec["pools"][0]["nodes"] = 4
     assert validate_fleet(spec).pools[0].node_count == 4
+
+
+def test_rdma_pools_of_a_cluster_share_one_zone(spec):
+    spec["pools"] = [pool(name="ultra-a", accelerator="a3-ultragpu-8g", zone="us-central1-a"),
+                     pool(name="b200-b", accelerator="a4-highgpu-8g", zone="us-central1-b")]
+    p = only(spec, "clusters 'gke'")
+    assert "2 zones" in p.message and "ultra-a" in p.message and "b200-b" in p.message
+    spec["pools"][1]["zone"] = "us-central1-a"
+    assert len(validate_fleet(spec).pools) == 2
