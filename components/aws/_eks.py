@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pulumi
@@ -64,13 +65,8 @@ class EksCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         tags = {"accelfleet.io/cluster": args.name}
 
-        cluster_role = aws.iam.Role(f"{name}-cluster",
-                                    assume_role_policy=assume_role_policy("eks.amazonaws.com"),
-                                    tags=tags, opts=child)
-        for policy in CLUSTER_POLICIES:
-            aws.iam.RolePolicyAttachment(f"{name}-cluster-{policy}", role=cluster_role.name,
-                                         policy_arn=managed_policy_arn(args.region, policy),
-                                         opts=child)
+        cluster_role = _service_role(f"{name}-cluster", "eks.amazonaws.com", CLUSTER_POLICIES,
+                                     args.region, tags, child)
         key = aws.kms.Key(f"{name}-secrets", description=f"EKS {args.name} secrets envelope key",
                           enable_key_rotation=True, deletion_window_in_days=30, tags=tags,
                           opts=child)
@@ -112,13 +108,8 @@ class EksCluster(pulumi.ComponentResource):
                                              client_id_lists=["sts.amazonaws.com"], tags=tags,
                                              opts=child)
 
-        node_role = aws.iam.Role(f"{name}-node",
-                                 assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
-                                 tags=tags, opts=child)
-        for policy in NODE_POLICIES:
-            aws.iam.RolePolicyAttachment(f"{name}-node-{policy}", role=node_role.name,
-                                         policy_arn=managed_policy_arn(args.region, policy),
-                                         opts=child)
+        node_role = _service_role(f"{name}-node", "ec2.amazonaws.com", NODE_POLICIES,
+                                  args.region, tags, child)
 
         for i, principal in enumerate(args.admin_principal_arns):
             entry = aws.eks.AccessEntry(f"{name}-admin-{i}", cluster_name=cluster.name,
@@ -150,3 +141,14 @@ class EksCluster(pulumi.ComponentResource):
             "node_role_arn": node_role.arn,
             "kms_key_arn": key.arn,
         })
+
+
+def _service_role(name: str, service: str, policies: Sequence[str], region: str,
+                  tags: dict[str, str], opts: pulumi.ResourceOptions) -> aws.iam.Role:
+    """An IAM role that `service` assumes, with only the given AWS-managed policies."""
+    role = aws.iam.Role(name, assume_role_policy=assume_role_policy(service), tags=tags,
+                        opts=opts)
+    for policy in policies:
+        aws.iam.RolePolicyAttachment(f"{name}-{policy}", role=role.name,
+                                     policy_arn=managed_policy_arn(region, policy), opts=opts)
+    return role
