@@ -91,8 +91,7 @@ def accelerator_type(shape: Shape) -> str:
     """The Cloud TPU API name of a slice: v5p-128 counts TensorCores, v6e-8 counts chips."""
     tpu = shape.tpu
     assert tpu is not None
-    per_chip = tpu.tensorcores_per_chip if tpu.naming == "tensorcores" else 1
-    return f"{tpu.tpu_api_name}-{shape.chips * per_chip}"
+    return tpu.api_name(shape.chips)
 
 
 @dataclass(frozen=True)

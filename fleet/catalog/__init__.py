@@ -221,7 +221,7 @@ class Catalog:
         if m and m["gen"] in self._tpu_names:
             gen = self.tpus[self._tpu_names[m["gen"]]]
             count = int(m["count"])
-            per_chip = gen.tensorcores_per_chip if gen.naming == "tensorcores" else 1
+            per_chip = gen.name_units_per_chip
             chips, rest = divmod(count, per_chip)
             topo = _tpu.default_topology(gen, chips) if not rest else None
             if topo is None:
@@ -254,9 +254,8 @@ class Catalog:
     def slice_names(self, generation: str) -> list[str]:
         """Cloud TPU API names of every slice (v5p-8, v5p-16, ...)."""
         gen = self.tpu_generation(generation)
-        per_chip = gen.tensorcores_per_chip if gen.naming == "tensorcores" else 1
         sizes = sorted({prod(t) for t in _tpu.topologies(gen)})
-        return [f"{gen.tpu_api_name}-{chips * per_chip}" for chips in sizes]
+        return [gen.api_name(chips) for chips in sizes]
 
     def tpu_slice(self, generation: str, topology: str, *, single_host: bool = False) -> Shape:
         """A TPU slice of a generation and topology; raises with the valid topologies."""

@@ -86,6 +86,15 @@ class TpuGeneration:
     def machine_for(self, chips_per_vm: int) -> str | None:
         return dict(self.machine_types).get(chips_per_vm)
 
+    @property
+    def name_units_per_chip(self) -> int:
+        """What one chip counts for in a Cloud TPU API name (v5p: 2 TensorCores; v6e: 1)."""
+        return self.tensorcores_per_chip if self.naming == "tensorcores" else 1
+
+    def api_name(self, chips: int) -> str:
+        """The Cloud TPU API name of a slice of `chips` chips: v5p-128, v6e-8."""
+        return f"{self.tpu_api_name}-{chips * self.name_units_per_chip}"
+
 
 @dataclass(frozen=True, slots=True)
 class Price:
