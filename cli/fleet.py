@@ -41,17 +41,12 @@ def validate(
     fleet = load_fleet(str(path))
     rows: list[dict[str, Any]] = []
     for p in fleet.pools:
-        s = p.shape
+        tflops = p.shape.accelerator.bf16_tflops
         rows.append({
-            "pool": p.name, "team": p.team, "cloud": p.cloud, "runtime": p.runtime,
-            "cluster": p.cluster.name if p.cluster else None,
-            "machine_type": s.machine_type, "accelerator": s.accelerator.name,
-            "topology": s.topology_str or None, "nodes": p.node_count,
-            "devices": p.devices, "zones": list(p.spec.zones),
-            "capacity": p.spec.capacity.label, "placement": p.placement,
-            "gpu_networking": p.networking.kind if p.networking else None,
-            "bf16_tflops_total": (s.accelerator.bf16_tflops or 0) * p.devices or None,
-            "monthly_usd": p.monthly_usd,
+            **p.summary(),
+            "accelerator": p.shape.accelerator.name, "devices": p.devices,
+            "zones": list(p.spec.zones), "placement": p.placement,
+            "bf16_tflops_total": tflops * p.devices if tflops and p.devices else None,
         })
     if as_json:
         print_json({"stack": str(path), "valid": True, "pools": rows})
@@ -64,7 +59,7 @@ def validate(
         table.add_column(col, justify="right" if col in ("nodes", "devices", "$/month")
                          else "left")
     for r in rows:
-        table.add_row(r["pool"], r["team"], r["cluster"] or "(tpu-vm)", r["machine_type"],
+        table.add_row(r["name"], r["team"], r["cluster"] or "(tpu-vm)", r["machine_type"],
                       r["accelerator"], r["topology"] or "-", str(r["nodes"]), str(r["devices"]),
                       ",".join(r["zones"]), r["capacity"], r["gpu_networking"] or "-",
                       num(r["monthly_usd"]))

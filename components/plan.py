@@ -101,18 +101,8 @@ class Plan:
             if r.custom:
                 counts[r.type] = counts.get(r.type, 0) + 1
         per_pool = self.pool_resources()
-        pools = []
-        for p in self.fleet.pools:
-            s = p.shape
-            pools.append({
-                "name": p.name, "team": p.team, "cloud": p.cloud, "runtime": p.runtime,
-                "cluster": p.cluster.name if p.cluster else None,
-                "machine_type": s.machine_type, "topology": s.topology_str or None,
-                "nodes": p.node_count, "capacity": p.spec.capacity.label,
-                "gpu_networking": p.networking.kind if p.networking else None,
-                "resources": len(per_pool.get(p.name, [])),
-                "monthly_usd": _money(p.monthly_usd),
-            })
+        pools = [{**p.summary(), "resources": len(per_pool.get(p.name, []))}
+                 for p in self.fleet.pools]
         teams = []
         for t in self.fleet.spec.teams:
             cost, unpriced = self.fleet.team_monthly_usd(t.name)

@@ -7,6 +7,7 @@ so that components only turn them into resources and the CLI only puts them into
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from fleet.catalog import Cloud, GpuNetworking, Shape
 from fleet.spec import Cluster, FleetSpec, Pool, Team
@@ -62,6 +63,23 @@ class ResolvedPool:
     @property
     def devices(self) -> int:
         return self.node_count * self.shape.devices_per_host
+
+    def summary(self) -> dict[str, Any]:
+        """The facts people and CI read about a pool (`fleet validate`, `plan`), JSON-ready."""
+        shape = self.shape
+        return {
+            "name": self.name,
+            "team": self.team,
+            "cloud": self.cloud,
+            "runtime": self.runtime,
+            "cluster": self.cluster.name if self.cluster else None,
+            "machine_type": shape.machine_type,
+            "topology": shape.topology_str or None,
+            "nodes": self.node_count,
+            "capacity": self.spec.capacity.label,
+            "gpu_networking": self.networking.kind if self.networking else None,
+            "monthly_usd": None if self.monthly_usd is None else round(self.monthly_usd, 2),
+        }
 
     @property
     def labels(self) -> dict[str, str]:
