@@ -17,6 +17,7 @@ from components.gcp._network import (
     NetworkFabricArgs,
 )
 from components.gcp._tpu import TpuSlice, TpuSliceArgs, TpuVm, TpuVmArgs
+from components.k8s import JobSetController, JobSetControllerArgs
 from components.outputs import ClusterArgs, ClusterOutputs
 from fleet.catalog import Catalog
 from fleet.errors import InputError
@@ -31,7 +32,8 @@ TPU_VM_CIDR = "10.200.0.0/20"
 
 class GcpCluster(pulumi.ComponentResource):
     """A whole GKE site: network fabric, node identity, cluster, GPUDirect networks and
-    add-ons, and every GPU node pool and TPU slice that joins it."""
+    add-ons, the JobSet controller where TPU slices join, and every GPU node pool and TPU
+    slice that joins it."""
 
     outputs: ClusterOutputs
 
@@ -78,6 +80,9 @@ class GcpCluster(pulumi.ComponentResource):
             GpuDirectAddons(f"{c.name}-gpudirect", GpuDirectAddonsArgs(
                 cluster=c.name, kinds=kinds, provider=gke.provider),
                 pulumi.ResourceOptions(parent=self, depends_on=nets_made))
+        if needs_jobset(args.pools):
+            JobSetController(c.name, JobSetControllerArgs(),
+                             pulumi.ResourceOptions(parent=self, provider=gke.provider))
         pool_opts = pulumi.ResourceOptions(parent=self, depends_on=[gke])
         for p in args.pools:
             if p.shape.tpu is not None:
@@ -128,6 +133,12 @@ def build_tpu_vms(pools: list[ResolvedPool], fleet: Fleet, catalog: Catalog,
     """Build the Cloud TPU VM pools (runtime: tpu-vm) of a fleet."""
     del catalog  # every fact a TPU VM needs is already on the resolved shape
     return TpuVms("tpu-vms", pools, fleet, opts)
+
+
+def needs_jobset(pools: list[ResolvedPool]) -> bool:
+    """A GKE cluster gets the JobSet controller when it has a TPU slice: multi-host slices
+    run as JobSets (smoke now, training later). Cloud TPU VMs are outside Kubernetes."""
+    return any(p.shape.tpu is not None and p.runtime == "gke" for p in pools)
 
 
 def _project_region(fleet: Fleet) -> tuple[str, str]:

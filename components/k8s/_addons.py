@@ -24,6 +24,24 @@ from components.k8s._values import (
 TYPE = "accelfleet:k8s:GpuAddons"
 
 
+def pinned_release(resource_name: str, chart: Chart, values: dict[str, Any],
+                   opts: pulumi.ResourceOptions) -> k8s.helm.v3.Release:
+    """A Helm release of `chart` at its pinned version, in its own namespace; atomic, so a
+    failed install or upgrade rolls back instead of leaving a half-applied release."""
+    return k8s.helm.v3.Release(
+        resource_name,
+        name=chart.chart,
+        chart=chart.ref,
+        version=chart.version,
+        repository_opts=None if chart.oci else k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo),
+        namespace=chart.namespace,
+        create_namespace=True,
+        atomic=True,
+        values=values,
+        opts=opts,
+    )
+
+
 @dataclass(frozen=True)
 class GpuAddonsArgs:
     """efa: install the EFA device plugin (the cluster has EFA pools); dcgm_exporter: metrics."""
@@ -50,18 +68,8 @@ class GpuAddons(pulumi.ComponentResource):
             wanted.append((DCGM_EXPORTER, dcgm_exporter_values(args.scheduling)))
         self.releases = {}
         for chart, values in wanted:
-            self.releases[chart.chart] = k8s.helm.v3.Release(
-                f"{name}-{chart.chart}",
-                name=chart.chart,
-                chart=chart.chart,
-                version=chart.version,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repo),
-                namespace=chart.namespace,
-                create_namespace=True,
-                atomic=True,
-                values=values,
-                opts=pulumi.ResourceOptions(parent=self),
-            )
+            self.releases[chart.chart] = pinned_release(
+                f"{name}-{chart.chart}", chart, values, pulumi.ResourceOptions(parent=self))
         self.register_outputs({
             "releases": {n: r.version for n, r in self.releases.items()},
         })

@@ -7,10 +7,22 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Chart:
+    """repo: an `https://` chart repository, or an `oci://` registry path holding the chart."""
+
     repo: str
     chart: str
     version: str
     namespace: str
+
+    @property
+    def oci(self) -> bool:
+        return self.repo.startswith("oci://")
+
+    @property
+    def ref(self) -> str:
+        """What Helm installs: the chart's name in its repository, or its full OCI address
+        (Helm takes no `--repo` for OCI registries)."""
+        return f"{self.repo}/{self.chart}" if self.oci else self.chart
 
 
 NVIDIA_DEVICE_PLUGIN = Chart(
@@ -31,3 +43,27 @@ DCGM_EXPORTER = Chart(
     version="3.5.0",
     namespace="nvidia-device-plugin",
 )
+
+# JobSet (kubernetes-sigs/jobset), the API multi-host TPU workloads are submitted as
+# (`jobset.x-k8s.io/v1alpha2`). v0.12.0 is the newest release (tag 2026-05-08, commit
+# f22e565ac3cc3265c7c45ef67ecffdc689af5d77; main at 2026-08-18 is v0.13.0-devel). Read on
+# 2026-11-22 from the tag's charts/jobset/Chart.yaml (version 0.12.0) and
+# site/content/en/docs/installation/_index.md (`helm install jobset
+# oci://registry.k8s.io/jobset/charts/jobset --version 0.12.0 --namespace jobset-system`).
+# Helm installs the chart's CRD (crds/) on first install and never upgrades it: a version bump
+# must server-side apply the new CRD first.
+JOBSET = Chart(
+    repo="oci://registry.k8s.io/jobset/charts",
+    chart="jobset",
+    version="0.12.0",
+    namespace="jobset-system",
+)
+# The controller image, set explicitly so the pin shows in the plan. Exact version tag, not a
+# digest: neither the v0.12.0 tag (config/components/manager/kustomization.yaml sets only
+# `newTag: v0.12.0`) nor charts/jobset/values.yaml carries a digest, and no upstream image
+# promotion record for v0.12.0 was found. The released chart uses this same repository and
+# tag (hack/helm-chart-package.sh rewrites the staging image to registry.k8s.io/jobset/jobset
+# at the release tag). To pin a digest later, set the tag to "v0.12.0@sha256:<digest>": the
+# chart renders `repository:tag`.
+JOBSET_IMAGE_REPOSITORY = "registry.k8s.io/jobset/jobset"
+JOBSET_IMAGE_TAG = "v0.12.0"

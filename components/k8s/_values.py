@@ -72,3 +72,23 @@ def scheduling_pod(values: Mapping[str, Any], name: str = "scheduling-check") ->
     spec: dict[str, Any] = {"containers": [{"name": name, "image": "registry.k8s.io/pause:3.10"}]}
     spec.update({k: values[k] for k in SCHEDULING_KEYS if k in values})
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+
+
+def jobset_controller_values(image_repository: str, image_tag: str,
+                             accelerator_label: str) -> dict[str, Any]:
+    """JobSet controller: the pinned image; kept off accelerator nodes.
+
+    No tolerations: the controller runs on the cluster's untainted nodes, never on a GPU or
+    TPU node. The node affinity says so explicitly (every accelfleet accelerator node carries
+    `accelerator_label`), so a pool that loses its taint still does not host it. Resources stay
+    the chart's (requests 500m CPU / 128Mi, limits 2 CPU / 4Gi; upstream asks for a node with
+    2+ CPUs and 512+ MB free).
+    """
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": accelerator_label, "operator": "DoesNotExist"}]}]}}}
+    return {
+        "image": {"repository": image_repository, "tag": image_tag,
+                  "pullPolicy": "IfNotPresent"},
+        "controller": {"affinity": affinity},
+    }

@@ -1,0 +1,42 @@
+"""`JobSetController`: the JobSet controller and CRD, as one pinned Helm release.
+
+Multi-host TPU slices run as JobSets (`jobset.x-k8s.io/v1alpha2`): the smoke launcher submits
+one per slice, and so will TPU training.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.k8s._addons import pinned_release
+from components.k8s._charts import JOBSET, JOBSET_IMAGE_REPOSITORY, JOBSET_IMAGE_TAG
+from components.k8s._values import jobset_controller_values
+from fleet.model import ACCELERATOR_LABEL
+
+TYPE = "accelfleet:k8s:JobSetController"
+
+
+@dataclass(frozen=True)
+class JobSetControllerArgs:
+    """accelerator_label: a label every accelerator node carries; the controller avoids them."""
+
+    accelerator_label: str = ACCELERATOR_LABEL
+
+
+class JobSetController(pulumi.ComponentResource):
+    """The JobSet Helm release; pass the cluster's Kubernetes provider in `opts`."""
+
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: JobSetControllerArgs,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(TYPE, name, None, opts)
+        values = jobset_controller_values(JOBSET_IMAGE_REPOSITORY, JOBSET_IMAGE_TAG,
+                                          args.accelerator_label)
+        self.release = pinned_release(f"{name}-{JOBSET.chart}", JOBSET, values,
+                                      pulumi.ResourceOptions(parent=self))
+        self.register_outputs({"version": self.release.version,
+                               "namespace": self.release.namespace})
