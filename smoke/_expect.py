@@ -1,14 +1,25 @@
-"""What a host should have: from `--expect` through the catalog, or guessed from device names."""
+"""What a host should have: from `--expect` through the catalog, from a pool of the inventory,
+or guessed from device names.
+
+The in-pod agent receives its expectation as JSON (`Expectation.to_dict`) from the launcher, so
+this module imports the catalog's loader only where it resolves names (`from_catalog`,
+`for_pool`, `detect` on an accelerator): the agent never loads the catalog, pydantic or YAML.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
-from fleet.catalog import Accelerator, load_catalog
+from fleet.catalog._records import Accelerator
 from fleet.errors import InputError
 from smoke._backend import Device
+
+if TYPE_CHECKING:
+    from fleet.catalog import Shape
+    from fleet.inventory import InventoryPool
 
 # How each accelerator names itself to the backends (torch.cuda.get_device_name, JAX's
 # device_kind), matched on word boundaries of the lower-cased name. A mismatch only warns:
@@ -56,10 +67,39 @@ class Expectation:
         how = f"--expect {self.words}" if self.words else "recognised from the device name"
         return f"{count}{self.accelerator.name} ({how})"
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready; `Expectation.from_dict(e.to_dict()) == e`."""
+        return {
+            "accelerator": None if self.accelerator is None else {
+                **asdict(self.accelerator), "aliases": list(self.accelerator.aliases)},
+            "devices": self.devices, "memory_gib": self.memory_gib, "words": self.words,
+            "machine": self.machine, "chips": self.chips,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Expectation:
+        """The inverse of `to_dict`; raises InputError on anything else."""
+        try:
+            acc = data.get("accelerator")
+            accelerator = None if acc is None else Accelerator(
+                **{**acc, "aliases": tuple(acc.get("aliases") or ())})
+            return cls(accelerator=accelerator, devices=data.get("devices"),
+                       memory_gib=data.get("memory_gib"), words=data.get("words"),
+                       machine=data.get("machine"), chips=data.get("chips"))
+        except (AttributeError, TypeError) as exc:
+            raise InputError(f"malformed expectation document: {exc}",
+                             hint="the launcher and the agent must be the same accelfleet "
+                             "version; re-render the workload") from None
+
 
 def from_catalog(words: str, backend: str) -> Expectation:
     """`--expect` words -> the catalog's shape; raises UnknownNameError with suggestions."""
-    shape = load_catalog().resolve(words)
+    from fleet.catalog import load_catalog
+
+    return _from_shape(load_catalog().resolve(words), backend, words)
+
+
+def _from_shape(shape: Shape, backend: str, words: str) -> Expectation:
     acc = shape.accelerator
     if shape.kind == "tpu" and backend != "jax":
         raise InputError(f"{words!r} is a Cloud TPU, which only the JAX backend can drive",
@@ -68,6 +108,19 @@ def from_catalog(words: str, backend: str) -> Expectation:
     per_device = acc.memory_gib / (acc.jax_devices_per_chip if backend == "jax" else 1)
     return Expectation(accelerator=acc, devices=per_host, memory_gib=per_device, words=words,
                        machine=shape.machine_type, chips=shape.devices_per_host)
+
+
+def for_pool(pool: InventoryPool, backend: str) -> Expectation:
+    """What every node of an inventory pool should show its agent: the pool's machine shape
+    (a TPU pool by generation and topology, so a slice's per-host chips are right)."""
+    from fleet.catalog import load_catalog
+
+    cat = load_catalog()
+    if pool.kind == "gpu":
+        return _from_shape(cat.resolve(pool.machine_type), backend, pool.machine_type)
+    shape = cat.resolve(pool.accelerator, topology=pool.topology,
+                        single_host=pool.hosts_per_slice == 1)
+    return _from_shape(shape, backend, f"{pool.accelerator} {pool.topology}")
 
 
 def matches(accelerator_key: str, kind: str) -> bool:
@@ -80,6 +133,8 @@ def detect(devices: Sequence[Device], backend: str) -> Expectation:
     40 GB vs 80 GB). The device count is not checked without `--expect`."""
     if not devices or devices[0].platform == "cpu":
         return Expectation()
+    from fleet.catalog import load_catalog
+
     first = devices[0]
     cat = load_catalog()
     hits = [cat.accelerator(k) for k in KIND_PATTERNS if matches(k, first.kind)

@@ -58,15 +58,20 @@ def run_local(
     min_gbps: float | None = None,
     progress: Progress | None = None,
     sizes: Sizes | None = None,
+    expectation: Expectation | None = None,
 ) -> HostReport:
     """Run tiers 0..`tier` on this machine with `backend` and return the judged report.
 
-    Bad input (an unknown `expect`, a missing backend package) raises before any probe runs.
+    `expect` names what the host should be (catalog words); the in-pod agent passes a ready
+    `expectation` instead, so it never loads the catalog. Bad input (an unknown `expect`, a
+    missing backend package) raises before any probe runs.
     """
     started = time.perf_counter()
     when = datetime.now(UTC).isoformat(timespec="seconds")
-    name = choose(backend, tpu=bool(expect) and _is_tpu(expect or ""))
-    exp = from_catalog(expect, name) if expect else None
+    tpu = expectation.platform == "tpu" if expectation else bool(expect) and _is_tpu(expect or "")
+    name = choose(backend, tpu=tpu)
+    exp = expectation if expectation and expectation.accelerator else (
+        from_catalog(expect, name) if expect else None)
     be = load(name)
     prog = progress or _Silent()
     devices = be.devices()
@@ -96,7 +101,7 @@ def run_local(
     return HostReport(
         host=host_name(), backend=name,
         platform=devices[0].platform if devices else "none", versions=be.versions(),
-        tier=tier, results=tuple(results), expect=expect,
+        tier=tier, results=tuple(results), expect=expect or (exp.words if exp else None),
         accelerator=exp.accelerator.key if exp.accelerator else None,
         thresholds_version=V.THRESHOLDS_VERSION, started_at=when,
         duration_s=round(time.perf_counter() - started, 3),

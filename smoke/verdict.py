@@ -19,17 +19,21 @@ from dataclasses import dataclass
 
 from smoke._backend import AllReduce, Device, KnownAnswer
 from smoke._expect import Expectation, matches
+from smoke._fabric import CrossNode
 from smoke._results import ProbeResult, Verdict
 
-THRESHOLDS_VERSION = "2026-11-22.1"
+THRESHOLDS_VERSION = "2026-11-22.2"
 
 T0, T1, T2, T3 = 0, 1, 2, 3
 INVENTORY, KNOWN_ANSWER, PSUM = "inventory", "known_answer", "psum"
 MATMUL, MEMORY, ALLREDUCE = "matmul_tflops", "memory_gbps", "allreduce_busbw"
+FABRIC = "fabric_busbw"  # T3 across the nodes of a pool
 UNITS = {INVENTORY: "GiB", KNOWN_ANSWER: "rel err", PSUM: "sum", MATMUL: "TFLOP/s",
-         MEMORY: "GB/s", ALLREDUCE: "GB/s"}
-TIERS = {INVENTORY: T0, KNOWN_ANSWER: T1, PSUM: T1, MATMUL: T2, MEMORY: T2, ALLREDUCE: T3}
+         MEMORY: "GB/s", ALLREDUCE: "GB/s", FABRIC: "GB/s"}
+TIERS = {INVENTORY: T0, KNOWN_ANSWER: T1, PSUM: T1, MATMUL: T2, MEMORY: T2, ALLREDUCE: T3,
+         FABRIC: T3}
 HOST = "host"  # the device name of host-wide probes
+FABRIC_DEVICE = "fabric"  # the device name of the cross-node probe
 
 # T0/T1 tolerances, with their reasons.
 MEMORY_TOLERANCE = 0.85  # drivers and runtimes reserve some memory: an H100 80GB shows 79.2 GiB
@@ -246,3 +250,75 @@ def judge_allreduce(result: AllReduce | None, devices: int, exp: Expectation) ->
                            result.busbw_gbps, None, unit, details=details)
     return ProbeResult(HOST, ALLREDUCE, T3, Verdict.PASS, text, result.busbw_gbps, None, unit,
                        details=details)
+
+
+def judge_fabric(cross: CrossNode | None, expected_networks: Sequence[str] = (), *,
+                 skipped: str = "") -> ProbeResult:
+    """The pool-wide collective seen from one node: the sum must be right and, on a fabric
+    pool (`expected_networks` non-empty), every rank's NCCL must name one of those networks;
+    `Socket` (NCCL's TCP fallback) or no transport line at all fails, naming what was seen."""
+    unit = UNITS[FABRIC]
+    if cross is None:
+        return ProbeResult(FABRIC_DEVICE, FABRIC, T3, Verdict.SKIPPED, skipped, unit=unit)
+    seen = sorted(set(cross.networks))
+    details: dict[str, object] = {"nodes": cross.nodes, "world": cross.world,
+                                  "transports_seen": seen,
+                                  "transports_expected": list(expected_networks),
+                                  **cross.details}
+    if cross.error is not None or cross.result is None:
+        return ProbeResult(FABRIC_DEVICE, FABRIC, T3, Verdict.FAIL,
+                           f"collective across {cross.nodes} nodes failed: {cross.error}",
+                           unit=unit, details=details)
+    r = cross.result
+    details |= {"algbw_gbps": r.algbw_gbps, "bytes_per_device": r.bytes_per_device,
+                "seconds": r.seconds, **r.details}
+    text = (f"busbw {r.busbw_gbps:,.3g} GB/s over {cross.world} ranks on {cross.nodes} nodes "
+            f"via {', '.join(seen) or 'an unnamed transport'}")
+    checks: list[tuple[Verdict, str]] = [(Verdict.PASS, text)]
+    if not r.correct:
+        checks.append((Verdict.FAIL, f"wrong sum across nodes; {text}"))
+    if expected_networks:
+        want = {n.lower() for n in expected_networks}
+        wrong = [n for n in seen if n.lower() not in want]
+        if not seen:
+            checks.append((Verdict.FAIL, "NCCL logged no 'Using network' line, so the fabric "
+                           f"transport ({' or '.join(expected_networks)}) is unproven"))
+        elif wrong:
+            checks.append((Verdict.FAIL, f"NCCL used {', '.join(wrong)}, not the fabric "
+                           f"({' or '.join(expected_networks)}): the fast network is not in "
+                           "use"))
+    verdict, reason = _worst(checks)
+    return ProbeResult(FABRIC_DEVICE, FABRIC, T3, verdict, reason, r.busbw_gbps, None, unit,
+                       details=details)
+
+
+# -- across the nodes of a pool ------------------------------------------------------------
+POOL_OUTLIER = Threshold(
+    outlier_fail=0.85, outlier_warn=0.93,
+    source="a node below 0.85 of the median of its pool's other nodes fails (a node 20% slower "
+    "than its peers is the one bad node AWS's and Google's health checks hunt for), below "
+    "0.93 warns; the same ratios as the host outlier rule")
+
+
+def judge_pool_outliers(probe: str, by_node: Mapping[str, float]) -> list[tuple[str, ProbeResult]]:
+    """Each node's median figure for `probe` against the median of the pool's OTHER nodes.
+    Needs two or more nodes; only failing or warning nodes are returned."""
+    th = POOL_OUTLIER
+    out: list[tuple[str, ProbeResult]] = []
+    if len(by_node) < 2 or th.outlier_fail is None or th.outlier_warn is None:
+        return out
+    for node, value in by_node.items():
+        peers = statistics.median(v for n, v in by_node.items() if n != node)
+        if peers <= 0:
+            continue
+        ratio = value / peers
+        if ratio >= th.outlier_warn:
+            continue
+        verdict = Verdict.FAIL if ratio < th.outlier_fail else Verdict.WARN
+        limit = th.outlier_fail if verdict is Verdict.FAIL else th.outlier_warn
+        out.append((node, ProbeResult(
+            HOST, f"{probe}_vs_pool", TIERS[probe], verdict,
+            f"node outlier: {value:,.4g} {UNITS[probe]} is {ratio:.2f} of its peers' median "
+            f"{peers:,.4g} (< {limit:g})", value, peers, UNITS[probe],
+            details={"ratio": ratio, "threshold_source": th.source})))
+    return out

@@ -1,0 +1,69 @@
+"""The agent's code as ConfigMap data: how `python -m smoke.agent` reaches a stock image.
+
+The bundle is the source of the modules the agent imports (its whole import closure outside the
+standard library and the framework), read from this installed accelfleet, plus two package
+files written here: `fleet/__init__.py` and `fleet/catalog/__init__.py` stand empty in the pod,
+so importing `fleet.errors` or the catalog's record types pulls in neither pydantic nor YAML.
+A test runs the agent from a bundle with those packages blocked.
+
+ConfigMap keys may not hold '/', so each file is a key (`smoke.agent.py`) mapped back to its
+path (`smoke/agent.py`) by the volume's `items`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from importlib import resources
+
+# The agent's import closure, relative to the site root. Keep in step with smoke/agent.py.
+AGENT_MODULES: tuple[tuple[str, str], ...] = (
+    ("smoke", "__init__.py"),
+    ("smoke", "agent.py"),
+    ("smoke", "_runner.py"),
+    ("smoke", "_backend.py"),
+    ("smoke", "_expect.py"),
+    ("smoke", "_results.py"),
+    ("smoke", "verdict.py"),
+    ("smoke", "_fabric.py"),
+    ("smoke", "_torch.py"),
+    ("smoke", "_torch_dist.py"),
+    ("smoke", "_jax.py"),
+    ("fleet", "errors.py"),
+    ("fleet.catalog", "_records.py"),
+)
+_STUB = '"""accelfleet agent bundle: only the modules the in-pod agent imports."""\n'
+STUBS: dict[str, str] = {"fleet/__init__.py": _STUB, "fleet/catalog/__init__.py": _STUB}
+MOUNT_PATH = "/opt/accelfleet"
+
+
+def bundle_files() -> dict[str, str]:
+    """Relative path -> source text of every file the agent needs, in a stable order."""
+    files: dict[str, str] = {}
+    for package, name in AGENT_MODULES:
+        path = f"{package.replace('.', '/')}/{name}"
+        files[path] = resources.files(package).joinpath(name).read_text(encoding="utf-8")
+    files.update(STUBS)
+    return dict(sorted(files.items()))
+
+
+def key_for(path: str) -> str:
+    """`smoke/agent.py` -> `smoke.agent.py`: a valid ConfigMap key, unique per path."""
+    return path.replace("/", ".")
+
+
+def configmap_data() -> tuple[dict[str, str], list[dict[str, str]]]:
+    """(data, items) for a ConfigMap and the volume that mounts it as a package tree."""
+    files = bundle_files()
+    data = {key_for(p): text for p, text in files.items()}
+    items = [{"key": key_for(p), "path": p} for p in files]
+    if len(data) != len(files):
+        raise AssertionError("two bundle paths map to one ConfigMap key")
+    return data, items
+
+
+def digest() -> str:
+    """A short content hash of the bundle: the agent version a run used."""
+    h = hashlib.sha256()
+    for path, text in bundle_files().items():
+        h.update(path.encode() + b"\0" + text.encode() + b"\0")
+    return h.hexdigest()[:12]

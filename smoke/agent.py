@@ -1,0 +1,154 @@
+"""The in-pod agent: `python -m smoke.agent`, run by `accelfleet smoke run` on every node.
+
+It runs the same tiers as `accelfleet smoke local` on its node, then (tier 3) its share of the
+pool-wide collective, and prints one HostReport JSON document as the LAST line of stdout; the
+launcher reads it from the pod's log and judges the pool. Progress goes to stderr.
+
+It reaches the pod in a ConfigMap (`smoke._bundle`), so a stock framework image serves: it
+imports only the standard library, the smoke package, `fleet.errors`, the catalog's record
+types and the framework (torch or jax). The launcher passes the expectation as JSON, so the
+catalog is never loaded here.
+
+Exit codes: 0 a report was printed (whatever its verdicts: the launcher judges), 2 bad input
+or a missing framework (message on stderr), 3 an unexpected error (traceback on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from dataclasses import replace
+
+from fleet.errors import AccelfleetError
+from smoke import verdict as V
+from smoke._backend import Sizes
+from smoke._expect import Expectation
+from smoke._fabric import CrossNode, Rendezvous
+from smoke._results import HostReport, ProbeResult
+from smoke._runner import run_local
+
+EXIT_BAD_INPUT, EXIT_CRASH = 2, 3
+_TPU_ENV = ("TPU_WORKER_HOSTNAMES", "TPU_PROCESS_ADDRESSES")
+
+
+class _StderrProgress:
+    def __init__(self) -> None:
+        self._total = 0
+        self._done = 0
+
+    def start(self, total: int) -> None:
+        self._total = total
+
+    def step(self, description: str) -> None:
+        self._done += 1
+        print(f"[{self._done}/{self._total}] {description}", file=sys.stderr, flush=True)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m smoke.agent", description=__doc__.split(
+        "\n\n")[0])
+    ap.add_argument("--tier", type=int, choices=range(4), default=2)
+    ap.add_argument("--backend", choices=("auto", "torch", "jax"), default="auto")
+    ap.add_argument("--expect-json", default="", help="the Expectation document (JSON)")
+    ap.add_argument("--pool", default="", help="the pool this node belongs to")
+    ap.add_argument("--cross-node", choices=("none", "torch", "jax"), default="none",
+                    help="join the pool-wide collective (rendezvous from the environment)")
+    ap.add_argument("--expect-transport", default="",
+                    help="comma-separated NCCL network names the fabric must use")
+    ap.add_argument("--expect-world", type=int, default=None,
+                    help="devices the whole slice or multislice must show (JAX)")
+    ap.add_argument("--nccl-env-file", default="",
+                    help="a shell env profile whose `export` lines set NCCL's variables")
+    ap.add_argument("--timeout-s", type=int, default=600,
+                    help="bound on joining and running the cross-node collective")
+    return ap.parse_args(argv)
+
+
+def _expectation(text: str) -> Expectation | None:
+    if not text:
+        return None
+    try:
+        return Expectation.from_dict(json.loads(text))
+    except json.JSONDecodeError as exc:
+        from fleet.errors import InputError
+
+        raise InputError(f"--expect-json is not JSON: {exc}",
+                         hint="re-render the workload with `accelfleet smoke render`") from None
+
+
+def _nccl_env(path: str) -> tuple[dict[str, str], str | None]:
+    if not path:
+        return {}, None
+    from smoke._fabric import env_profile
+
+    try:
+        return env_profile(path), None
+    except OSError as exc:
+        return {}, f"NCCL env profile {path} unreadable ({exc.strerror}): is the NCCL plugin " \
+                   "installer running on this node?"
+
+
+def _cross_node(args: argparse.Namespace, report: HostReport) -> ProbeResult:
+    expected = tuple(n for n in args.expect_transport.split(",") if n)
+    if args.cross_node == "jax":
+        from smoke._fabric import jax_across_hosts
+
+        sizes = Sizes.for_platform(report.platform)
+        return V.judge_fabric(jax_across_hosts(mib=sizes.allreduce_mib,
+                                               expected_devices=args.expect_world), expected)
+    rdv = Rendezvous.from_env()
+    if rdv.nodes < 2:
+        return V.judge_fabric(None, skipped="a one-node pool: nothing to reduce across nodes")
+    env, problem = _nccl_env(args.nccl_env_file)
+    gpu = report.platform == "gpu"
+    local = _local_gpus() if gpu else 1
+    sizes = Sizes.for_platform(report.platform)
+    from smoke._fabric import torch_across_nodes
+
+    cross: CrossNode = torch_across_nodes(rdv, local, gpu=gpu, mib=sizes.allreduce_mib,
+                                          timeout_s=args.timeout_s, env=env)
+    if problem:
+        cross = replace(cross, details={**cross.details, "nccl_env_problem": problem})
+    return V.judge_fabric(cross, expected)
+
+
+def _local_gpus() -> int:
+    import torch
+
+    return int(torch.cuda.device_count())
+
+
+def run(args: argparse.Namespace) -> HostReport:
+    expectation = _expectation(args.expect_json)
+    if args.cross_node == "jax":
+        from smoke._fabric import init_jax_distributed
+
+        explicit = None if any(k in os.environ for k in _TPU_ENV) else Rendezvous.from_env()
+        init_jax_distributed(explicit, timeout_s=args.timeout_s)
+    report = run_local(backend=args.backend, tier=args.tier, expectation=expectation,
+                       progress=_StderrProgress())
+    if args.tier >= 3 and args.cross_node != "none":
+        print("T3 across nodes", file=sys.stderr, flush=True)
+        report = replace(report, results=(*report.results, _cross_node(args, report)))
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        report = run(parse_args(argv))
+    except AccelfleetError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception:
+        traceback.print_exc()
+        return EXIT_CRASH
+    sys.stdout.write(json.dumps(report.to_dict(), sort_keys=True) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
