@@ -1,4 +1,5 @@
-"""Reports of a host's results: a Rich table, and JUnit XML (one test case per device and probe).
+"""Reports for people: a host's results (Rich table, JUnit XML: one test case per device and
+probe), and a cluster run's (one row per node).
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from smoke._results import HostReport, ProbeResult, Verdict
+from smoke._run import RunReport
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -96,3 +98,54 @@ def junit(report: HostReport) -> str:
 def write_junit(report: HostReport, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(junit(report), encoding="utf-8")
+
+
+def run_table(run: RunReport) -> Table:
+    """One row per node (and per pool-wide check): worst verdict, key figures, failures."""
+    from rich.table import Table
+
+    t = Table(title=f"accelfleet smoke run {run.run_id} (stack {run.stack}, thresholds "
+              f"{run.thresholds_version})")
+    for col, just in (("pool", "left"), ("node", "left"), ("status", "left"),
+                      ("TFLOP/s", "right"), ("GB/s", "right"), ("fabric GB/s", "right"),
+                      ("verdict", "left"), ("why", "left")):
+        t.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
+    for pool in run.pools:
+        if not pool.nodes and not pool.checks:
+            t.add_row(pool.name, "-", pool.status.value, "-", "-", "-",
+                      f"[{STYLE[Verdict.SKIPPED]}]skipped[/]", pool.reason)
+        for n in pool.nodes:
+            rows = list(n.report.results) if n.report else []
+            rows += [c.result for c in pool.checks if c.node == (n.node or n.pod)]
+            worst = max((r.verdict for r in rows), key=lambda v: v.rank,
+                        default=Verdict.FAIL)
+
+            def fig(probe: str, rows: list[ProbeResult] = rows) -> str:
+                vals = sorted(r.measured for r in rows if r.probe == probe and r.measured)
+                return _num(vals[len(vals) // 2]) if vals else "-"
+
+            why = "; ".join(f"{r.device} {r.probe}: {r.reason}" for r in rows
+                            if r.verdict is Verdict.FAIL) or ("no report" if not rows else "")
+            t.add_row(pool.name, n.node or n.pod, pool.status.value, fig("matmul_tflops"),
+                      fig("memory_gbps"), fig("fabric_busbw"),
+                      f"[{STYLE[worst]}]{worst.value}[/]", why)
+        for c in pool.checks:
+            if c.node is None:
+                v = c.result.verdict
+                t.add_row(pool.name, "(pool)", pool.status.value, "-", "-", "-",
+                          f"[{STYLE[v]}]{v.value}[/]", c.result.reason)
+    return t
+
+
+def run_summary(run: RunReport) -> str:
+    counts = {v.value: 0 for v in Verdict}
+    for p in run.pools:
+        for k, v in p.counts().items():
+            counts[k] += v
+    nodes = sum(len(p.nodes) for p in run.pools)
+    line = (f"run {run.run_id}: {len(run.pools)} pools, {nodes} node reports; "
+            f"{counts['pass']} pass, {counts['warn']} warn, {counts['fail']} fail, "
+            f"{counts['skipped']} skipped in {run.duration_s:.1f} s")
+    for f in run.failures:
+        line += "\n" + f.line()
+    return line

@@ -1,0 +1,177 @@
+"""Cluster access for a smoke run: one Kubernetes API client per cluster of the inventory.
+
+Where a cluster's credentials come from, first match wins:
+1. `--context CLUSTER=CTX`: that context of the user's kubeconfig;
+2. the stack's outputs (`pulumi stack output --json --show-secrets`): its `kubeconfigs` entry;
+3. the user's kubeconfig: a context named like the cluster, or the one `gcloud container
+   clusters get-credentials` (`gke_<project>_<location>_<cluster>`) or `aws eks
+   update-kubeconfig` (`arn:aws:eks:<region>:<account>:cluster/<cluster>`) wrote.
+Each client is checked (`GET /version`) before anything is submitted: a missing context, an
+unreachable API server or a refused credential is a SetupError (exit 2) naming the cluster and
+the command that fixes it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from fleet.errors import InputError, SetupError
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+T = TypeVar("T")
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+PREFLIGHT_TIMEOUT_S = (3.0, 10.0)  # (connect, read)
+
+
+@dataclass(frozen=True)
+class ClusterRef:
+    """What the fix hint needs to name: the cluster, its cloud and where it lives."""
+
+    name: str
+    cloud: str
+    region: str = "REGION"
+    project: str = ""
+
+    def fix(self) -> str:
+        if self.cloud == "gcp":
+            project = f" --project {self.project}" if self.project else ""
+            cmd = (f"gcloud container clusters get-credentials {self.name} "
+                   f"--region {self.region}{project}")
+        else:
+            cmd = f"aws eks update-kubeconfig --name {self.name} --region {self.region}"
+        return (f"run `{cmd}`, or pass --context {self.name}=CONTEXT, or --outputs with the "
+                "stack's `pulumi stack output --json --show-secrets`")
+
+
+def parse_contexts(values: list[str]) -> dict[str, str]:
+    """`--context CLUSTER=CTX` values -> {cluster: context}; InputError on a malformed one."""
+    out: dict[str, str] = {}
+    for v in values:
+        cluster, sep, ctx = v.partition("=")
+        if not sep or not cluster or not ctx:
+            raise InputError(f"--context {v!r} is not CLUSTER=CONTEXT",
+                             hint="e.g. --context ml-gke=gke_acme_us-central1_ml-gke")
+        out[cluster] = ctx
+    return out
+
+
+def default_kubeconfig() -> Path:
+    first = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
+    return Path(first) if first else Path.home() / ".kube" / "config"
+
+
+def _contexts(path: Path) -> list[str]:
+    from kubernetes import config  # type: ignore[attr-defined]
+
+    try:
+        contexts, _ = config.list_kube_config_contexts(config_file=str(path))
+    except (config.ConfigException, OSError, TypeError, ValueError):
+        return []
+    return [str(c["name"]) for c in contexts or []]
+
+
+def _guess_context(cluster: str, names: list[str]) -> str | None:
+    for name in names:
+        if name == cluster or name.endswith((f"_{cluster}", f"cluster/{cluster}")):
+            return name
+    return None
+
+
+def connect(refs: list[ClusterRef], *, kubeconfig: Path | None = None,
+            contexts: Mapping[str, str] | None = None,
+            outputs_kubeconfigs: Mapping[str, str] | None = None,
+            check: bool = True) -> dict[str, ApiClient]:
+    """An API client per cluster, each checked reachable and authorised (`check`)."""
+    from kubernetes import config  # type: ignore[attr-defined]
+    from ruamel.yaml import YAML
+
+    path = kubeconfig or default_kubeconfig()
+    wanted = dict(contexts or {})
+    unknown = set(wanted) - {r.name for r in refs}
+    if unknown:
+        raise InputError(f"--context names cluster(s) the run does not use: "
+                         f"{', '.join(sorted(unknown))}",
+                         hint=f"clusters: {', '.join(r.name for r in refs)}")
+    names = _contexts(path) if path.exists() else []
+    clients: dict[str, ApiClient] = {}
+    for ref in refs:
+        try:
+            if ref.name in wanted:
+                if wanted[ref.name] not in names:
+                    raise SetupError(
+                        f"cluster {ref.name}: no context {wanted[ref.name]!r} in {path}",
+                        hint=ref.fix())
+                clients[ref.name] = config.new_client_from_config(
+                    config_file=str(path), context=wanted[ref.name])
+            elif outputs_kubeconfigs and ref.name in outputs_kubeconfigs:
+                doc = YAML(typ="safe").load(outputs_kubeconfigs[ref.name])
+                clients[ref.name] = config.new_client_from_config_dict(doc)
+            else:
+                ctx = _guess_context(ref.name, names)
+                if ctx is None:
+                    where = f"{path}" if path.exists() else f"{path} (missing)"
+                    raise SetupError(f"cluster {ref.name}: no kubeconfig context for it in "
+                                     f"{where}", hint=ref.fix())
+                clients[ref.name] = config.new_client_from_config(config_file=str(path),
+                                                                  context=ctx)
+        except (config.ConfigException, ValueError, TypeError, AttributeError) as exc:
+            raise SetupError(f"cluster {ref.name}: its kubeconfig cannot be used: {exc}",
+                             hint=ref.fix()) from None
+        if check:
+            preflight(ref, clients[ref.name])
+    return clients
+
+
+def preflight(ref: ClusterRef, client: ApiClient) -> None:
+    """GET /version: reachable, and the credential accepted."""
+    from kubernetes.client import VersionApi
+    from kubernetes.client.exceptions import ApiException
+
+    host = client.configuration.host
+    try:
+        VersionApi(client).get_code(_request_timeout=PREFLIGHT_TIMEOUT_S)
+    except ApiException as exc:
+        if exc.status in (401, 403):
+            raise SetupError(f"cluster {ref.name}: the API server at {host} refused the "
+                             f"credential ({exc.status} {exc.reason})",
+                             hint="your token may have expired; " + ref.fix()) from None
+        raise SetupError(f"cluster {ref.name}: the API server at {host} answered "
+                         f"{exc.status} {exc.reason}", hint=ref.fix()) from None
+    except Exception as exc:  # urllib3 connection errors, TLS errors, exec-plugin failures
+        raise SetupError(f"cluster {ref.name}: the API server at {host} is unreachable "
+                         f"({type(exc).__name__})",
+                         hint="check the network path to the control plane (a private "
+                         "endpoint needs a VPN or bastion); " + ref.fix()) from None
+
+
+def transient(exc: BaseException) -> bool:
+    """Whether an API error is worth retrying: 429, 5xx, or a dropped connection."""
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    if isinstance(exc, ApiException):
+        return exc.status in RETRY_STATUSES
+    return isinstance(exc, HTTPError | ConnectionError | TimeoutError)
+
+
+def with_retries(fn: Callable[..., T], *args: Any, attempts: int = 6, first_delay_s: float = 0.2,
+                 max_delay_s: float = 5.0, sleep: Callable[[float], None] = time.sleep,
+                 **kwargs: Any) -> T:
+    """Call `fn`, retrying transient API errors with exponential backoff, `attempts` in all."""
+    delay = first_delay_s
+    for attempt in range(1, attempts + 1):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            if attempt == attempts or not transient(exc):
+                raise
+            sleep(delay)
+            delay = min(max_delay_s, delay * 2)
+    raise AssertionError("unreachable")

@@ -1,0 +1,194 @@
+"""The run document of a cluster smoke run: per pool, per node, per device.
+
+    {"kind": "accelfleet.smoke/run", "schema_version": 1, "run_id": "...", "stack": "...",
+     "pools": [{"name": "h100-train", "cluster": "ml-gke", "status": "done",
+                "nodes": [{"node": "gke-...", "pod": "...", "report": {HostReport}}],
+                "checks": [{"node": "gke-...", "result": {ProbeResult}}]}]}
+
+A pool's verdicts are its nodes' own (each agent judged its node with the verdict registry)
+plus the pool-wide checks the launcher adds: a node that is an outlier among its peers, a pod
+that crashed or never reported, a workload that could not be scheduled or timed out.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from smoke._results import HostReport, ProbeResult, Verdict
+
+RUN_KIND = "accelfleet.smoke/run"
+RUN_SCHEMA_VERSION = 1
+POD, WORKLOAD = "pod", "workload"  # probe names of the launcher's own checks
+
+
+class PoolStatus(StrEnum):
+    DONE = "done"  # every pod reported (its verdicts may still fail)
+    PARTIAL = "partial"  # some pods crashed or never reported
+    UNSCHEDULABLE = "unschedulable"
+    TIMEOUT = "timeout"
+    SKIPPED = "skipped"
+    ERROR = "error"  # the workload could not be submitted
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True)
+class NodeOutcome:
+    """One pod of a pool: where it ran and what its agent reported."""
+
+    index: int
+    pod: str
+    node: str | None
+    report: HostReport | None = None
+    exit_code: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "pod": self.pod, "node": self.node,
+                "exit_code": self.exit_code,
+                "report": None if self.report is None else self.report.to_dict()}
+
+
+@dataclass(frozen=True)
+class Check:
+    """A launcher-side verdict about one node (or the whole pool, node None)."""
+
+    node: str | None
+    result: ProbeResult
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"node": self.node, "result": self.result.to_dict()}
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One failing verdict, named as a person looks for it."""
+
+    pool: str
+    node: str | None
+    device: str
+    probe: str
+    reason: str
+
+    def line(self) -> str:
+        where = " ".join(x for x in (self.pool, self.node or "", self.device) if x)
+        return f"FAIL {where} {self.probe}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class PoolReport:
+    name: str
+    cluster: str | None
+    accelerator: str
+    workload: str
+    expected_pods: int
+    status: PoolStatus
+    nodes: tuple[NodeOutcome, ...] = ()
+    checks: tuple[Check, ...] = ()
+    reason: str = ""
+    duration_s: float = 0.0
+
+    def verdicts(self) -> list[tuple[str | None, ProbeResult]]:
+        out: list[tuple[str | None, ProbeResult]] = []
+        for n in self.nodes:
+            if n.report is not None:
+                out += [(n.node or n.pod, r) for r in n.report.results]
+        out += [(c.node, c.result) for c in self.checks]
+        return out
+
+    @property
+    def failures(self) -> list[Failure]:
+        return [Failure(self.name, node, r.device, r.probe, r.reason)
+                for node, r in self.verdicts() if r.verdict is Verdict.FAIL]
+
+    def counts(self) -> dict[str, int]:
+        out = {v.value: 0 for v in Verdict}
+        for _, r in self.verdicts():
+            out[r.verdict.value] += 1
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "cluster": self.cluster, "accelerator": self.accelerator,
+                "workload": self.workload, "expected_pods": self.expected_pods,
+                "status": self.status.value, "reason": self.reason,
+                "duration_s": round(self.duration_s, 3), "summary": self.counts(),
+                "nodes": [n.to_dict() for n in self.nodes],
+                "checks": [c.to_dict() for c in self.checks]}
+
+
+@dataclass(frozen=True)
+class RunReport:
+    run_id: str
+    stack: str
+    started_at: str
+    duration_s: float
+    thresholds_version: str
+    agent_digest: str
+    pools: tuple[PoolReport, ...] = field(default_factory=tuple)
+    cancelled: bool = False
+    cleanup_errors: tuple[str, ...] = ()
+
+    @property
+    def failures(self) -> list[Failure]:
+        return [f for p in self.pools for f in p.failures]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures and not self.cancelled and not self.cleanup_errors
+
+    def host_reports(self) -> list[HostReport]:
+        return [n.report for p in self.pools for n in p.nodes if n.report is not None]
+
+    def to_dict(self) -> dict[str, Any]:
+        counts = {v.value: 0 for v in Verdict}
+        for p in self.pools:
+            for k, v in p.counts().items():
+                counts[k] += v
+        return {"kind": RUN_KIND, "schema_version": RUN_SCHEMA_VERSION, "run_id": self.run_id,
+                "stack": self.stack, "started_at": self.started_at,
+                "duration_s": round(self.duration_s, 3),
+                "thresholds_version": self.thresholds_version,
+                "agent_digest": self.agent_digest, "cancelled": self.cancelled,
+                "cleanup_errors": list(self.cleanup_errors),
+                "ok": self.ok, "summary": counts,
+                "failures": [f.line() for f in self.failures],
+                "pools": [p.to_dict() for p in self.pools]}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+
+def junit(run: RunReport) -> str:
+    """JUnit XML: a testsuite per pool, a testcase per node and probe (device in the name)."""
+    root = ET.Element("testsuites", {"name": f"accelfleet smoke run {run.run_id}"})
+    for pool in run.pools:
+        rows = pool.verdicts()
+        c = pool.counts()
+        suite = ET.SubElement(root, "testsuite", {
+            "name": f"{pool.cluster or '-'}/{pool.name}", "tests": str(len(rows) or 1),
+            "failures": str(c["fail"]), "errors": "0", "skipped": str(c["skipped"]),
+            "time": f"{pool.duration_s:.3f}", "timestamp": run.started_at})
+        props = ET.SubElement(suite, "properties")
+        for k, v in {"run_id": run.run_id, "stack": run.stack, "status": pool.status.value,
+                     "accelerator": pool.accelerator, "workload": pool.workload,
+                     "thresholds_version": run.thresholds_version}.items():
+            ET.SubElement(props, "property", {"name": k, "value": v})
+        if not rows:  # a skipped pool still shows as one case, with its reason
+            case = ET.SubElement(suite, "testcase", {"classname": f"accelfleet.smoke.{pool.name}",
+                                                     "name": "pool", "time": "0"})
+            ET.SubElement(case, "skipped", {"message": pool.reason or pool.status.value})
+        for node, r in rows:
+            case = ET.SubElement(suite, "testcase", {
+                "classname": f"accelfleet.smoke.{pool.name}.{node or 'pool'}",
+                "name": f"T{r.tier} {r.probe} {r.device}", "time": "0"})
+            text = f"measured={r.measured} {r.unit} expected={r.expected}"
+            if r.verdict is Verdict.FAIL:
+                ET.SubElement(case, "failure", {"message": r.reason, "type": "fail"}).text = text
+            elif r.verdict is Verdict.SKIPPED:
+                ET.SubElement(case, "skipped", {"message": r.reason})
+            else:
+                ET.SubElement(case, "system-out").text = f"{r.verdict.value}: {r.reason}; {text}"
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
