@@ -14,10 +14,16 @@ import typer
 from cli._errors import command
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.progress import Progress as RichProgress
     from rich.progress import TaskID
+    from rich.table import Table
 
-app = typer.Typer(help="Prove accelerators perform: run smoke probes.", no_args_is_help=True)
+    from smoke._sources import RunSource
+    from smoke._workload import RenderedRun
+
+app = typer.Typer(help="Prove accelerators perform: run smoke probes here (local) or on every "
+                  "node of a deployed fleet (run, render).", no_args_is_help=True)
 
 
 class BackendOpt(StrEnum):
@@ -98,3 +104,232 @@ def local(
         raise CheckFailed(f"{len(report.failures)} smoke check(s) failed on {report.host}: "
                           f"{names}", hint="see each failure's reason above; rerun one tier "
                           "with --tier to narrow it down")
+
+
+class _LiveTable:
+    """The run on stderr: one row per pool (state, pods done, the latest detail)."""
+
+    def __init__(self, console: Console) -> None:
+        self._rows: dict[str, tuple[str, int, int, str]] = {}
+        self._console = console
+
+    def update(self, pool: str, state: str, done: int, total: int, detail: str) -> None:
+        self._rows[pool] = (state, done, total, detail)
+
+    def __rich__(self) -> Table:
+        from rich.table import Table
+
+        colour = {"done": "green", "failed": "bold red", "running": "cyan", "pending": "yellow",
+                  "skipped": "dim"}
+        t = Table(title="accelfleet smoke run", expand=False)
+        for col in ("pool", "state", "pods", "detail"):
+            t.add_column(col, overflow="fold")
+        for pool, (state, done, total, detail) in sorted(self._rows.items()):
+            c = colour.get(state, "white")
+            t.add_row(pool, f"[{c}]{state}[/{c}]", f"{done}/{total}", detail)
+        return t
+
+
+def _images(values: list[str]) -> dict[str, str]:
+    from fleet.errors import InputError
+
+    out = {}
+    for v in values:
+        key, sep, ref = v.partition("=")
+        if not sep or not key or not ref:
+            raise InputError(f"--image {v!r} is not BACKEND=REF",
+                             hint="e.g. --image torch=nvcr.io/nvidia/pytorch:25.01-py3@sha256:...")
+        out[key] = ref
+    return out
+
+
+def _pool_names(value: str | None) -> list[str] | None:
+    return None if not value else [p.strip() for p in value.split(",") if p.strip()]
+
+
+StackArg = Annotated[Path | None, typer.Argument(
+    help="A stacks/Pulumi.<stack>.yaml file (default: the example stack, unless --outputs).",
+    show_default=False)]
+OutputsOpt = Annotated[Path | None, typer.Option(
+    "--outputs", help="A saved `pulumi stack output --json --show-secrets`: the deployed "
+    "inventory and the clusters' kubeconfigs.", show_default=False)]
+PoolsOpt = Annotated[str | None, typer.Option(
+    "--pools", help="Only these pools (comma-separated names).", show_default=False)]
+TierOpt = Annotated[int | None, typer.Option(
+    "--tier", min=0, max=3, help="Run tiers 0 up to this one on every node (default: the "
+    "stack's smoke.max_tier): 0 inventory, 1 known answer, 2 performance, 3 fabric across "
+    "nodes.", show_default=False)]
+TimeoutOpt = Annotated[int | None, typer.Option(
+    "--timeout-s", min=5, help="Per pool: how long its pods may take to be scheduled and "
+    "finish (default: the stack's smoke.timeout_s).", show_default=False)]
+ImageOpt = Annotated[list[str] | None, typer.Option(
+    "--image", help="BACKEND=REF: run the agent in this image instead of the pinned one "
+    "(backends: torch, torch-efa, jax). Repeatable.", show_default=False)]
+
+
+def _render(stack_file: Path | None, outputs: Path | None, pools: str | None, tier: int | None,
+            timeout_s: int | None, image: list[str] | None, run_id: str | None = None
+            ) -> tuple[RenderedRun, RunSource, int]:
+    import smoke._expect as expect
+    from smoke._sources import load_source
+    from smoke._workload import RenderOptions, render_run
+    from smoke.launcher import new_run_id
+
+    source = load_source(stack_file, outputs)
+    s = source.settings
+    timeout = timeout_s or s.timeout_s
+    options = RenderOptions(run_id=run_id or new_run_id(), namespace=s.namespace,
+                            tier=s.max_tier if tier is None else tier, timeout_s=timeout,
+                            images={**s.images, **_images(image or [])})
+    run = render_run(source.inventory, options, pools=_pool_names(pools),
+                     expectation=expect.for_pool)
+    return run, source, timeout
+
+
+@app.command()
+@command
+def render(
+    stack_file: StackArg = None,
+    outputs: OutputsOpt = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Write one YAML file per cluster into this directory instead of "
+        "printing.", show_default=False)] = None,
+    pools: PoolsOpt = None,
+    tier: TierOpt = None,
+    timeout_s: TimeoutOpt = None,
+    image: ImageOpt = None,
+) -> None:
+    """Print (or write) the exact manifests `smoke run` would submit, with no cluster: for
+    review and for CI. Exit 0, or 2 for a bad stack or option."""
+    from smoke._workload import write_manifests
+
+    run, _, _ = _render(stack_file, outputs, pools, tier, timeout_s, image, run_id="render")
+    if out is not None:
+        paths = write_manifests(run, out)
+        for w in run.pools:
+            state = f"skipped: {w.skipped}" if w.skipped else f"{w.kind} {w.name}, {w.pods} pods"
+            typer.echo(f"{w.cluster or '-'}/{w.pool.name}: {state}")
+        typer.echo(f"wrote {len(paths)} file(s) to {out}")
+        return
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in write_manifests(run, Path(tmp)):
+            typer.echo(path.read_text(encoding="utf-8"), nl=False)
+
+
+@app.command()
+@command
+def run(
+    stack_file: StackArg = None,
+    outputs: OutputsOpt = None,
+    kubeconfig: Annotated[Path | None, typer.Option(
+        "--kubeconfig", help="Kubeconfig to read contexts from (default: $KUBECONFIG or "
+        "~/.kube/config).", show_default=False)] = None,
+    context: Annotated[list[str] | None, typer.Option(
+        "--context", help="CLUSTER=CONTEXT: reach this cluster through that kubeconfig "
+        "context. Repeatable.", show_default=False)] = None,
+    pools: PoolsOpt = None,
+    tier: TierOpt = None,
+    timeout_s: TimeoutOpt = None,
+    image: ImageOpt = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print the run document (per pool, node, device) as JSON.")] = False,
+    junit: Annotated[Path | None, typer.Option(
+        "--junit", help="Write JUnit XML here: a testsuite per pool, a testcase per node and "
+        "probe.", show_default=False)] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Keep the run here: run.json, junit.xml and the submitted manifests.",
+        show_default=False)] = None,
+) -> None:
+    """Run the smoke probes on every node the stack provisioned, in parallel on every cluster
+    and pool, and judge every node, device and fabric.
+
+    Exit 0 when nothing failed (warnings are fine); 1 when something failed (each failure is
+    named: pool, node, device, probe); 2 for bad input or a cluster that cannot be reached;
+    130 when interrupted (every object the run created is deleted first).
+    """
+    import signal
+    import threading
+
+    from rich.console import Console
+    from rich.live import Live
+
+    from fleet.errors import CheckFailed
+    from smoke._access import connect, parse_contexts
+    from smoke._run import junit as junit_xml
+    from smoke._workload import write_manifests
+    from smoke.launcher import launch
+
+    for target in (junit, out):
+        _writable(target)
+    rendered, source, timeout = _render(stack_file, outputs, pools, tier, timeout_s, image)
+    used = sorted({w.cluster for w in rendered.pools if w.kind != "skipped"})
+    clients = connect([source.clusters[c] for c in used], kubeconfig=kubeconfig,
+                      contexts=parse_contexts(context or []),
+                      outputs_kubeconfigs=source.kubeconfigs)
+    if out is not None:
+        write_manifests(rendered, out / "manifests")
+    stop = threading.Event()
+    previous = {s: signal.signal(s, lambda *_: stop.set())
+                for s in (signal.SIGINT, signal.SIGTERM)}
+    err = Console(stderr=True)
+    live_table = _LiveTable(err)
+    try:
+        with Live(live_table, console=err, transient=False, refresh_per_second=4,
+                  redirect_stdout=False, redirect_stderr=False) if err.is_terminal else \
+                _Null():
+            report = launch(rendered, clients, stack=source.inventory.stack, timeout_s=timeout,
+                            stop=stop, display=live_table)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if out is not None:
+        (out / "run.json").write_text(report.to_json(), encoding="utf-8")
+        (out / "junit.xml").write_text(junit_xml(report), encoding="utf-8")
+    if junit is not None:
+        junit.write_text(junit_xml(report), encoding="utf-8")
+    if as_json:
+        typer.echo(report.to_json())
+    else:
+        from cli._output import console
+        from smoke.report import run_summary, run_table
+
+        c = console()
+        c.print(run_table(report))
+        c.print(run_summary(report))
+    if report.cancelled:
+        typer.echo(f"interrupted: run {report.run_id} stopped; every object it created was "
+                   "deleted" if not report.cleanup_errors else "; ".join(report.cleanup_errors),
+                   err=True)
+        raise typer.Exit(130)
+    if not report.ok:
+        lines = [f.line() for f in report.failures] + list(report.cleanup_errors)
+        raise CheckFailed(f"{len(lines)} smoke check(s) failed in run {report.run_id}:\n  "
+                          + "\n  ".join(lines[:50]), hint="read each reason above; rerun one "
+                          "pool with --pools, or lower --tier to narrow it down")
+
+
+class _Null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _writable(path: Path | None) -> None:
+    """Fail before any work when an output path cannot be written."""
+    from fleet.errors import InputError
+
+    if path is None:
+        return
+    parent = path if path.suffix == "" and not path.is_file() else path.parent
+    probe = parent
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise InputError(f"cannot write {path}: {probe} is not a directory",
+                         hint="choose another path")
+    if path.is_dir() and path.suffix:
+        raise InputError(f"cannot write {path}: it is a directory", hint="name a file")

@@ -36,6 +36,9 @@ class InventoryPool:
     node_selector: dict[str, str] = field(default_factory=dict)
     tolerations: list[dict[str, str]] = field(default_factory=list)
     zones: list[str] = field(default_factory=list)
+    # The GPU fabric the pool was built with (catalog `Fabric` kind: tcpx, tcpxo, rdma, efa);
+    # None without one, or with `fabric: off`.
+    gpu_networking: str | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,7 @@ def inventory_pool(pool: ResolvedPool, catalog: Catalog) -> InventoryPool:
         node_selector={**kube.node_selector, POOL_LABEL: pool.name},
         tolerations=tolerations,
         zones=list(pool.spec.zones),
+        gpu_networking=pool.networking.kind if pool.networking else None,
     )
 
 

@@ -17,7 +17,9 @@ from typing import Any
 from fleet.catalog import _tpu
 from fleet.catalog._load import (
     as_str_dict,
+    image_ref_problem,
     load_accelerators,
+    load_fabrics,
     load_machines,
     load_prices,
     load_taints,
@@ -28,9 +30,13 @@ from fleet.catalog._records import (
     HOURS_PER_MONTH,
     Accelerator,
     Cloud,
+    Fabric,
+    FabricDaemon,
     GpuNetworking,
+    HostMount,
     Kind,
     MachineType,
+    PodInterface,
     Price,
     Shape,
     Taint,
@@ -44,14 +50,19 @@ __all__ = [
     "Accelerator",
     "Catalog",
     "Cloud",
+    "Fabric",
+    "FabricDaemon",
     "GpuNetworking",
+    "HostMount",
     "Kind",
     "KubeFacts",
     "MachineType",
+    "PodInterface",
     "Price",
     "Shape",
     "Taint",
     "TpuGeneration",
+    "image_ref_problem",
     "load_catalog",
 ]
 
@@ -86,6 +97,8 @@ class Catalog:
             if "ami_types" in data:
                 self.ami_types = as_str_dict(data["ami_types"])
         self.tpus = load_tpus(self.accelerators)
+        self.fabrics: dict[str, Fabric] = load_fabrics(
+            {m.networking.kind: m.networking for m in self.machines.values() if m.networking})
         self.prices = {(p.cloud, p.machine): p for p in load_prices()}
         self._alias: dict[str, str] = {}
         for acc in self.accelerators.values():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 from importlib import resources
 from typing import Any, TypeVar, cast
@@ -10,8 +11,12 @@ from fleet.catalog._records import (
     CLOUDS,
     Accelerator,
     Cloud,
+    Fabric,
+    FabricDaemon,
     GpuNetworking,
+    HostMount,
     MachineType,
+    PodInterface,
     Price,
     Taint,
     TpuGeneration,
@@ -139,6 +144,103 @@ def load_tpus(accelerators: Mapping[str, Accelerator]) -> dict[str, TpuGeneratio
         gens.append(gen)
     _unique([g.key for g in gens], "tpu.yaml")
     return {g.key: g for g in gens}
+
+
+def _mounts(raw: object, where: str) -> tuple[HostMount, ...]:
+    if not isinstance(raw, list):
+        raise CatalogError(f"{where}: 'mounts' must be a list")
+    mounts = tuple(_build(HostMount, f"{where} mount", m) for m in raw)
+    _unique([m.volume for m in mounts], f"{where} mounts")
+    _unique([m.mount_path for m in mounts], f"{where} mount paths")
+    return mounts
+
+
+def _env(raw: object, where: str) -> tuple[tuple[str, str], ...]:
+    if not isinstance(raw, dict):
+        raise CatalogError(f"{where}: 'env' must be a mapping")
+    for key, value in raw.items():
+        if not isinstance(value, str):
+            raise CatalogError(f"{where}: env {key} must be a string (quote it), got {value!r}")
+    return tuple((str(k), v) for k, v in raw.items())
+
+
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_IMAGE_REF = re.compile(
+    rf"^(?:(?P<host>[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*"
+    rf"[A-Za-z0-9])?)*(?::[0-9]+)?)/)?(?P<path>{_COMPONENT}(?:/{_COMPONENT})*)"
+    r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?(?:@(?P<digest>sha256:[0-9a-f]{64}))?$")
+
+
+def image_ref_problem(ref: str) -> str | None:
+    """Why `ref` is not a pinned image reference (repo:tag, repo[:tag]@sha256:...), or None."""
+    m = _IMAGE_REF.match(ref)
+    if m is None:
+        return f"{ref!r} is not an image reference (registry/repository:tag[@sha256:...])"
+    if not m["digest"] and m["tag"] in (None, "latest"):
+        return f"{ref!r} names no tag other than `latest` nor a digest, so it would float"
+    return None
+
+
+def _daemon(raw: Mapping[str, Any], where: str, mounts: tuple[HostMount, ...]) -> FabricDaemon:
+    d = dict(raw)
+    for key in ("command", "args", "capabilities", "devices"):
+        d[key] = tuple(d.get(key) or ())
+    d["mounts"] = _mounts(d.get("mounts") or [], where)
+    d["env"] = _env(d.get("env") or {}, where)
+    daemon = _build(FabricDaemon, where, d)
+    if not daemon.source:
+        raise CatalogError(f"{where}: every fact needs a source")
+    problem = image_ref_problem(daemon.image)
+    if problem:
+        raise CatalogError(f"{where}: {problem}")
+    if daemon.ready_file and daemon.ready_file not in dict(daemon.env).values():
+        raise CatalogError(f"{where}: its env must tell it to write {daemon.ready_file}")
+    paths = {m.volume: m.host_path for m in mounts}
+    for m in daemon.mounts:
+        if paths.setdefault(m.volume, m.host_path) != m.host_path:
+            raise CatalogError(f"{where}: volume {m.volume!r} names two host paths")
+    return daemon
+
+
+def load_fabrics(networking: Mapping[str, GpuNetworking]) -> dict[str, Fabric]:
+    """The pod side of every GPU fabric, checked against the machines' networking: one entry
+    per kind a machine uses, and (GKE) one pod interface per extra VPC or RDMA subnet."""
+    data = read_yaml("fabrics.yaml")
+    fabrics: dict[str, Fabric] = {}
+    for raw in _items(data, "fabrics", "fabrics.yaml"):
+        fields = dict(raw)
+        where = f"fabrics.yaml {fields.get('kind')}"
+        fields["nccl_networks"] = tuple(fields.get("nccl_networks") or ())
+        fields["interfaces"] = tuple(_build(PodInterface, f"{where} interface", i)
+                                     for i in fields.get("interfaces") or ())
+        fields["mounts"] = _mounts(fields.get("mounts") or [], where)
+        fields["env"] = _env(fields.get("env") or {}, where)
+        if "daemon" in fields:
+            fields["daemon"] = _daemon(fields["daemon"], f"{where} daemon", fields["mounts"])
+        fabric = _build(Fabric, where, fields)
+        if not fabric.source:
+            raise CatalogError(f"{where}: every fact needs a source")
+        if not fabric.nccl_networks:
+            raise CatalogError(f"{where}: name the network(s) NCCL prints for it")
+        _unique([i.interface for i in fabric.interfaces], f"{where} interfaces")
+        _unique([i.network for i in fabric.interfaces], f"{where} networks")
+        if fabric.interfaces and fabric.default_interface not in {
+                i.interface for i in fabric.interfaces}:
+            raise CatalogError(f"{where}: default_interface {fabric.default_interface!r} is "
+                               "not one of its interfaces")
+        if fabric.kind in fabrics:
+            raise CatalogError(f"fabrics.yaml: duplicate key {fabric.kind!r}")
+        fabrics[fabric.kind] = fabric
+    for kind, net in networking.items():
+        found = fabrics.get(kind)
+        if found is None:
+            raise CatalogError(f"fabrics.yaml: no entry for the {kind!r} networking machines use")
+        extra = [i for i in found.interfaces if i.interface != found.default_interface]
+        if found.interfaces and len(extra) != net.extra_vpcs + net.rdma_subnets:
+            raise CatalogError(
+                f"fabrics.yaml {kind}: {len(extra)} extra pod interfaces, but machines get "
+                f"{net.extra_vpcs} extra VPCs and {net.rdma_subnets} RDMA subnets")
+    return fabrics
 
 
 def load_prices() -> list[Price]:

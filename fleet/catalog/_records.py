@@ -54,6 +54,64 @@ class GpuNetworking:
 
 
 @dataclass(frozen=True, slots=True)
+class HostMount:
+    """A host directory a pod's container mounts (a hostPath volume)."""
+
+    volume: str
+    host_path: str
+    mount_path: str
+
+
+@dataclass(frozen=True, slots=True)
+class PodInterface:
+    """One extra pod network interface: its name in the pod and the GKE `Network` it joins."""
+
+    interface: str
+    network: str
+
+
+@dataclass(frozen=True, slots=True)
+class FabricDaemon:
+    """The per-pod sidecar a fabric needs beside the workload (GPUDirect-TCPX/TCPXO's RxDM).
+
+    `devices` are given to it by the NRI device injector (`devices.gke.io/container.<name>`);
+    `ready_file` appears once it is ready (a startup probe waits for it).
+    """
+
+    name: str
+    image: str
+    command: tuple[str, ...]
+    source: str
+    args: tuple[str, ...] = ()
+    capabilities: tuple[str, ...] = ()
+    devices: tuple[str, ...] = ()
+    mounts: tuple[HostMount, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    ready_file: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Fabric:
+    """What a workload pod needs to use a GPU fabric (kind as in `GpuNetworking`), and the
+    names NCCL prints for it (`NCCL INFO Using network <name>`)."""
+
+    kind: Literal["tcpx", "tcpxo", "rdma", "efa"]
+    nccl_networks: tuple[str, ...]
+    source: str
+    default_interface: str = ""
+    interfaces: tuple[PodInterface, ...] = ()
+    mounts: tuple[HostMount, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    nccl_env_file: str = ""
+    daemon: FabricDaemon | None = None
+
+    @property
+    def interfaces_annotation(self) -> list[dict[str, str]]:
+        """The value of `networking.gke.io/interfaces`, before JSON encoding."""
+        return [{"interfaceName": i.interface, "network": i.network} for i in self.interfaces]
+
+
+@dataclass(frozen=True, slots=True)
 class MachineType:
     """A GPU machine (Google Cloud) or instance type (AWS)."""
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from fleet.catalog import _tpu, load_catalog
-from fleet.errors import InputError, UnknownNameError
+from fleet.catalog import _load, _tpu, load_catalog
+from fleet.errors import CatalogError, InputError, UnknownNameError
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +130,47 @@ def test_gpudirect_networking_from_catalog(cat):
     assert cat.resolve("p5.48xlarge").networking.efa_interfaces == 32
     assert cat.resolve("p5en.48xlarge").networking.efa_interfaces == 16
     assert cat.resolve("g6.xlarge").networking is None
+
+
+def test_every_gpu_fabric_has_its_pod_side_facts(cat):
+    kinds = {m.networking.kind for m in cat.machines.values() if m.networking}
+    assert kinds == set(cat.fabrics) == {"tcpx", "tcpxo", "rdma", "efa"}
+    names = {k: f.nccl_networks for k, f in cat.fabrics.items()}
+    assert names == {"tcpx": ("GPUDirectTCPX_v7",), "tcpxo": ("FasTrak",), "rdma": ("gIB",),
+                     "efa": ("Libfabric", "AWS Libfabric")}
+    for kind, machine in (("tcpx", "a3-highgpu-8g"), ("tcpxo", "a3-megagpu-8g"),
+                          ("rdma", "a3-ultragpu-8g")):
+        fabric, net = cat.fabrics[kind], cat.resolve(machine).networking
+        extra = [i for i in fabric.interfaces if i.network != "default"]
+        assert len(extra) == net.extra_vpcs + net.rdma_subnets
+        assert fabric.source
+    assert [d.daemon is not None for d in cat.fabrics.values()] == [True, True, False, False]
+    assert cat.fabrics["rdma"].nccl_env_file == "/usr/local/gib/scripts/set_nccl_env.sh"
+    assert dict(cat.fabrics["efa"].env)["FI_PROVIDER"] == "efa"
+
+
+def _break_fabrics(fabrics):
+    fabrics[0]["interfaces"].pop()  # tcpx: one interface short of its 4 VPCs
+
+
+@pytest.mark.parametrize(("breakage", "message"), [
+    (_break_fabrics, "extra pod interfaces"),
+    (lambda f: f.pop(2), "no entry for the 'rdma'"),
+    (lambda f: f[1]["daemon"].update(image="example.com/rxdm:latest"), "would float"),
+    (lambda f: f[3]["env"].update(FI_EFA_FORK_SAFE=1), "must be a string"),
+    (lambda f: f[3].update(nccl_networks=[]), "NCCL prints"),
+    (lambda f: f[2].update(colour="red"), "colour"),
+])
+def test_fabric_data_is_checked_on_load(cat, monkeypatch, breakage, message):
+    real = _load.read_yaml
+    data = real("fabrics.yaml")
+    breakage(data["fabrics"])
+    monkeypatch.setattr(_load, "read_yaml", lambda name: data if name == "fabrics.yaml"
+                        else real(name))
+    networking = {m.networking.kind: m.networking for m in cat.machines.values()
+                  if m.networking}
+    with pytest.raises(CatalogError, match=message):
+        _load.load_fabrics(networking)
 
 
 def test_kube_facts(cat):
