@@ -31,18 +31,24 @@ AMI_LABEL = "accelfleet.io/ami"
 
 @dataclass(frozen=True)
 class Capacity:
-    """How a node group obtains instances: the EKS capacity type and launch-template parts."""
+    """How a node group obtains instances: the EKS capacity type and launch-template parts.
+
+    instance_type_in_template: the instance type goes in the launch template, not on the node
+    group. EKS requires that for Capacity Blocks (EKS user guide, capacity-blocks-mng; the same
+    in terraform-aws-eks modules/eks-managed-node-group) and rejects the node group otherwise.
+    """
 
     capacity_type: str
     market_type: str | None = None
     reservation_id: str | None = None
+    instance_type_in_template: bool = False
 
 
 def capacity_for(pool: ResolvedPool) -> Capacity:
     cap = pool.spec.capacity
     if cap.reservation and cap.block:
         return Capacity("CAPACITY_BLOCK", market_type="capacity-block",
-                        reservation_id=cap.reservation)
+                        reservation_id=cap.reservation, instance_type_in_template=True)
     if cap.reservation:
         return Capacity("ON_DEMAND", reservation_id=cap.reservation)
     return Capacity("SPOT" if cap.spot else "ON_DEMAND")
@@ -145,6 +151,8 @@ class GpuNodeGroup(pulumi.ComponentResource):
         if capacity.market_type:
             lt["instance_market_options"] = aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(
                 market_type=capacity.market_type)
+        if capacity.instance_type_in_template:
+            lt["instance_type"] = pool.shape.machine_type
         template = aws.ec2.LaunchTemplate(
             f"{name}-lt", description=f"accelfleet pool {pool.name}",
             update_default_version=True, tags=tags, opts=pulumi.ResourceOptions(parent=self),
@@ -159,7 +167,8 @@ class GpuNodeGroup(pulumi.ComponentResource):
             subnet_ids=args.subnet_ids,
             version=args.kubernetes_version,
             ami_type=ami_type,
-            instance_types=[pool.shape.machine_type],
+            instance_types=None if capacity.instance_type_in_template
+            else [pool.shape.machine_type],
             capacity_type=capacity.capacity_type,
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(**scaling_for(pool)),
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
