@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from fleet.catalog import Catalog, Cloud, load_catalog
+from fleet.catalog import Catalog, Cloud, Shape, load_catalog
 from fleet.errors import AccelfleetError, Problem, SpecError, suggest
 from fleet.model import Fleet, ResolvedPool
 from fleet.spec import Cluster, FleetSpec, Pool
@@ -155,6 +155,7 @@ class _Checker:
         self._nodes(pool, at, shape.multi_host, shape.tpu is not None, shape.hosts)
         self._nodes_per_zone(pool, at, cloud)
         self._capacity(pool, at, cloud)
+        self._capacity_block(pool, at, shape)
         self._cloud_fields(pool, at, cloud)
         self._labels(pool, at)
         networking = shape.networking if pool.fabric == "auto" else None
@@ -287,6 +288,17 @@ class _Checker:
             self.add(f"{where}.reservation",
                      f"{cap.reservation!r} is not an EC2 capacity reservation id",
                      "use the id of the reservation or capacity block, e.g. cr-0123456789abcdef0")
+
+    def _capacity_block(self, pool: Pool, at: str, shape: Shape) -> None:
+        # EC2 sells Capacity Blocks for a few instance types only (catalog aws.yaml).
+        if not pool.capacity.block or shape.machine is None or shape.machine.capacity_block:
+            return
+        offered = tuple(sorted(m.name for m in self.catalog.machines.values()
+                               if m.cloud == shape.cloud and m.capacity_block))
+        self.add(f"{at}.capacity.block",
+                 f"{shape.machine_type} cannot be reserved as an EC2 Capacity Block for ML",
+                 "choose an instance type that Capacity Blocks offer, or remove `block` to use "
+                 "an On-Demand Capacity Reservation (cr-...) of this type", offered)
 
     def _cloud_fields(self, pool: Pool, at: str, cloud: Cloud) -> None:
         if cloud == "aws" and pool.driver != "default":

@@ -88,6 +88,7 @@ class Catalog:
         self._kube: dict[Cloud, dict[str, Any]] = {}
         self.taints: dict[tuple[Cloud, str], Taint] = {}
         self.ami_types: dict[str, str] = {}
+        self.capacity_blocks_source = ""
         for cloud in CLOUDS:
             machines, data = load_machines(cloud, self.accelerators)
             self.machines.update(machines)
@@ -96,6 +97,8 @@ class Catalog:
                 self.taints[(cloud, kind)] = taint
             if "ami_types" in data:
                 self.ami_types = as_str_dict(data["ami_types"])
+            if "capacity_blocks" in data:
+                self.capacity_blocks_source = str(data["capacity_blocks"]["source"])
         self.tpus = load_tpus(self.accelerators)
         self.fabrics: dict[str, Fabric] = load_fabrics(
             {m.networking.kind: m.networking for m in self.machines.values() if m.networking})

@@ -94,6 +94,10 @@ def load_machines(
     for kind, raw in (data.get("gpu_networking") or {}).items():
         networking[kind] = _build(GpuNetworking, f"{name} gpu_networking.{kind}", raw, kind=kind)
     machines: list[MachineType] = []
+    blocks = data.get("capacity_blocks") or {}
+    block_families = set(blocks.get("families") or ())
+    if block_families and not blocks.get("source"):
+        raise CatalogError(f"{name} capacity_blocks: every fact needs a source")
     for fam in _items(data, "machine_families", name):
         where = f"{name} family {fam.get('family')}"
         acc = str(fam.get("accelerator"))
@@ -116,8 +120,12 @@ def load_machines(
                     gpus=int(gpus),
                     gke_accelerator=fam.get("gke_accelerator"),
                     networking=net,
+                    capacity_block=fam["family"] in block_families,
                 )
             )
+    unknown = block_families - {m.family for m in machines}
+    if unknown:
+        raise CatalogError(f"{name} capacity_blocks: unknown families {sorted(unknown)}")
     _unique([m.name for m in machines], name)
     return {m.name: m for m in machines}, data
 

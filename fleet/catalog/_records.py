@@ -122,6 +122,7 @@ class MachineType:
     gpus: int
     gke_accelerator: str | None = None
     networking: GpuNetworking | None = None
+    capacity_block: bool = False  # aws: EC2 Capacity Blocks for ML can reserve it
 
 
 @dataclass(frozen=True, slots=True)
