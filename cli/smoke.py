@@ -80,17 +80,16 @@ def local(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from fleet.errors import CheckFailed
+    from fleet.errors import CheckFailed, InputError
     from smoke import run_local
-    from smoke.report import summary, table, write_junit
+    from smoke.report import junit as junit_xml
+    from smoke.report import summary, table
 
     err = Console(stderr=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   console=err, transient=True, disable=not err.is_terminal) as bar:
         report = run_local(backend=backend.value, tier=tier, expect=expect,
                            min_tflops=min_tflops, min_gbps=min_gbps, progress=_Bar(bar))
-    if junit is not None:
-        write_junit(report, junit)
     if as_json:
         typer.echo(report.to_json())
     else:
@@ -99,11 +98,18 @@ def local(
         out = console()
         out.print(table(report))
         out.print(summary(report))
+    from cli._output import save
+
+    unsaved = save(junit, junit_xml(report)) if junit is not None else None
     if not report.ok:
         names = ", ".join(f"{r.device} {r.probe}" for r in report.failures)
         raise CheckFailed(f"{len(report.failures)} smoke check(s) failed on {report.host}: "
-                          f"{names}", hint="see each failure's reason above; rerun one tier "
+                          f"{names}" + (f"; {unsaved}" if unsaved else ""),
+                          hint="see each failure's reason above; rerun one tier "
                           "with --tier to narrow it down")
+    if unsaved:
+        raise InputError(unsaved, hint="the results are printed above; choose a writable "
+                         "path for --junit next time")
 
 
 class _LiveTable:
@@ -255,7 +261,7 @@ def run(
     from rich.console import Console
     from rich.live import Live
 
-    from fleet.errors import CheckFailed
+    from fleet.errors import CheckFailed, InputError
     from smoke._access import connect, parse_contexts
     from smoke._run import junit as junit_xml
     from smoke._workload import write_manifests
@@ -284,11 +290,6 @@ def run(
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    if out is not None:
-        (out / "run.json").write_text(report.to_json(), encoding="utf-8")
-        (out / "junit.xml").write_text(junit_xml(report), encoding="utf-8")
-    if junit is not None:
-        junit.write_text(junit_xml(report), encoding="utf-8")
     if as_json:
         typer.echo(report.to_json())
     else:
@@ -298,16 +299,25 @@ def run(
         c = console()
         c.print(run_table(report))
         c.print(run_summary(report))
+    from cli._output import save
+
+    files = {junit: junit_xml(report)} if junit is not None else {}
+    if out is not None:
+        files |= {out / "run.json": report.to_json(), out / "junit.xml": junit_xml(report)}
+    unsaved = [p for p in (save(path, text) for path, text in files.items()) if p]
     if report.cancelled:
         typer.echo(f"interrupted: run {report.run_id} stopped; every object it created was "
                    "deleted" if not report.cleanup_errors else "; ".join(report.cleanup_errors),
                    err=True)
         raise typer.Exit(130)
     if not report.ok:
-        lines = [f.line() for f in report.failures] + list(report.cleanup_errors)
+        lines = [f.line() for f in report.failures] + list(report.cleanup_errors) + unsaved
         raise CheckFailed(f"{len(lines)} smoke check(s) failed in run {report.run_id}:\n  "
                           + "\n  ".join(lines[:50]), hint="read each reason above; rerun one "
                           "pool with --pools, or lower --tier to narrow it down")
+    if unsaved:
+        raise InputError("; ".join(unsaved), hint="the results are printed above; choose a "
+                         "writable path for --junit / --out next time")
 
 
 class _Null:

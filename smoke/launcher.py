@@ -68,6 +68,7 @@ class _Pool:
     outcomes: dict[str, NodeOutcome] = field(default_factory=dict)  # pod key -> outcome
     checks: list[Check] = field(default_factory=list)
     pending: dict[str, str] = field(default_factory=dict)  # pod -> scheduler's message
+    running: int = 0  # pods running at the last tick
     status: PoolStatus | None = None
     reason: str = ""
     finished: float = 0.0
@@ -227,6 +228,7 @@ class _ClusterRun:
                 if check is not None:
                     p.checks.append(Check(outcome.node, check))
             done = len(p.outcomes)
+            p.running = running
             state = "running" if running else ("pending" if done == 0 else "running")
             detail = next(iter(p.pending.values()), "")[:80] if p.pending else ""
             self.display.update(p.name, state, done, p.workload.pods, detail)
@@ -259,9 +261,13 @@ class _ClusterRun:
                                     details={"exit_code": code, "log_tail": log[-4000:]})
 
     def _deadlines(self) -> None:
+        """A pool past its deadline expires; one whose pods are all still unschedulable at
+        its timeout expires then (the finishing grace is for pods that run)."""
         now = time.monotonic()
         for p in self.pools:
-            if p.status is None and now >= p.deadline:
+            stuck = (p.pending and not p.running and not p.outcomes
+                     and now >= p.started + self.timeout_s)
+            if p.status is None and (now >= p.deadline or stuck):
                 self._expire(p)
 
     def _expire(self, p: _Pool) -> None:

@@ -80,8 +80,9 @@ def test_gpu_jobs_one_pod_per_node_with_the_gpus(run: RenderedRun, inventory: In
         spec = job["spec"]
         assert (spec["completionMode"], spec["completions"], spec["parallelism"]) == (
             "Indexed", pool.nodes, pool.nodes)
-        assert (spec["backoffLimit"], spec["activeDeadlineSeconds"],
+        assert (spec["backoffLimitPerIndex"], spec["activeDeadlineSeconds"],
                 spec["ttlSecondsAfterFinished"]) == (0, 900, 3600)
+        assert "backoffLimit" not in spec  # a crashed node must not end its healthy peers
         pod = spec["template"]["spec"]
         assert pod["restartPolicy"] == "Never"
         assert pod["subdomain"] == job["metadata"]["name"]

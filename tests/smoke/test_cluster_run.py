@@ -1,0 +1,257 @@
+"""`accelfleet smoke run` end to end on the fake cluster: render -> submit -> schedule -> the
+real agent runs as a local process -> log -> verdicts -> reports -> cleanup, over HTTP with the
+real Kubernetes client. Every case checks that nothing of the run is left on the server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import smoke._expect
+from cli.main import app
+from smoke._expect import Expectation
+from smoke._results import HostReport, ProbeResult, Verdict
+
+pytest.importorskip("torch")
+
+STACK = """\
+config:
+  accelfleet:fleet:
+    clouds:
+      gcp: {project: acme-ml-test, region: us-central1}
+    clusters:
+      - {name: c1, cloud: gcp}
+    teams:
+      - {name: research}
+    pools:
+      - {name: gpu-a, cluster: c1, team: research, accelerator: g2-standard-24, nodes: 2,
+         zone: us-central1-a}
+      - {name: gpu-b, cluster: c1, team: research, accelerator: g2-standard-24, nodes: 2,
+         zone: us-central1-a}
+    smoke:
+      namespace: smoke-test
+      timeout_s: 120
+"""
+RUN_LABEL = "accelfleet.io/run"
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Path:
+    path = tmp_path / "Pulumi.fake.yaml"
+    path.write_text(STACK, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def cpu_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake cluster's nodes are this machine's CPU: judge them as CPUs (no catalog
+    expectation), as `accelfleet smoke local` does here."""
+    monkeypatch.setattr(smoke._expect, "for_pool", lambda pool, backend: Expectation())
+
+
+def add_pool_nodes(cluster: Any, pool: str, count: int, *, gpus: int = 2) -> list[str]:
+    names = []
+    for i in range(count):
+        name = f"{pool}-node-{i}"
+        cluster.add_node(name, labels={"cloud.google.com/gke-accelerator": "nvidia-l4",
+                                       "cloud.google.com/gce-machine-type": "g2-standard-24",
+                                       "accelfleet.io/pool": pool},
+                         taints=[GPU_TAINT], allocatable={"cpu": "24", "nvidia.com/gpu": str(gpus)})
+        names.append(name)
+    return names
+
+
+def smoke_run(cluster: Any, stack: Path, tmp_path: Path, *extra: str) -> tuple[int, str, dict[
+        str, Any] | None]:
+    kc = cluster.kubeconfig(tmp_path / "kubeconfig", context="fake")
+    result = CliRunner().invoke(app, ["smoke", "run", str(stack), "--kubeconfig", str(kc),
+                                      "--context", "c1=fake", "--json", *extra])
+    doc = None
+    text = result.stdout
+    start = text.find("{\n")
+    if start >= 0:
+        end = text.rfind("\n}") + 2
+        doc = json.loads(text[start:end])
+    output = result.output
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        import traceback
+
+        output += "".join(traceback.format_exception(result.exception))
+    return result.exit_code, output, doc
+
+
+def assert_nothing_left(cluster: Any, run_id: str) -> None:
+    deadline = time.monotonic() + 10
+    while cluster.objects(f"{RUN_LABEL}={run_id}") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert cluster.objects(f"{RUN_LABEL}={run_id}") == []
+
+
+def reports(doc: dict[str, Any], pool: str) -> list[HostReport]:
+    p = next(x for x in doc["pools"] if x["name"] == pool)
+    return [HostReport.from_dict(n["report"]) for n in p["nodes"] if n["report"]]
+
+
+def test_two_pools_of_two_nodes_healthy(fake_cluster: Any, stack: Path, tmp_path: Path,
+                                        cpu_nodes: None) -> None:
+    add_pool_nodes(fake_cluster, "gpu-a", 2)
+    add_pool_nodes(fake_cluster, "gpu-b", 2)
+    junit = tmp_path / "out" / "junit.xml"
+    code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--tier", "3", "--junit",
+                                  str(junit))
+    assert code == 0, output
+    assert doc is not None and doc["ok"] and doc["summary"]["fail"] == 0
+    hosts = {r.host for p in ("gpu-a", "gpu-b") for r in reports(doc, p)}
+    assert hosts == {"gpu-a-node-0", "gpu-a-node-1", "gpu-b-node-0", "gpu-b-node-1"}
+    for pool in ("gpu-a", "gpu-b"):
+        for r in reports(doc, pool):  # the cross-node tier really joined the pool's two nodes
+            fabric = next(x for x in r.results if x.probe == "fabric_busbw")
+            assert fabric.verdict is Verdict.PASS and fabric.details["world"] == 2
+    import xml.etree.ElementTree as ET
+
+    suites = ET.parse(junit).getroot().findall("testsuite")
+    assert sorted(s.get("name") for s in suites) == ["c1/gpu-a", "c1/gpu-b"]
+    assert_nothing_left(fake_cluster, doc["run_id"])
+
+
+def test_a_crashing_pod_is_named_and_its_peer_kept(fake_cluster: Any, stack: Path,
+                                                  tmp_path: Path, cpu_nodes: None) -> None:
+    a = add_pool_nodes(fake_cluster, "gpu-a", 2)
+    add_pool_nodes(fake_cluster, "gpu-b", 2)
+    fake_cluster.set_node_command(a[1], ["python", "-c", "import sys; print('CUDA error: an "
+                                         "illegal memory access'); sys.exit(3)"])
+    code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--tier", "1",
+                                  "--pools", "gpu-a")
+    assert code == 1, output
+    assert "gpu-a" in output and a[1] in output and "exited 3" in output
+    assert "illegal memory access" in output
+    assert doc is not None
+    assert [r.host for r in reports(doc, "gpu-a")] == [a[0]]
+    assert_nothing_left(fake_cluster, doc["run_id"])
+
+
+def _recorded(host: str, tflops: float) -> str:
+    """An H100 host's report as a real run printed it, with this matmul figure."""
+    results = [ProbeResult(f"cuda{i}", "matmul_tflops", 2, Verdict.PASS, "recorded",
+                           tflops * (1 + i * 0.001), 989.0, "TFLOP/s") for i in range(8)]
+    results += [ProbeResult(f"cuda{i}", "memory_gbps", 2, Verdict.PASS, "recorded", 2900.0,
+                            3350.0, "GB/s") for i in range(8)]
+    rep = HostReport(host=host, backend="torch", platform="gpu", versions={"torch": "2.13.0"},
+                     tier=2, results=tuple(results), accelerator="h100-80gb")
+    return json.dumps(rep.to_dict())
+
+
+def test_a_node_20_percent_slower_than_its_peers_fails_as_an_outlier(
+        fake_cluster: Any, tmp_path: Path, cpu_nodes: None) -> None:
+    stack = tmp_path / "Pulumi.three.yaml"
+    stack.write_text(STACK.replace("nodes: 2,\n         zone: us-central1-a}\n      - {name: "
+                                   "gpu-b", "nodes: 3,\n         zone: us-central1-a}\n      - "
+                                   "{name: gpu-b"), encoding="utf-8")
+    nodes = add_pool_nodes(fake_cluster, "gpu-a", 3)
+    for node, tflops in zip(nodes, (800.0, 790.0, 640.0), strict=True):
+        recorded = tmp_path / f"{node}.json"
+        recorded.write_text(_recorded(node, tflops), encoding="utf-8")
+        fake_cluster.set_node_command(node, ["python", "-c", "import sys; print(open("
+                                             "sys.argv[1]).read())", str(recorded)])
+    code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--pools", "gpu-a")
+    assert code == 1, output
+    assert doc is not None
+    assert [f for f in doc["failures"]] == [
+        next(f for f in doc["failures"] if nodes[2] in f)]
+    assert "node outlier" in output and "0.81 of its peers" in output
+    assert_nothing_left(fake_cluster, doc["run_id"])
+
+
+def test_an_unschedulable_pool_is_named_with_the_reason(fake_cluster: Any, stack: Path,
+                                                        tmp_path: Path,
+                                                        cpu_nodes: None) -> None:
+    add_pool_nodes(fake_cluster, "gpu-a", 2)  # none for gpu-b
+    started = time.monotonic()
+    code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--tier", "1",
+                                  "--timeout-s", "5")
+    assert code == 1, output
+    assert time.monotonic() - started < 60
+    assert doc is not None
+    b = next(p for p in doc["pools"] if p["name"] == "gpu-b")
+    assert b["status"] == "unschedulable"
+    assert "could not be scheduled" in b["reason"] and "node affinity/selector" in b["reason"]
+    assert len(reports(doc, "gpu-a")) == 2
+    assert_nothing_left(fake_cluster, doc["run_id"])
+
+
+def test_api_server_500_twice_then_ok_completes(fake_cluster: Any, stack: Path,
+                                               tmp_path: Path, cpu_nodes: None) -> None:
+    add_pool_nodes(fake_cluster, "gpu-a", 2)
+    fake_cluster.fail_next(2, status=500, path_contains="/jobs")
+    code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--tier", "0",
+                                  "--pools", "gpu-a")
+    assert code == 0, output
+    assert doc is not None and len(reports(doc, "gpu-a")) == 2
+    assert_nothing_left(fake_cluster, doc["run_id"])
+
+
+def test_a_kubeconfig_pointing_nowhere_is_exit_2_naming_the_cluster(
+        stack: Path, tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    kc = tmp_path / "kc"
+    kc.write_text(f"apiVersion: v1\nkind: Config\nclusters:\n- name: x\n  cluster: {{server: "
+                  f"'http://127.0.0.1:{port}'}}\nusers:\n- name: u\n  user: {{token: t}}\n"
+                  "contexts:\n- name: c1\n  context: {cluster: x, user: u}\n"
+                  "current-context: c1\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["smoke", "run", str(stack), "--kubeconfig", str(kc)])
+    assert result.exit_code == 2
+    assert "cluster c1" in result.output and "unreachable" in result.output
+    assert "gcloud container clusters get-credentials c1" in result.output
+
+
+def test_sigint_mid_run_exits_130_and_leaves_nothing(fake_cluster: Any, stack: Path,
+                                                     tmp_path: Path) -> None:
+    nodes = add_pool_nodes(fake_cluster, "gpu-a", 2)
+    for n in nodes:
+        fake_cluster.set_node_command(n, ["python", "-c", "import time; time.sleep(120)"])
+    kc = fake_cluster.kubeconfig(tmp_path / "kubeconfig", context="fake")
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-m", "cli", "smoke", "run", str(stack),
+                             "--kubeconfig", str(kc), "--context", "c1=fake", "--pools",
+                             "gpu-a"], cwd=repo, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(repo)})
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        running = [o for o in fake_cluster.objects(RUN_LABEL)
+                   if o.get("kind") == "Pod" and (o.get("status") or {}).get("phase")
+                   == "Running"]
+        if len(running) == 2:
+            break
+        time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail("the run's pods never started: " + proc.communicate()[1][-2000:])
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    assert fake_cluster.objects(RUN_LABEL) == []
+
+
+def test_run_help_documents_every_option() -> None:
+    result = CliRunner().invoke(app, ["smoke", "run", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    for opt in ("--outputs", "--kubeconfig", "--context", "--pools", "--tier", "--timeout-s",
+                "--image", "--json", "--junit", "--out"):
+        assert opt in result.output
+    assert "130" in result.output
