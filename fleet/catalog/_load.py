@@ -110,7 +110,17 @@ def load_machines(
             net = networking[fam["gpu_networking"]]
         if "efa_interfaces" in fam:
             net = GpuNetworking(kind="efa", efa_interfaces=int(fam["efa_interfaces"]))
+        by_machine = fam.get("efa_interfaces_by_machine") or {}
+        if by_machine and not fam.get("efa_source"):
+            raise CatalogError(f"{where}: efa_interfaces_by_machine needs an efa_source")
+        if set(by_machine) - set(fam["machines"]):
+            raise CatalogError(f"{where}: efa_interfaces_by_machine names unknown machines")
         for machine, gpus in fam["machines"].items():
+            if machine in by_machine:
+                net = GpuNetworking(kind="efa", efa_interfaces=int(by_machine[machine]),
+                                    source=str(fam["efa_source"]))
+            elif by_machine:
+                net = None
             machines.append(
                 MachineType(
                     cloud=cloud,

@@ -28,6 +28,7 @@ SPEC: dict[str, Any] = {
         {"name": "g6", "cluster": "eks", "team": "vision", "accelerator": "g6.12xlarge",
          "nodes": 1, "autoscaling": {"min_nodes": 0, "max_nodes": 4},
          "zones": ["us-east-1a", "us-east-1b"], "placement": "none", "capacity": "spot",
+         "fabric": "off",  # g6.12xlarge has EFA; this pool spans two zones, so without it
          "ami": "bottlerocket", "disk_size_gb": 300,
          "taints": [{"key": "example.com/ci", "value": "yes", "effect": "NoExecute"}]},
     ],

@@ -66,3 +66,33 @@ def test_capacity_block_availability_is_catalog_data_with_a_source(cat: Catalog)
     assert offered == {"p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5e.48xlarge",
                        "p5en.48xlarge", "p6-b200.48xlarge"}
     assert "capacity-blocks" in cat.capacity_blocks_source
+
+
+# -- EFA on G5, G6, G6e ---------------------------------------------------------------------------
+EFA_G = {
+    # one EFA interface per network card; network cards per size from DescribeInstanceTypes
+    "g5.8xlarge": 1, "g5.12xlarge": 1, "g5.16xlarge": 1, "g5.24xlarge": 1, "g5.48xlarge": 1,
+    "g6.8xlarge": 1, "g6.12xlarge": 1, "g6.16xlarge": 1, "g6.24xlarge": 1, "g6.48xlarge": 1,
+    "g6e.8xlarge": 1, "g6e.12xlarge": 1, "g6e.16xlarge": 1, "g6e.24xlarge": 2,
+    "g6e.48xlarge": 4,
+}
+
+
+def test_g5_g6_g6e_from_8xlarge_have_efa(cat: Catalog) -> None:
+    """G5, G6 and G6e support EFA at 8xlarge and above (AWS EC2 User Guide, EFA "Supported
+    instance types", https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html#efa-instance-types;
+    the same list is the supportedInstanceLabels of aws/eks-charts
+    stable/aws-efa-k8s-device-plugin v0.5.30). One EFA per network card: G6e has up to four
+    (EC2 User Guide, efa-acc-inst-types: "G6e instances support up to four network cards");
+    per size from aws/amazon-vpc-cni-k8s pkg/vpc/vpc_ip_resource_limit.go (generated from
+    DescribeInstanceTypes)."""
+    for family in ("g5", "g6", "g6e"):
+        for machine in (m for m in cat.machines.values() if m.family == family):
+            want = EFA_G.get(machine.name)
+            if want is None:
+                assert machine.networking is None, machine.name
+            else:
+                assert machine.networking is not None, machine.name
+                assert machine.networking.kind == "efa"
+                assert machine.networking.efa_interfaces == want, machine.name
+                assert "efa" in machine.networking.source and "2026" in machine.networking.source
