@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from fleet.catalog import Catalog, Cloud, Shape, load_catalog
+from fleet.catalog import Catalog, Cloud, GpuNetworking, Shape, load_catalog
 from fleet.errors import AccelfleetError, Problem, SpecError, suggest
 from fleet.model import Fleet, ResolvedPool
 from fleet.spec import Cluster, FleetSpec, Pool
@@ -160,6 +160,7 @@ class _Checker:
         self._labels(pool, at)
         networking = shape.networking if pool.fabric == "auto" else None
         placement = self._placement(pool, at, shape.multi_host, networking is not None)
+        self._zonal(pool, at, networking, placement)
         resolved = ResolvedPool(spec=pool, cloud=cloud, region=region, cluster=cluster,
                                 shape=shape, placement=placement, networking=networking,
                                 monthly_usd=None)
@@ -335,6 +336,24 @@ class _Checker:
             self.add(f"{at}.placement", "a multi-host TPU slice is always placed compactly",
                      "remove `placement: none`")
         return placement
+
+    def _zonal(self, pool: Pool, at: str, networking: GpuNetworking | None,
+               placement: str) -> None:
+        """EFA traffic and capacity reservations stay in one zone; compact pools are refused
+        for several zones by `_placement` already."""
+        if len(pool.zones) < 2:
+            return
+        zones = ", ".join(pool.zones)
+        if networking is not None and networking.kind == "efa" and placement == "none":
+            self.add(f"{at}.zones",
+                     f"EFA does not cross Availability Zones, and this EFA pool spans {zones}",
+                     "keep the pool in one zone, or set `fabric: off` if it needs no EFA")
+        if pool.capacity.reservation:
+            kind = "Capacity Block" if pool.capacity.block else "capacity"
+            self.add(f"{at}.zones",
+                     f"a {kind} reservation ({pool.capacity.reservation}) holds capacity in one "
+                     f"zone, and this pool spans {zones}: nodes outside that zone never launch",
+                     "list only the reservation's zone under `zone`")
 
     def _budgets(self, pools: list[ResolvedPool]) -> None:
         for team in self.spec.teams:

@@ -96,3 +96,43 @@ def test_g5_g6_g6e_from_8xlarge_have_efa(cat: Catalog) -> None:
                 assert machine.networking.kind == "efa"
                 assert machine.networking.efa_interfaces == want, machine.name
                 assert "efa" in machine.networking.source and "2026" in machine.networking.source
+
+
+# -- zones: EFA and reservations are zonal --------------------------------------------------------
+def test_efa_pool_spanning_zones_is_refused(spec: dict[str, Any]) -> None:
+    """EFA traffic stays inside one Availability Zone (EKS user guide, node-efa, "EFA and
+    EFA-only interfaces": "limiting communication to interfaces within the same Availability
+    Zone"); `placement: none` lifts the compact rule, so this one catches it."""
+    spec["pools"] = [aws_pool(name="g6", accelerator="g6.12xlarge", placement="none",
+                              zone=None, zones=["us-east-1a", "us-east-1b"])]
+    p = at(spec, "pools 'g6'.zones")
+    assert "EFA" in p.message and "us-east-1a, us-east-1b" in p.message
+    assert "fabric: off" in p.hint and "one zone" in p.hint
+
+
+def test_efa_pool_with_fabric_off_may_span_zones(spec: dict[str, Any]) -> None:
+    spec["pools"] = [aws_pool(name="g6", accelerator="g6.12xlarge", placement="none",
+                              fabric="off", zone=None, zones=["us-east-1a", "us-east-1b"])]
+    assert validate_fleet(spec).pools[0].networking is None
+
+
+@pytest.mark.parametrize(("cluster", "accelerator", "zones", "capacity"), [
+    ("eks", "g6.12xlarge", ["us-east-1a", "us-east-1b"], {"reservation": CB}),
+    ("eks", "p5.48xlarge", ["us-east-1a", "us-east-1b"], {"reservation": CB, "block": True}),
+    ("gke", "g2-standard-24", ["us-central1-a", "us-central1-b"], {"reservation": "r1"}),
+])
+def test_reserved_pool_spanning_zones_is_refused(spec: dict[str, Any], cluster: str,
+                                                 accelerator: str, zones: list[str],
+                                                 capacity: dict[str, Any]) -> None:
+    """A capacity reservation (an EC2 ODCR, a Capacity Block, a Compute Engine reservation)
+    holds capacity in one zone: a pool that spans zones launches only in the reservation's.
+    AWS: "Capacity Blocks are delivered as targeted Capacity Reservations in a single
+    Availability Zone" (EC2 User Guide, capacity-blocks-using) and EKS: "only specify the subnet
+    in the same Availability Zone as the capacity reservation" (EKS user guide,
+    capacity-blocks-mng). Google Cloud: "reservations ... in a specific zone"
+    (https://cloud.google.com/compute/docs/instances/reservations-overview)."""
+    spec["pools"] = [pool(name="r", cluster=cluster, accelerator=accelerator, zone=None,
+                          zones=zones, placement="none", fabric="off", capacity=capacity)]
+    p = at(spec, "pools 'r'.zones")
+    assert "reservation" in p.message and "zone" in p.message
+    assert "reservation's zone" in p.hint
