@@ -64,6 +64,43 @@ class ResolvedPool:
     def devices(self) -> int:
         return self.node_count * self.shape.devices_per_host
 
+    @property
+    def flex_start(self) -> bool:
+        """Nodes come from flex-start (Dynamic Workload Scheduler): `flex-start`, or `queued`,
+        which GKE builds as flex-start with queued provisioning."""
+        cap = self.spec.capacity
+        return cap.flex_start or cap.queued
+
+    @property
+    def scaling(self) -> tuple[int, int] | None:
+        """(min, max) nodes of each node pool (one slice) when GKE autoscales it; None when
+        its size is fixed. Flex-start and queued pools always autoscale from 0 (GKE refuses a
+        fixed count), up to `autoscaling.max_nodes`, else `nodes`, else a slice's hosts; a
+        multi-host TPU slice scales atomically between 0 and all its hosts."""
+        auto = self.spec.autoscaling
+        if self.shape.tpu is not None:
+            top = auto.max_nodes if auto else self.shape.hosts
+        else:
+            top = auto.max_nodes if auto else (self.spec.nodes or 0)
+        if self.flex_start:
+            return (0, top)
+        return (auto.min_nodes, auto.max_nodes) if auto else None
+
+    @property
+    def initial_nodes(self) -> int:
+        """Nodes of each node pool (one slice) at creation: none for flex-start and queued
+        pools, whose nodes come when workloads ask for them."""
+        if self.flex_start:
+            return 0
+        if self.shape.tpu is not None:
+            return self.node_count // self.spec.multislice
+        return self.node_count
+
+    @property
+    def auto_repair(self) -> bool:
+        """GKE node auto-repair: off for flex-start and queued pools, which GKE requires."""
+        return not self.flex_start
+
     def summary(self) -> dict[str, Any]:
         """The facts people and CI read about a pool (`fleet validate`, `plan`), JSON-ready."""
         shape = self.shape

@@ -159,7 +159,7 @@ class _Checker:
         self._cloud_fields(pool, at, cloud)
         self._labels(pool, at)
         networking = shape.networking if pool.fabric == "auto" else None
-        placement = self._placement(pool, at, shape.multi_host, networking is not None)
+        placement = self._placement(pool, at, shape, networking is not None)
         self._zonal(pool, at, networking, placement)
         resolved = ResolvedPool(spec=pool, cloud=cloud, region=region, cluster=cluster,
                                 shape=shape, placement=placement, networking=networking,
@@ -225,6 +225,7 @@ class _Checker:
 
     def _nodes(self, pool: Pool, at: str, multi_host: bool, is_tpu: bool, hosts: int) -> None:
         auto = pool.autoscaling
+        flex = pool.capacity.flex_start or pool.capacity.queued
         if is_tpu:
             if pool.nodes is not None and pool.nodes != hosts:
                 self.add(
@@ -233,13 +234,25 @@ class _Checker:
                     "remove `nodes` (it follows from the topology) or change the topology"
                     + ("; a multi-host slice cannot be resized" if multi_host else ""),
                 )
-            if auto is not None and multi_host:
+            # GKE and xpk scale a multi-host slice atomically: none of its hosts, or all.
+            if auto is not None and multi_host and (auto.min_nodes, auto.max_nodes) != (0, hosts):
                 self.add(f"{at}.autoscaling",
-                         "a multi-host TPU slice is atomic and cannot autoscale",
-                         "remove `autoscaling`; add slices with `multislice` instead")
+                         f"a multi-host TPU slice scales atomically between 0 and all its {hosts} "
+                         f"hosts, not {auto.min_nodes}..{auto.max_nodes}",
+                         f"use `autoscaling: {{min_nodes: 0, max_nodes: {hosts}}}` or remove it; "
+                         "add slices with `multislice`")
         elif pool.nodes is None and auto is None:
             self.add(f"{at}.nodes", "is required for a GPU pool",
                      "add `nodes: N`, or `autoscaling: {min_nodes: A, max_nodes: B}`")
+        elif flex and auto is None and not pool.nodes:
+            self.add(f"{at}.nodes",
+                     "a flex-start or queued pool autoscales from 0 and needs a maximum",
+                     "set `nodes: N` (the most nodes it may get) or "
+                     "`autoscaling: {min_nodes: 0, max_nodes: N}`")
+        if flex and auto is not None and auto.min_nodes != 0:
+            self.add(f"{at}.autoscaling",
+                     f"a flex-start or queued pool scales from 0 (GKE refuses a minimum of "
+                     f"{auto.min_nodes})", "set `min_nodes: 0`")
         if auto is not None:
             if auto.min_nodes > auto.max_nodes:
                 self.add(f"{at}.autoscaling",
@@ -253,8 +266,9 @@ class _Checker:
     def _nodes_per_zone(self, pool: Pool, at: str, cloud: Cloud) -> None:
         # GKE counts a fixed node pool's nodes per zone: N nodes over k zones is N/k in each.
         zones = len(pool.zones)
-        if cloud == "gcp" and pool.autoscaling is None and pool.nodes and zones > 1 \
-                and pool.nodes % zones:
+        flex = pool.capacity.flex_start or pool.capacity.queued  # autoscaled: no split
+        if cloud == "gcp" and pool.autoscaling is None and not flex and pool.nodes \
+                and zones > 1 and pool.nodes % zones:
             lower = pool.nodes - pool.nodes % zones
             self.add(
                 f"{at}.nodes",
@@ -273,10 +287,9 @@ class _Checker:
             mode = "flex_start" if cap.flex_start else "queued"
             self.add(where, f"{mode} provisioning cannot use a reservation",
                      f"remove `{mode}` or remove `reservation`")
-        if cap.flex_start and cap.spot:
-            self.add(where, "flex_start excludes spot", "choose one of flex_start or spot")
-        if cap.flex_start and cap.queued:
-            self.add(where, "flex_start and queued are two different modes", "choose one")
+        if (cap.flex_start or cap.queued) and cap.spot:
+            mode = "flex_start" if cap.flex_start else "queued"
+            self.add(where, f"{mode} excludes spot", f"choose one of {mode} or spot")
         if cloud == "aws" and (cap.flex_start or cap.queued):
             self.add(where, "flex-start and queued provisioning are GKE features",
                      "on aws use on-demand, spot or a capacity reservation (cr-...)")
@@ -324,10 +337,14 @@ class _Checker:
                 self.add(f"{at}.taints[{i}].key", f"{taint.key!r} is not a valid taint key",
                          "use a DNS-style key such as example.com/dedicated")
 
-    def _placement(self, pool: Pool, at: str, multi_host: bool, fabric: bool) -> str:
+    def _placement(self, pool: Pool, at: str, shape: Shape, fabric: bool) -> str:
+        multi_host = shape.multi_host
+        refusal = self._compact_refusal(pool, shape)
         placement = pool.placement
         if placement is None:
-            placement = "compact" if multi_host or fabric else "none"
+            placement = "compact" if multi_host or (fabric and not refusal) else "none"
+        if placement == "compact" and refusal:
+            self.add(f"{at}.placement", refusal[0], refusal[1])
         if placement == "compact" and len(pool.zones) > 1:
             self.add(f"{at}.placement",
                      f"compact placement needs a single zone, got {len(pool.zones)}",
@@ -336,6 +353,24 @@ class _Checker:
             self.add(f"{at}.placement", "a multi-host TPU slice is always placed compactly",
                      "remove `placement: none`")
         return placement
+
+    def _compact_refusal(self, pool: Pool, shape: Shape) -> tuple[str, str] | None:
+        """Why GKE refuses COMPACT placement for a GPU pool's capacity (message, hint), if it
+        does: never with queued provisioning; with flex-start only on the machine types the
+        catalog marks (Cluster Toolkit gke-node-pool preconditions). TPUs are exempt."""
+        cap, machine = pool.capacity, shape.machine
+        if shape.tpu is not None or machine is None:
+            return None
+        if cap.queued:
+            return ("GKE refuses compact placement on a queued GPU pool",
+                    "set `placement: none`, or use flex-start without queued provisioning")
+        if cap.flex_start and not machine.flex_start_compact:
+            allowed = sorted(m.name for m in self.catalog.machines.values()
+                             if m.flex_start_compact)
+            return (f"GKE refuses compact placement with flex-start on {machine.name}",
+                    f"set `placement: none`; compact flex-start pools need one of "
+                    f"{', '.join(allowed)}")
+        return None
 
     def _zonal(self, pool: Pool, at: str, networking: GpuNetworking | None,
                placement: str) -> None:

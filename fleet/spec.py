@@ -104,8 +104,8 @@ class Capacity(_Model):
         if self.reservation:
             kind = "capacity block" if self.block else "reservation"
             return f"{kind} {self.reservation}"
-        for flag, name in ((self.spot, "spot"), (self.flex_start, "flex-start"),
-                           (self.queued, "queued")):
+        for flag, name in ((self.spot, "spot"), (self.queued, "queued"),
+                           (self.flex_start, "flex-start")):
             if flag:
                 return name
         return "on-demand"

@@ -8,7 +8,13 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.gcp._network import ExtraNetwork
-from components.gcp._nodes import DRIVER_VERSIONS, management, node_config
+from components.gcp._nodes import (
+    DRIVER_VERSIONS,
+    autoscaling,
+    management,
+    node_config,
+    node_counts,
+)
 from fleet.catalog import Catalog
 from fleet.errors import CatalogError
 from fleet.model import ResolvedPool
@@ -46,18 +52,13 @@ class GpuNodePool(pulumi.ComponentResource):
             gpu_driver_installation_config=(
                 C.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
                     gpu_driver_version=DRIVER_VERSIONS[spec.driver])))
-        auto = spec.autoscaling
-        per_zone = per_zone_count(pool.node_count, len(spec.zones))
+        auto = pool.scaling is not None
         self.node_pool = C.NodePool(
             f"{name}-pool", name=pool.name, project=args.project, cluster=args.cluster,
             location=pool.region, node_locations=list(spec.zones),
-            node_count=None if auto else per_zone,
-            initial_node_count=per_zone if auto else None,
-            autoscaling=C.NodePoolAutoscalingArgs(
-                total_min_node_count=auto.min_nodes, total_max_node_count=auto.max_nodes,
-                location_policy="ANY" if spec.capacity.spot else "BALANCED",
-            ) if auto else None,
-            management=management(),
+            **node_counts(pool, pool.node_count),
+            autoscaling=autoscaling(pool),
+            management=management(pool),
             placement_policy=C.NodePoolPlacementPolicyArgs(type="COMPACT")
             if pool.placement == "compact" else None,
             queued_provisioning=C.NodePoolQueuedProvisioningArgs(enabled=True)
@@ -75,8 +76,3 @@ class GpuNodePool(pulumi.ComponentResource):
         self.register_outputs({"name": self.node_pool.name,
                                "extra_networks": len(args.extra_networks)})
 
-
-def per_zone_count(nodes: int, zones: int) -> int:
-    """GKE counts nodes per zone of `node_locations`: the smallest per-zone count that gives
-    at least `nodes` in all (exact when `nodes` divides evenly)."""
-    return -(-nodes // max(zones, 1))

@@ -58,7 +58,7 @@ def node_config(pool: ResolvedPool, catalog: Catalog, service_account: pulumi.In
         resource_labels={"accelfleet-team": pool.team, "accelfleet-pool": pool.name},
         taints=taints(pool, catalog),
         spot=cap.spot or None,
-        flex_start=cap.flex_start or None,
+        flex_start=pool.flex_start or None,  # queued pools too: GKE queues flex-start
         reservation_affinity=reservation_affinity(pool),
         gvnic=C.NodePoolNodeConfigGvnicArgs(enabled=True),
         workload_metadata_config=C.NodePoolNodeConfigWorkloadMetadataConfigArgs(
@@ -70,5 +70,35 @@ def node_config(pool: ResolvedPool, catalog: Catalog, service_account: pulumi.In
     )
 
 
-def management() -> gcp.container.NodePoolManagementArgs:
-    return C.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True)
+def management(pool: ResolvedPool | None = None) -> gcp.container.NodePoolManagementArgs:
+    """Auto-upgrade always; auto-repair unless the pool is flex-start or queued (GKE refuses
+    it there)."""
+    repair = pool.auto_repair if pool is not None else True
+    return C.NodePoolManagementArgs(auto_repair=repair, auto_upgrade=True)
+
+
+def autoscaling(pool: ResolvedPool) -> gcp.container.NodePoolAutoscalingArgs | None:
+    """Total (all zones) min and max of one node pool, when the model says it autoscales.
+    Spot and flex-start capacity take nodes in any zone that has them (location policy ANY)."""
+    scaling = pool.scaling
+    if scaling is None:
+        return None
+    anywhere = pool.spec.capacity.spot or pool.flex_start
+    return C.NodePoolAutoscalingArgs(
+        total_min_node_count=scaling[0], total_max_node_count=scaling[1],
+        location_policy="ANY" if anywhere else "BALANCED")
+
+
+def per_zone_count(nodes: int, zones: int) -> int:
+    """GKE counts nodes per zone of `node_locations`: the smallest per-zone count that gives
+    at least `nodes` in all (exact when `nodes` divides evenly)."""
+    return -(-nodes // max(zones, 1))
+
+
+def node_counts(pool: ResolvedPool, fixed: int) -> dict[str, Any]:
+    """`node_count` (per zone) of a fixed pool of `fixed` nodes, or `initial_node_count` (per
+    zone) of an autoscaled one: the NodePool keyword arguments."""
+    zones = len(pool.spec.zones)
+    if pool.scaling is None:
+        return {"node_count": per_zone_count(fixed, zones)}
+    return {"initial_node_count": per_zone_count(pool.initial_nodes, zones)}

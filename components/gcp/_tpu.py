@@ -7,7 +7,13 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from components.gcp._nodes import management, node_config, reservation_affinity
+from components.gcp._nodes import (
+    autoscaling,
+    management,
+    node_config,
+    node_counts,
+    reservation_affinity,
+)
 from components.gcp._pins import TPU_VM_RUNTIME
 from fleet.catalog import Catalog, Shape
 from fleet.errors import InputError
@@ -30,7 +36,8 @@ class TpuSliceArgs:
 class TpuSlice(pulumi.ComponentResource):
     """One node pool per slice (a multislice is N identical pools). Machine type and node
     count from the catalog's shape; multi-host slices are compact with their TPU topology
-    (tpu7x: a workload policy with the accelerator topology) and never autoscale."""
+    (tpu7x: a workload policy with the accelerator topology) and autoscale only atomically,
+    between 0 and all their hosts (flex-start and queued slices always do)."""
 
     node_pools: list[gcp.container.NodePool]
 
@@ -52,7 +59,6 @@ class TpuSlice(pulumi.ComponentResource):
                     type="HIGH_THROUGHPUT", accelerator_topology=shape.topology_str),
                 opts=child)
             policy_name = policy.name
-        auto = pool.spec.autoscaling
         slices = pool.spec.multislice
         self.node_pools = []
         for i in range(slices):
@@ -60,18 +66,16 @@ class TpuSlice(pulumi.ComponentResource):
             self.node_pools.append(C.NodePool(
                 f"{name}{suffix}-pool", name=f"{pool.name}{suffix}", project=args.project,
                 cluster=args.cluster, location=pool.region, node_locations=list(pool.spec.zones),
-                node_count=None if auto else shape.hosts,
-                initial_node_count=shape.hosts if auto else None,
-                autoscaling=C.NodePoolAutoscalingArgs(
-                    total_min_node_count=auto.min_nodes, total_max_node_count=auto.max_nodes)
-                if auto and not shape.multi_host else None,
-                management=management(),
+                **node_counts(pool, shape.hosts),
+                autoscaling=autoscaling(pool),
+                management=management(pool),
                 placement_policy=placement(shape, policy_name),
                 queued_provisioning=C.NodePoolQueuedProvisioningArgs(enabled=True)
                 if pool.spec.capacity.queued else None,
                 network_config=C.NodePoolNetworkConfigArgs(enable_private_nodes=True),
                 node_config=node_config(pool, args.catalog, args.service_account),
-                opts=child))
+                opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]
+                                            if pool.scaling else None)))
         self.register_outputs({"node_pools": [p.name for p in self.node_pools],
                                "topology": shape.topology_str, "hosts": shape.hosts})
 

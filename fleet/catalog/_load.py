@@ -131,6 +131,7 @@ def load_machines(
                     gke_accelerator=fam.get("gke_accelerator"),
                     networking=net,
                     capacity_block=fam["family"] in block_families,
+                    flex_start_compact=bool(fam.get("flex_start_compact", False)),
                 )
             )
     unknown = block_families - {m.family for m in machines}

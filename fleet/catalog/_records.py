@@ -123,6 +123,7 @@ class MachineType:
     gke_accelerator: str | None = None
     networking: GpuNetworking | None = None
     capacity_block: bool = False  # aws: EC2 Capacity Blocks for ML can reserve it
+    flex_start_compact: bool = False  # gcp: GKE allows COMPACT placement with flex-start
 
 
 @dataclass(frozen=True, slots=True)

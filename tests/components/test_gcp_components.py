@@ -47,9 +47,11 @@ def test_multihost_tpu_slice_machine_topology_nodes_and_multislice(plan: Plan) -
     a, b = by_name["v5p-s0"], by_name["v5p-s1"]
     for p in (a, b):
         assert p["nodeConfig"]["machineType"] == "ct5p-hightpu-4t"
-        assert p["nodeCount"] == 16  # 64 chips / 4 chips per VM
+        # queued: atomically between 0 and its 16 hosts (64 chips / 4 chips per VM); see
+        # test_gcp_capacity_forms.py for the references
+        assert p["autoscaling"]["totalMaxNodeCount"] == 16
+        assert p["initialNodeCount"] == 0 and "nodeCount" not in p
         assert p["placementPolicy"] == {"type": "COMPACT", "tpuTopology": "4x4x4"}
-        assert "autoscaling" not in p
         assert p["queuedProvisioning"] == {"enabled": True}
         assert p["nodeConfig"]["reservationAffinity"] == {
             "consumeReservationType": "NO_RESERVATION"}
