@@ -7,8 +7,15 @@ import pulumi_aws as aws
 
 from components.aws._eks import EksCluster, EksClusterArgs
 from components.aws._network import EksNetwork, EksNetworkArgs
-from components.aws._nodegroup import AMI_LABEL, GpuNodeGroup, GpuNodeGroupArgs, is_efa
-from components.k8s import GpuAddons, GpuAddonsArgs, GpuScheduling
+from components.aws._nodegroup import (
+    AMI_LABEL,
+    GpuNodeGroup,
+    GpuNodeGroupArgs,
+    is_efa,
+    node_labels,
+    pool_taints,
+)
+from components.k8s import GpuAddons, GpuAddonsArgs, GpuScheduling, PoolNodes
 from components.outputs import ClusterArgs, ClusterOutputs
 from fleet.catalog import Catalog
 from fleet.errors import InputError
@@ -79,6 +86,8 @@ class AwsCluster(pulumi.ComponentResource):
                 gpu_node_label=ACCELERATOR_LABEL,
                 efa_label=catalog.kube_section("aws", "efa")["label"],
                 plugin_excluded={AMI_LABEL: list(PLUGIN_BUILT_IN)},
+                pools=tuple(PoolNodes(p.name, node_labels(p, catalog), pool_taints(p, catalog))
+                            for p in pools),
             )
             GpuAddons(cluster.name, GpuAddonsArgs(scheduling=scheduling,
                                                   efa=any(is_efa(p) for p in pools)),

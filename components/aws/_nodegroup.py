@@ -9,7 +9,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws._efa import efa_network_interfaces
-from fleet.catalog import Catalog
+from fleet.catalog import Catalog, Taint
 from fleet.errors import CatalogError
 from fleet.model import ResolvedPool
 
@@ -82,12 +82,16 @@ def node_labels(pool: ResolvedPool, catalog: Catalog) -> dict[str, str]:
     return labels
 
 
-def node_taints(pool: ResolvedPool, catalog: Catalog) -> list[dict[str, str]]:
-    """The GPU taint from the catalog, then the pool's own, in EKS spelling."""
+def pool_taints(pool: ResolvedPool, catalog: Catalog) -> tuple[Taint, ...]:
+    """The GPU taint from the catalog, then the pool's own (Kubernetes spelling)."""
     gpu = catalog.kube(pool.shape).taint
-    taints = [(gpu.key, gpu.value, gpu.effect)]
-    taints += [(t.key, t.value, t.effect) for t in pool.spec.taints]
-    return [{"key": k, "value": v, "effect": EKS_TAINT_EFFECT[e]} for k, v, e in taints]
+    return (gpu, *(Taint(key=t.key, value=t.value, effect=t.effect) for t in pool.spec.taints))
+
+
+def node_taints(pool: ResolvedPool, catalog: Catalog) -> list[dict[str, str]]:
+    """`pool_taints` in EKS spelling."""
+    return [{"key": t.key, "value": t.value, "effect": EKS_TAINT_EFFECT[t.effect]}
+            for t in pool_taints(pool, catalog)]
 
 
 @dataclass(frozen=True)

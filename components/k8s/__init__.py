@@ -14,6 +14,7 @@ from components.k8s._charts import (
 from components.k8s._jobset import JobSetController, JobSetControllerArgs
 from components.k8s._values import (
     GpuScheduling,
+    PoolNodes,
     dcgm_exporter_values,
     efa_device_plugin_values,
     jobset_controller_values,
@@ -34,6 +35,7 @@ __all__ = [
     "GpuScheduling",
     "JobSetController",
     "JobSetControllerArgs",
+    "PoolNodes",
     "dcgm_exporter_values",
     "efa_device_plugin_values",
     "jobset_controller_values",

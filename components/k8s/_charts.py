@@ -31,10 +31,15 @@ NVIDIA_DEVICE_PLUGIN = Chart(
     version="0.18.2",
     namespace="nvidia-device-plugin",
 )
+# v0.5.30 is the newest chart version in aws/eks-charts (stable/aws-efa-k8s-device-plugin/
+# Chart.yaml, set by commit bfe91c4 on 2026-07-21; repository HEAD 5239609 of 2026-08-03, read
+# 2026-11-23); it runs plugin image v0.5.20. Its DaemonSet is scheduled through the values'
+# `supportedInstanceLabels` (see _values.py), not the chart's own instance-type list (v0.5.7's
+# list lacked p6-b200.48xlarge).
 EFA_DEVICE_PLUGIN = Chart(
     repo="https://aws.github.io/eks-charts",
     chart="aws-efa-k8s-device-plugin",
-    version="v0.5.7",
+    version="v0.5.30",
     namespace="kube-system",
 )
 DCGM_EXPORTER = Chart(

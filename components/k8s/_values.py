@@ -3,6 +3,12 @@
 Only the scheduling parts vary: which nodes a DaemonSet may run on and which taints it
 tolerates. `scheduling_pod` wraps those parts in a Pod so tests can check them against the
 Kubernetes PodSpec schema.
+
+Tolerations follow the pools a DaemonSet serves: the GPU taint, then every taint those pools
+add. The references tolerate the GPU taint only (NVIDIA/k8s-device-plugin's chart
+`tolerations`, NVIDIA/gpu-operator's `daemonsets.tolerations`: `nvidia.com/gpu` Exists
+NoSchedule) and expect the operator to list any other taint; a blanket `operator: Exists` would
+also keep the plugins on nodes that are being drained (NoExecute), so we list them instead.
 """
 
 from __future__ import annotations
@@ -14,6 +20,17 @@ from typing import Any
 from fleet.catalog import Taint
 
 SCHEDULING_KEYS = ("nodeSelector", "affinity", "tolerations")
+EFA_PRESENT = "true"
+
+
+@dataclass(frozen=True)
+class PoolNodes:
+    """The nodes of one accelerator pool as the add-ons see them: their labels and taints
+    (the GPU taint included)."""
+
+    name: str
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -25,12 +42,22 @@ class GpuScheduling:
     plugin_excluded: label -> values of nodes whose OS already runs the NVIDIA device plugin
         (Bottlerocket NVIDIA builds it in), where a second copy must not run.
     efa_label: the label EFA nodes carry with value "true".
+    pools: the cluster's accelerator pools; their taints become the add-ons' tolerations.
     """
 
     gpu_taint: Taint
     gpu_node_label: str
     efa_label: str
     plugin_excluded: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    pools: tuple[PoolNodes, ...] = ()
+
+    def gpu_pools(self, *, exclude: bool = False) -> list[PoolNodes]:
+        """Pools whose nodes match `_gpu_affinity(exclude=...)`."""
+        return [p for p in self.pools if self.gpu_node_label in p.labels and not (
+            exclude and any(p.labels.get(k) in v for k, v in self.plugin_excluded.items()))]
+
+    def efa_pools(self) -> list[PoolNodes]:
+        return [p for p in self.pools if p.labels.get(self.efa_label) == EFA_PRESENT]
 
 
 def _gpu_affinity(s: GpuScheduling, *, exclude: bool) -> dict[str, Any]:
@@ -42,29 +69,43 @@ def _gpu_affinity(s: GpuScheduling, *, exclude: bool) -> dict[str, Any]:
         "nodeSelectorTerms": [{"matchExpressions": expressions}]}}}
 
 
-def _tolerations(s: GpuScheduling) -> list[dict[str, str]]:
-    return [s.gpu_taint.as_toleration()]
+def _tolerations(s: GpuScheduling, pools: Sequence[PoolNodes]) -> list[dict[str, str]]:
+    """The GPU taint, then each other taint of `pools` once, in a stable order."""
+    extra = {t for p in pools for t in p.taints if t != s.gpu_taint}
+    ordered = sorted(extra, key=lambda t: (t.key, t.value, t.effect))
+    return [s.gpu_taint.as_toleration()] + [t.as_toleration() for t in ordered]
 
 
 def nvidia_device_plugin_values(s: GpuScheduling) -> dict[str, Any]:
     """NVIDIA device plugin with GPU feature discovery, on GPU nodes without a built-in plugin."""
-    scheduling = {"affinity": _gpu_affinity(s, exclude=True), "tolerations": _tolerations(s)}
+    served = s.gpu_pools(exclude=True)
+    scheduling = {"affinity": _gpu_affinity(s, exclude=True),
+                  "tolerations": _tolerations(s, served)}
     return {
         **scheduling,
         "gfd": {"enabled": True},
-        # Node feature discovery (GFD's dependency) runs its worker on the GPU nodes too.
-        "nfd": {"worker": {"tolerations": _tolerations(s)}},
+        # Node feature discovery (GFD's dependency) runs its worker on every GPU node too.
+        "nfd": {"worker": {"tolerations": _tolerations(s, s.gpu_pools())}},
     }
 
 
 def efa_device_plugin_values(s: GpuScheduling) -> dict[str, Any]:
-    """AWS EFA device plugin on EFA nodes only: elsewhere it finds no device and crash-loops."""
-    return {"nodeSelector": {s.efa_label: "true"}, "tolerations": _tolerations(s)}
+    """AWS EFA device plugin on EFA nodes only: elsewhere it finds no device and crash-loops.
+
+    The chart requires node affinity to `supportedInstanceLabels` (by default an instance-type
+    list, which lags new EFA types); we point it at the label accelfleet puts on EFA nodes.
+    """
+    return {
+        "nodeSelector": {s.efa_label: EFA_PRESENT},
+        "supportedInstanceLabels": {"keys": [s.efa_label], "values": [EFA_PRESENT]},
+        "tolerations": _tolerations(s, s.efa_pools()),
+    }
 
 
 def dcgm_exporter_values(s: GpuScheduling) -> dict[str, Any]:
     """DCGM exporter (GPU metrics for Prometheus) on every GPU node."""
-    return {"affinity": _gpu_affinity(s, exclude=False), "tolerations": _tolerations(s)}
+    return {"affinity": _gpu_affinity(s, exclude=False),
+            "tolerations": _tolerations(s, s.gpu_pools())}
 
 
 def scheduling_pod(values: Mapping[str, Any], name: str = "scheduling-check") -> dict[str, Any]:

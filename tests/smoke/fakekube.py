@@ -368,9 +368,15 @@ class FakeCluster:
                 self._schedule()
                 self._kubelet()
 
-    def _owned(self, plural: str, uid: str) -> list[dict[str, Any]]:
-        return [o for (p, _, _), o in self.store.items() if p == plural and any(
-            r.get("uid") == uid for r in o["metadata"].get("ownerReferences") or [])]
+    def _of_kind(self, plural: str) -> list[tuple[Key, dict[str, Any]]]:
+        return [(k, o) for k, o in self.store.items() if k[0] == plural]
+
+    def _pods_by_owner(self) -> dict[str, list[dict[str, Any]]]:
+        out: dict[str, list[dict[str, Any]]] = {}
+        for _, pod in self._of_kind("pods"):
+            for ref in pod["metadata"].get("ownerReferences") or []:
+                out.setdefault(ref.get("uid", ""), []).append(pod)
+        return out
 
     @staticmethod
     def _owner_ref(obj: dict[str, Any]) -> dict[str, Any]:
@@ -379,8 +385,8 @@ class FakeCluster:
                 "uid": m["uid"], "controller": True, "blockOwnerDeletion": True}
 
     def _jobsets(self) -> None:
-        for (p, ns, name), js in list(self.store.items()):
-            if p != "jobsets" or js["metadata"]["uid"] in self._expanded:
+        for (_, ns, name), js in self._of_kind("jobsets"):
+            if js["metadata"]["uid"] in self._expanded:
                 continue
             self._expanded.add(js["metadata"]["uid"])
             for rjob in js["spec"]["replicatedJobs"]:
@@ -399,16 +405,16 @@ class FakeCluster:
 
     def _jobs(self) -> None:
         now = time.time()
-        for (p, ns, _name), job in list(self.store.items()):
-            if p != "jobs":
-                continue
-            spec, status = job["spec"], job.setdefault("status", {})
-            if status.get("conditions"):
-                continue
-            if "startTime" not in status:
-                status.update(startTime=_now(), started=now)
+        jobs = [(k, j) for k, j in self._of_kind("jobs")
+                if not (j.get("status") or {}).get("conditions")]
+        for (_, ns, _), job in jobs:
+            if "startTime" not in job.setdefault("status", {}):
+                job["status"].update(startTime=_now(), started=now)
                 self._create_job_pods(ns, job)
-            pods = self._owned("pods", job["metadata"]["uid"])
+        owned = self._pods_by_owner() if jobs else {}
+        for (_, ns, _), job in jobs:
+            spec, status = job["spec"], job["status"]
+            pods = owned.get(job["metadata"]["uid"], [])
             failed = [q for q in pods if q["status"].get("phase") == "Failed"]
             done = [q for q in pods if q["status"].get("phase") == "Succeeded"]
             status.update(active=len(pods) - len(failed) - len(done), failed=len(failed),
@@ -461,14 +467,22 @@ class FakeCluster:
             self.create("pods", ns, tmpl)
 
     def _schedule(self) -> None:
-        nodes = [o for (p, _, _), o in sorted(self.store.items()) if p == "nodes"]
-        for (p, ns, _name), pod in list(self.store.items()):
-            if p != "pods" or pod["spec"].get("nodeName"):
-                continue
+        pods = self._of_kind("pods")
+        pending = [(k, o) for k, o in pods if not o["spec"].get("nodeName")]
+        if not pending:
+            return
+        nodes = [o for _, o in sorted(self._of_kind("nodes"))]
+        on_node: dict[str, list[dict[str, Any]]] = {}
+        for _, o in pods:
+            if o["spec"].get("nodeName") and o["status"].get("phase") not in TERMINAL:
+                on_node.setdefault(o["spec"]["nodeName"], []).append(o)
+        for (_, ns, _), pod in pending:
             reasons: dict[str, int] = {}
             for node in nodes:
-                why = self._unfit(pod, node)
+                here = on_node.setdefault(node["metadata"]["name"], [])
+                why = self._unfit(pod, node, here)
                 if why is None:
+                    here.append(pod)
                     pod["spec"]["nodeName"] = node["metadata"]["name"]
                     pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}]
                     break
@@ -495,7 +509,10 @@ class FakeCluster:
             "firstTimestamp": _now(), "lastTimestamp": _now(),
             "source": {"component": "default-scheduler"}})
 
-    def _unfit(self, pod: dict[str, Any], node: dict[str, Any]) -> str | None:
+    @staticmethod
+    def _unfit(pod: dict[str, Any], node: dict[str, Any],
+               here: list[dict[str, Any]]) -> str | None:
+        """Why `pod` cannot go on `node` (where the pods `here` run), or None."""
         spec, labels = pod["spec"], node["metadata"].get("labels") or {}
         if node.get("spec", {}).get("unschedulable"):
             return "node(s) were unschedulable"
@@ -505,9 +522,6 @@ class FakeCluster:
             if taint.get("effect") in ("NoSchedule", "NoExecute") and not any(
                     _tolerates(t, taint) for t in spec.get("tolerations") or []):
                 return f"node(s) had untolerated taint {{{taint['key']}: {taint.get('value', '')}}}"
-        here = [o for (p, _, _), o in self.store.items() if p == "pods" and o is not pod
-                and o["spec"].get("nodeName") == node["metadata"]["name"]
-                and o["status"].get("phase") not in TERMINAL]
         alloc = node.get("status", {}).get("allocatable") or {}
         for resource, want in _requests(pod).items():
             used = sum(_requests(o).get(resource, 0.0) for o in here)
@@ -525,8 +539,8 @@ class FakeCluster:
         return None
 
     def _kubelet(self) -> None:
-        for key, pod in list(self.store.items()):
-            if key[0] != "pods" or not pod["spec"].get("nodeName"):
+        for key, pod in self._of_kind("pods"):
+            if not pod["spec"].get("nodeName"):
                 continue
             phase = pod["status"].get("phase")
             if phase == "Pending" and key not in self._procs:

@@ -255,3 +255,55 @@ def test_run_help_documents_every_option() -> None:
                 "--image", "--json", "--junit", "--out"):
         assert opt in result.output
     assert "130" in result.output
+
+
+TPU_STACK = """\
+config:
+  accelfleet:fleet:
+    clouds:
+      gcp: {project: acme-ml-test, region: us-central1}
+    clusters:
+      - {name: c1, cloud: gcp}
+    teams:
+      - {name: research}
+    pools:
+      - {name: v5p-ms, cluster: c1, team: research, accelerator: v5p, topology: 2x2x2,
+         multislice: 2, zone: us-central1-a}
+    smoke:
+      namespace: smoke-test
+      timeout_s: 120
+"""
+
+
+def _tpu_report(host: str) -> str:
+    results = [ProbeResult(f"tpu{i}", "matmul_tflops", 2, Verdict.PASS, "recorded",
+                           400.0 + i, 459.0, "TFLOP/s") for i in range(4)]
+    rep = HostReport(host=host, backend="jax", platform="tpu", versions={"jax": "0.10.2"},
+                     tier=2, results=tuple(results), accelerator="v5p")
+    return json.dumps(rep.to_dict())
+
+
+def test_a_multislice_runs_as_one_jobset_over_every_host(fake_cluster: Any, tmp_path: Path,
+                                                         cpu_nodes: None) -> None:
+    """The TPU path through the JobSet controller: one JobSet, a Job per slice, a pod per
+    host, every host pinned by the inventory's selectors and tolerations."""
+    from fleet import load_fleet
+    from fleet.inventory import build_inventory
+
+    stack = tmp_path / "Pulumi.tpu.yaml"
+    stack.write_text(TPU_STACK, encoding="utf-8")
+    pool = build_inventory(load_fleet(str(stack)), "tpu").pool("v5p-ms")
+    taints = [{"key": t["key"], "value": t.get("value", ""), "effect": t["effect"]}
+              for t in pool.tolerations if t.get("operator", "Equal") == "Equal"]
+    hosts = [f"tpu-host-{i}" for i in range(pool.hosts_per_slice * pool.slices)]
+    for host in hosts:
+        fake_cluster.add_node(host, labels=dict(pool.node_selector), taints=taints,
+                              allocatable={pool.resource: str(pool.devices_per_node)})
+        fake_cluster.set_node_output(host, _tpu_report(host))
+    code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--tier", "2")
+    assert code == 0, output
+    assert doc is not None
+    assert sorted(r.host for r in reports(doc, "v5p-ms")) == hosts
+    kinds = {(m, p.split("/")[-1]) for m, p in fake_cluster.requests if m == "POST"}
+    assert ("POST", "jobsets") in kinds and ("POST", "jobs") not in kinds
+    assert_nothing_left(fake_cluster, doc["run_id"])

@@ -352,6 +352,27 @@ def test_hostile_inventory_values_stay_data(inventory: Inventory, tmp_path: Path
         render_run(Inventory("x", (bad_name,)), RenderOptions(run_id="h1"))
 
 
+def test_placeholders_give_the_objects_the_full_text_parses_to(
+        inventory: Inventory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_render` parses a skeleton with placeholders; parsing the whole text (every value as
+    JSON) must give exactly the same objects, for every pool kind, hostile values included."""
+    import smoke._workload as workload
+
+    evil = "\x00accelfleet:0 '\"\n- x: {{ y }}"
+    pool = inventory.pool("l4")
+    hostile = replace(pool, node_selector={**pool.node_selector, "team": evil})
+    inv = Inventory("x", (*inventory.pools, replace(hostile, name="hostile")))
+    fast = render_run(inv, RenderOptions(run_id="r1"))
+
+    def whole_text(template: str, context: dict[str, Any]) -> list[dict[str, Any]]:
+        text = workload.render_text(template, context)
+        return [d for d in YAML(typ="safe", pure=True).load_all(text) if d is not None]
+
+    monkeypatch.setattr(workload, "_render", whole_text)
+    assert render_run(inv, RenderOptions(run_id="r1")) == fast
+    assert job_of(fast, "hostile")["spec"]["template"]["spec"]["nodeSelector"]["team"] == evil
+
+
 def test_templates_refuse_values_not_encoded_as_json() -> None:
     with pytest.raises(jinja2.TemplateError, match="tojson"):
         _environment().from_string("name: {{ name }}").render(name="x")

@@ -51,7 +51,7 @@ config:
       - {name: p5, cluster: eks, team: research, accelerator: p5.48xlarge, nodes: 2,
          zone: us-east-1a}
       - {name: g6, cluster: eks, team: research, accelerator: g6.12xlarge, nodes: 1,
-         zone: us-east-1a}
+         zone: us-east-1a, fabric: "off"}
 """
 SKIPPED = {"l4-idle", "v5p-vm"}
 

@@ -1,0 +1,145 @@
+"""The launcher's own overhead: `accelfleet smoke run` on N pools x 8 nodes of the fake cluster.
+
+    .venv/bin/python benchmarks/bench_launcher.py [--pools 10 50 100] [--nodes 8] [--repeats 3]
+
+The fake Kubernetes API server of the tests (tests/smoke/fakekube.py) runs in a process of its
+own, so its controllers do not share this process's CPU and GIL with the launcher. Its pods
+start no process: each prints a recorded HostReport and exits, so what is timed is everything
+except the agents' own work: render, submit, follow (the fake's 50 ms controller tick and the
+launcher's 0.5 s poll included), read every pod's log, judge, and clean up. Printed per pool
+count: wall time (best and median), the launcher process's peak Python allocation (tracemalloc)
+and the API requests it made. Target: 100 pools x 8 nodes under 3 s, memory flat in the pool
+count. Not part of the test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+NODE_LABELS = {"cloud.google.com/gke-accelerator": "nvidia-l4",
+               "cloud.google.com/gce-machine-type": "g2-standard-24"}
+
+
+def stack_text(pools: int, nodes: int) -> str:
+    lines = ["config:", "  accelfleet:fleet:", "    clouds:",
+             "      gcp: {project: acme-bench, region: us-central1}",
+             "    clusters:", "      - {name: c1, cloud: gcp}",
+             "    teams:", "      - {name: research}", "    pools:"]
+    lines += [f"      - {{name: p{i:03d}, cluster: c1, team: research, accelerator: "
+              f"g2-standard-24, nodes: {nodes}, zone: us-central1-a}}" for i in range(pools)]
+    return "\n".join(lines) + "\n"
+
+
+def report_line(host: str) -> str:
+    from smoke._results import HostReport, ProbeResult, Verdict
+
+    results = tuple(ProbeResult(f"cuda{i}", "matmul_tflops", 2, Verdict.PASS, "recorded",
+                                110.0 + i, 121.0, "TFLOP/s") for i in range(2))
+    return json.dumps(HostReport(host=host, backend="torch", platform="gpu",
+                                 versions={"torch": "2.13.0"}, tier=2, results=results,
+                                 accelerator="l4").to_dict())
+
+
+def serve(root: str, pools: int, nodes: int, conn: Any) -> None:
+    """The fake cluster's process: nodes for every pool, canned reports, until told to stop."""
+    from tests.smoke.fakekube import FakeCluster
+
+    cluster = FakeCluster(Path(root)).start()
+    gpu_taint = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+    for i in range(pools):
+        for j in range(nodes):
+            name = f"p{i:03d}-n{j}"
+            cluster.add_node(name, labels={**NODE_LABELS, "accelfleet.io/pool": f"p{i:03d}"},
+                             taints=[gpu_taint], allocatable={"nvidia.com/gpu": "2"})
+            cluster.set_node_output(name, report_line(name))
+    conn.send(cluster.url)
+    while True:
+        msg = conn.recv()
+        if msg == "stop":
+            break
+        with cluster.lock:
+            conn.send((len(cluster.requests), len(cluster.objects("accelfleet.io/run"))))
+            cluster.requests.clear()
+    cluster.stop()
+
+
+def one_run(stack: Path, url: str) -> tuple[float, int, int]:
+    """(seconds, peak bytes allocated, pods reported) of one launch."""
+    from fleet import load_fleet
+    from fleet.inventory import build_inventory
+    from smoke import _expect
+    from smoke._access import ClusterRef, connect
+    from smoke._workload import RenderOptions, render_run
+    from smoke.launcher import launch, new_run_id
+
+    kc = stack.parent / "kubeconfig"
+    kc.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c1",
+        "clusters": [{"name": "fake", "cluster": {"server": url}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c1", "context": {"cluster": "fake", "user": "u"}}]}))
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    inventory = build_inventory(load_fleet(str(stack)), "bench")
+    run = render_run(inventory, RenderOptions(run_id=new_run_id(), namespace="bench"),
+                     expectation=_expect.for_pool)
+    clients = connect([ClusterRef("c1", "gcp")], kubeconfig=kc)
+    report = launch(run, clients, stack="bench", timeout_s=120)
+    seconds = time.perf_counter() - t0
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    pods = sum(len(p.nodes) for p in report.pools)
+    if not report.ok:
+        raise SystemExit(f"the benchmark run failed: {[f.line() for f in report.failures][:5]}")
+    return seconds, peak, pods
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pools", type=int, nargs="+", default=[10, 50, 100])
+    ap.add_argument("--nodes", type=int, default=8)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    ctx = mp.get_context("spawn")
+    print(f"{'pools':>5} {'pods':>5} {'best s':>7} {'median s':>8} {'peak MiB':>8} "
+          f"{'requests':>8}")
+    for pools in args.pools:
+        with tempfile.TemporaryDirectory() as tmp:
+            stack = Path(tmp) / "Pulumi.bench.yaml"
+            stack.write_text(stack_text(pools, args.nodes), encoding="utf-8")
+            parent, child = ctx.Pipe()
+            server = ctx.Process(target=serve, args=(str(Path(tmp) / "fake"), pools,
+                                                     args.nodes, child), daemon=True)
+            server.start()
+            url = parent.recv()
+            times, peaks, requests = [], [], []
+            for _ in range(args.repeats):
+                seconds, peak, pods = one_run(stack, url)
+                parent.send("count")
+                n_requests, left = parent.recv()
+                if left:
+                    raise SystemExit(f"{left} objects of the run were left on the server")
+                times.append(seconds)
+                peaks.append(peak)
+                requests.append(n_requests)
+            parent.send("stop")
+            server.join(30)
+        print(f"{pools:>5} {pods:>5} {min(times):>7.2f} {statistics.median(times):>8.2f} "
+              f"{max(peaks) / 2**20:>8.1f} {statistics.median(requests):>8.0f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
