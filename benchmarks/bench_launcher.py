@@ -75,8 +75,9 @@ def serve(root: str, pools: int, nodes: int, conn: Any) -> None:
     cluster.stop()
 
 
-def one_run(stack: Path, url: str) -> tuple[float, int, int]:
-    """(seconds, peak bytes allocated, pods reported) of one launch."""
+def one_run(stack: Path, url: str, *, trace: bool = False) -> tuple[float, int, int]:
+    """(seconds, peak bytes allocated (with `trace`, which slows it), pods reported) of one
+    run: load the stack, render, connect, launch."""
     from fleet import load_fleet
     from fleet.inventory import build_inventory
     from smoke import _expect
@@ -90,7 +91,8 @@ def one_run(stack: Path, url: str) -> tuple[float, int, int]:
         "clusters": [{"name": "fake", "cluster": {"server": url}}],
         "users": [{"name": "u", "user": {"token": "t"}}],
         "contexts": [{"name": "c1", "context": {"cluster": "fake", "user": "u"}}]}))
-    tracemalloc.start()
+    if trace:
+        tracemalloc.start()
     t0 = time.perf_counter()
     inventory = build_inventory(load_fleet(str(stack)), "bench")
     run = render_run(inventory, RenderOptions(run_id=new_run_id(), namespace="bench"),
@@ -98,8 +100,10 @@ def one_run(stack: Path, url: str) -> tuple[float, int, int]:
     clients = connect([ClusterRef("c1", "gcp")], kubeconfig=kc)
     report = launch(run, clients, stack="bench", timeout_s=120)
     seconds = time.perf_counter() - t0
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
+    peak = 0
+    if trace:
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
     pods = sum(len(p.nodes) for p in report.pools)
     if not report.ok:
         raise SystemExit(f"the benchmark run failed: {[f.line() for f in report.failures][:5]}")
@@ -125,15 +129,16 @@ def main() -> int:
             server.start()
             url = parent.recv()
             times, peaks, requests = [], [], []
-            for _ in range(args.repeats):
-                seconds, peak, pods = one_run(stack, url)
+            for i in range(args.repeats + 1):  # the last run traces memory, untimed
+                seconds, peak, pods = one_run(stack, url, trace=i == args.repeats)
                 parent.send("count")
                 n_requests, left = parent.recv()
                 if left:
                     raise SystemExit(f"{left} objects of the run were left on the server")
-                times.append(seconds)
+                if i < args.repeats:
+                    times.append(seconds)
+                    requests.append(n_requests)
                 peaks.append(peak)
-                requests.append(n_requests)
             parent.send("stop")
             server.join(30)
         print(f"{pools:>5} {pods:>5} {min(times):>7.2f} {statistics.median(times):>8.2f} "

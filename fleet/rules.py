@@ -131,6 +131,14 @@ class _Checker:
                 f"add `clouds: {{{cluster.cloud}: ...}}` with its "
                 + ("project and region" if cluster.cloud == "gcp" else "account and region"),
             )
+        addons = self.catalog.eks_addons
+        version = cluster.kubernetes_version
+        if cluster.cloud == "aws" and version is not None and version not in addons.versions:
+            self.add(f"clusters {cluster.name!r}.kubernetes_version",
+                     f"no EKS add-on versions (vpc-cni, kube-proxy, coredns) are pinned for "
+                     f"Kubernetes {version}",
+                     "use a version the catalog pins add-ons for, or add its pins to "
+                     "fleet/catalog/data/aws.yaml `eks_addons`", tuple(addons.versions))
 
     # -- pools -----------------------------------------------------------------------------
     def _pool(self, pool: Pool) -> ResolvedPool | None:

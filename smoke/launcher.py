@@ -42,6 +42,8 @@ JOBSET = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
 LOG_TAIL_LINES = 40
 CRASH_LINES = 6
 REQUEST_TIMEOUT_S = (5.0, 30.0)
+PAGE_PODS = 200  # pods per list request
+SUBMIT_WORKERS = 8  # pools submitted at once, per cluster
 
 
 def new_run_id() -> str:
@@ -156,23 +158,31 @@ class _ClusterRun:
                 p.finish(PoolStatus.ERROR, f"cluster {self.name}: creating the run's "
                          f"namespace objects failed: {exc.status} {exc.reason}")
             return False
-        for p in self.pools:
-            p.started = time.monotonic()
-            p.deadline = p.started + self.timeout_s + 15
-            try:
-                for obj in p.workload.objects:
-                    self._create(obj)
-            except ApiException as exc:
-                hint = ""
-                if exc.status == 404 and p.workload.kind == "jobset":
-                    hint = " (the JobSet CRD is not installed: `pulumi up` installs the JobSet " \
-                           "controller on clusters with TPU pools)"
-                p.finish(PoolStatus.ERROR, f"submitting {p.workload.name} failed: "
-                         f"{exc.status} {exc.reason}{hint}")
-            if self.stop.is_set():
-                return False
-            self.display.update(p.name, "pending", 0, p.workload.pods, "submitted")
-        return True
+        with ThreadPoolExecutor(max_workers=SUBMIT_WORKERS) as pool_submits:
+            list(pool_submits.map(self._submit_pool, self.pools))
+        return not self.stop.is_set()
+
+    def _submit_pool(self, p: _Pool) -> None:
+        """One pool's objects, in order (its Service before its Job)."""
+        from kubernetes.client.exceptions import ApiException
+
+        if self.stop.is_set():
+            return
+        p.started = time.monotonic()
+        p.deadline = p.started + self.timeout_s + 15
+        try:
+            for obj in p.workload.objects:
+                self._create(obj)
+        except ApiException as exc:
+            hint = ""
+            if exc.status == 404 and p.workload.kind == "jobset":
+                hint = " (the JobSet CRD is not installed: `pulumi up` installs the JobSet " \
+                       "controller on clusters with TPU pools)"
+            p.finish(PoolStatus.ERROR, f"submitting {p.workload.name} failed: "
+                     f"{exc.status} {exc.reason}{hint}")
+            self.display.update(p.name, "failed", 0, p.workload.pods, p.reason[:80])
+            return
+        self.display.update(p.name, "pending", 0, p.workload.pods, "submitted")
 
     # -- follow ------------------------------------------------------------------------
     def follow(self) -> None:
@@ -190,39 +200,41 @@ class _ClusterRun:
                 self._deadlines()
                 self.stop.wait(self.poll_s)
 
-    def _pods(self) -> list[dict[str, Any]]:
-        resp = with_retries(self.core.list_namespaced_pod, self.ns,
-                            label_selector=self.selector, _preload_content=False,
-                            _request_timeout=REQUEST_TIMEOUT_S)
-        items: list[dict[str, Any]] = json.loads(_raw(resp)).get("items") or []
-        return items
+    def _pods(self) -> list[_PodState]:
+        """The run's pods, a page at a time, each kept only as what the launcher reads of it:
+        memory stays flat however many pools and nodes the run has."""
+        states: list[_PodState] = []
+        token: str | None = None
+        while True:
+            resp = with_retries(self.core.list_namespaced_pod, self.ns,
+                                label_selector=self.selector, limit=PAGE_PODS,
+                                _continue=token, _preload_content=False,
+                                _request_timeout=REQUEST_TIMEOUT_S)
+            page = json.loads(_raw(resp))
+            states += [_PodState.of(pod) for pod in page.get("items") or []]
+            token = (page.get("metadata") or {}).get("continue") or None
+            if token is None:
+                return states
 
-    def _tick(self, pods: list[dict[str, Any]], logs: ThreadPoolExecutor) -> None:
-        by_pool: dict[str, list[dict[str, Any]]] = {}
+    def _tick(self, pods: list[_PodState], logs: ThreadPoolExecutor) -> None:
+        by_pool: dict[str, list[_PodState]] = {}
         for pod in pods:
-            by_pool.setdefault(pod["metadata"].get("labels", {}).get(POOL_LABEL, ""),
-                               []).append(pod)
+            by_pool.setdefault(pod.pool, []).append(pod)
         for p in self.pools:
             if p.status is not None:
                 continue
-            mine = by_pool.get(p.name, [])
             fetch = []
             running = 0
-            for pod in mine:
-                meta, status = pod["metadata"], pod.get("status") or {}
-                key = meta["name"]
-                phase = status.get("phase", "Pending")
-                if key in p.outcomes:
+            for pod in by_pool.get(p.name, []):
+                if pod.name in p.outcomes:
                     continue
-                if phase in ("Succeeded", "Failed"):
+                if pod.phase in ("Succeeded", "Failed"):
                     fetch.append(pod)
-                elif phase == "Running":
+                elif pod.phase == "Running":
                     running += 1
-                    p.pending.pop(key, None)
-                else:
-                    msg = _unschedulable(status)
-                    if msg:
-                        p.pending[key] = msg
+                    p.pending.pop(pod.name, None)
+                elif pod.unschedulable:
+                    p.pending[pod.name] = pod.unschedulable
             for outcome, check in logs.map(self._outcome, fetch):
                 p.outcomes[outcome.pod] = outcome
                 if check is not None:
@@ -235,11 +247,8 @@ class _ClusterRun:
             if done >= p.workload.pods:
                 self._close(p)
 
-    def _outcome(self, pod: dict[str, Any]) -> tuple[NodeOutcome, ProbeResult | None]:
-        meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
-        name, node = meta["name"], spec.get("nodeName")
-        index = int(meta.get("labels", {}).get(INDEX_LABEL, "0") or 0)
-        code = _exit_code(status)
+    def _outcome(self, pod: _PodState) -> tuple[NodeOutcome, ProbeResult | None]:
+        name, node, index, code = pod.name, pod.node, pod.index, pod.exit_code
         try:
             resp = with_retries(self.core.read_namespaced_pod_log, name, self.ns,
                                 tail_lines=LOG_TAIL_LINES, _preload_content=False,
@@ -340,6 +349,29 @@ class _ClusterRun:
                               f"({type(exc).__name__}); delete them with `kubectl delete "
                               f"{what} -n {self.ns} -l {sel}`")
         return errors
+
+
+@dataclass(frozen=True, slots=True)
+class _PodState:
+    """What the launcher reads of a pod."""
+
+    name: str
+    pool: str
+    node: str | None
+    index: int
+    phase: str
+    exit_code: int | None
+    unschedulable: str  # the scheduler's message while it cannot place the pod
+
+    @classmethod
+    def of(cls, pod: Mapping[str, Any]) -> _PodState:
+        meta, status = pod["metadata"], pod.get("status") or {}
+        labels = meta.get("labels") or {}
+        return cls(name=meta["name"], pool=labels.get(POOL_LABEL, ""),
+                   node=(pod.get("spec") or {}).get("nodeName"),
+                   index=int(labels.get(INDEX_LABEL, "0") or 0),
+                   phase=status.get("phase", "Pending"), exit_code=_exit_code(status),
+                   unschedulable=_unschedulable(status))
 
 
 def _unschedulable(status: Mapping[str, Any]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
+from components.aws._addons import managed_addons
 from components.aws._eks import EksCluster, EksClusterArgs
 from components.aws._network import EksNetwork, EksNetworkArgs
 from components.aws._nodegroup import (
@@ -56,18 +57,27 @@ class AwsCluster(pulumi.ComponentResource):
                            zones=[z for p in pools for z in p.spec.zones], compact_pools=compact),
             child,
         )
+        # kube-proxy and CoreDNS pins fit one Kubernetes version: a cluster that names none gets
+        # the version its add-ons are pinned for, not whatever EKS defaults to that day.
+        eks_version = cluster.kubernetes_version or catalog.eks_addons.default_kubernetes_version
+        pins = catalog.eks_addons.pins(eks_version)
         eks = EksCluster(
             cluster.name,
             EksClusterArgs(name=cluster.name, region=region,
-                           kubernetes_version=cluster.kubernetes_version,
+                           kubernetes_version=eks_version,
                            subnet_ids=list(network.private_subnet_ids.values()),
                            services_cidr=cluster.network.services_cidr,
                            private_endpoint=cluster.private_endpoint,
                            authorized_cidrs=list(cluster.authorized_cidrs)),
             child,
         )
+        before = managed_addons(
+            cluster.name, eks.cluster_name,
+            {n: v for n, v in pins.items() if n in catalog.eks_addons.before_compute}, child)
+        # Every node group of the cluster goes in here: CoreDNS waits for them all.
+        node_groups: list[pulumi.Resource] = []
         for pool in pools:
-            GpuNodeGroup(
+            group = GpuNodeGroup(
                 pool.name,
                 GpuNodeGroupArgs(
                     pool=pool, catalog=catalog, cluster_name=eks.cluster_name,
@@ -76,9 +86,14 @@ class AwsCluster(pulumi.ComponentResource):
                     cluster_security_group_id=eks.cluster_security_group_id,
                     efa_security_group_id=network.efa_security_group_id,
                     placement_group=network.placement_groups.get(pool.name),
-                    kubernetes_version=cluster.kubernetes_version),
+                    kubernetes_version=cluster.kubernetes_version,
+                    depends_on=list(before.values())),
                 child,
             )
+            node_groups.append(group)
+        managed_addons(cluster.name, eks.cluster_name,
+                       {n: v for n, v in pins.items() if n not in before}, child,
+                       depends_on=node_groups)
         gpu_taint = next((catalog.kube(p.shape).taint for p in pools), None)
         if gpu_taint is not None:
             scheduling = GpuScheduling(

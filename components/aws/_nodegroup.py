@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,6 +108,8 @@ class GpuNodeGroupArgs:
     efa_security_group_id: pulumi.Input[str]
     placement_group: pulumi.Input[str] | None = None
     kubernetes_version: str | None = None
+    # What the node group waits for: the add-ons nodes need to become Ready (vpc-cni, ...).
+    depends_on: Sequence[pulumi.Resource] = ()
 
 
 class GpuNodeGroup(pulumi.ComponentResource):
@@ -183,6 +186,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
             tags=tags,
             opts=pulumi.ResourceOptions(
                 parent=self,
+                depends_on=list(args.depends_on),
                 # The cluster autoscaler owns the desired size of an autoscaled group.
                 ignore_changes=["scalingConfig.desiredSize"] if autoscaled else None),
         )

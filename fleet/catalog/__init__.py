@@ -15,6 +15,7 @@ from math import prod
 from typing import Any
 
 from fleet.catalog import _tpu
+from fleet.catalog._eks import EksAddonPins, load_eks_addons
 from fleet.catalog._load import (
     as_str_dict,
     image_ref_problem,
@@ -50,6 +51,7 @@ __all__ = [
     "Accelerator",
     "Catalog",
     "Cloud",
+    "EksAddonPins",
     "Fabric",
     "FabricDaemon",
     "GpuNetworking",
@@ -99,6 +101,8 @@ class Catalog:
                 self.ami_types = as_str_dict(data["ami_types"])
             if "capacity_blocks" in data:
                 self.capacity_blocks_source = str(data["capacity_blocks"]["source"])
+            if cloud == "aws":
+                self.eks_addons: EksAddonPins = load_eks_addons(data.get("eks_addons"))
         self.tpus = load_tpus(self.accelerators)
         self.fabrics: dict[str, Fabric] = load_fabrics(
             {m.networking.kind: m.networking for m in self.machines.values() if m.networking})

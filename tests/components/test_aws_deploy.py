@@ -137,3 +137,52 @@ def test_other_pools_keep_the_instance_type_on_the_node_group(built: Built) -> N
     assert built.inputs(NG, "p5-ng")["instanceTypes"] == ["p5.48xlarge"]
     lt = built.inputs(LT, "p5-lt")
     assert "instanceType" not in lt and "instanceMarketOptions" not in lt
+
+
+# -- EKS managed add-ons -------------------------------------------------------------------------
+def test_core_addons_are_managed_and_pinned(built: Built) -> None:
+    """vpc-cni, kube-proxy and CoreDNS are EKS managed add-ons at the catalog's pinned
+    versions for the cluster's Kubernetes version; they take over what EKS installed itself
+    (resolve_conflicts_on_create OVERWRITE)."""
+    pins = load_catalog().eks_addons.pins("1.33")
+    assert built.names(ADDON) == {f"eks-{name}" for name in pins}
+    assert set(pins) == {"vpc-cni", "kube-proxy", "coredns"}
+    for name, version in pins.items():
+        addon = built.inputs(ADDON, f"eks-{name}")
+        assert addon["addonName"] == name and addon["addonVersion"] == version
+        assert addon["clusterName"] == "eks"
+        assert addon["resolveConflictsOnCreate"] == "OVERWRITE"
+
+
+def test_node_groups_wait_for_vpc_cni_and_kube_proxy(built: Built) -> None:
+    """Nodes need the VPC CNI (pod addresses; EFA-only interfaces need v1.18.5 or later, EKS
+    user guide node-efa) and kube-proxy before they run pods: installed before compute, as
+    terraform-aws-modules/terraform-aws-eks does with `before_compute = true`
+    (main.tf `aws_eks_addon.before_compute`, examples/eks-managed-node-group)."""
+    groups = {f"{p['name']}-ng" for p in SPEC["pools"]}
+    assert groups <= built.names(NG)
+    for group in groups:
+        assert built.depends_on(NG, group, ADDON, "eks-vpc-cni"), group
+        assert built.depends_on(NG, group, ADDON, "eks-kube-proxy"), group
+
+
+def test_coredns_waits_for_every_node_group(built: Built) -> None:
+    """CoreDNS is a Deployment: created before any node exists, the add-on stays degraded
+    (terraform-aws-eks creates non-`before_compute` add-ons after its node groups). It waits
+    for every node group of the cluster, whatever kind."""
+    for group in built.names(NG):
+        assert built.depends_on(ADDON, "eks-coredns", NG, group), group
+    assert not built.depends_on(ADDON, "eks-vpc-cni", NG, "p5-ng")
+
+
+def test_cluster_without_a_version_gets_the_version_its_addons_are_pinned_for(
+        capture_deps: dict[tuple[str, str], set[str]]) -> None:
+    """kube-proxy and CoreDNS pins only fit one Kubernetes minor version; left to EKS, a new
+    cluster would get EKS's default version and refuse them."""
+    spec = copy.deepcopy(SPEC)
+    del spec["clusters"][0]["kubernetes_version"]
+    got = build(spec, capture_deps)
+    default = load_catalog().eks_addons.default_kubernetes_version
+    assert got.inputs("aws:eks/cluster:Cluster", "eks-eks")["version"] == default
+    pins = load_catalog().eks_addons.pins(default)
+    assert got.inputs(ADDON, "eks-kube-proxy")["addonVersion"] == pins["kube-proxy"]

@@ -136,3 +136,27 @@ def test_reserved_pool_spanning_zones_is_refused(spec: dict[str, Any], cluster: 
     p = at(spec, "pools 'r'.zones")
     assert "reservation" in p.message and "zone" in p.message
     assert "reservation's zone" in p.hint
+
+
+# -- EKS add-on pins ------------------------------------------------------------------------------
+def test_addon_pins_are_dated_sourced_and_fit_efa_only(cat: Catalog) -> None:
+    """EFA-only interfaces need VPC CNI 1.18.5 or later (EKS user guide, node-efa, "EFA and
+    EFA-only interfaces": "You must have VPC CNI version 1.18.5 or later for EFA-only
+    interfaces"; the fix is aws/amazon-vpc-cni-k8s v1.18.5, #3047 "Filter out interfaces with
+    no ip info"). Every pinned vpc-cni must be at least that."""
+    addons = cat.eks_addons
+    assert addons.source and addons.as_of
+    assert addons.default_kubernetes_version in addons.versions
+    for version in addons.versions:
+        pins = addons.pins(version)
+        assert set(pins) == {"vpc-cni", "kube-proxy", "coredns"}
+        assert pins["kube-proxy"].startswith(f"v{version}.")
+        cni = tuple(int(x) for x in pins["vpc-cni"].lstrip("v").split("-")[0].split("."))
+        assert cni >= (1, 18, 5)
+
+
+def test_eks_version_without_addon_pins_is_refused(spec: dict[str, Any]) -> None:
+    spec["clusters"][1]["kubernetes_version"] = "1.29"
+    p = at(spec, "clusters 'eks'.kubernetes_version")
+    assert "1.29" in p.message and "add-on" in p.message
+    assert "1.33" in p.accepted

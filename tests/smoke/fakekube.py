@@ -281,15 +281,22 @@ class FakeCluster:
         return obj
 
     def list(self, plural: str, namespace: str | None, label_selector: str = "",
-             field_selector: str = "") -> dict[str, Any]:
+             field_selector: str = "", limit: int = 0, cont: str = "") -> dict[str, Any]:
+        """A list, a page of `limit` items at a time when asked (`continue` is the offset)."""
         kind, api_version, _ = RESOURCES[plural]
         with self.lock:
-            items = [copy.deepcopy(o) for (p, ns, _), o in sorted(self.store.items())
-                     if p == plural and (namespace is None or ns == namespace)
-                     and selector_matches(label_selector, o["metadata"].get("labels") or {})
-                     and _field_matches(field_selector, o)]
-        return {"kind": f"{kind}List", "apiVersion": api_version,
-                "metadata": {"resourceVersion": str(next(self._rv))}, "items": items}
+            matches = [o for (p, ns, _), o in sorted(self.store.items())
+                       if p == plural and (namespace is None or ns == namespace)
+                       and selector_matches(label_selector, o["metadata"].get("labels") or {})
+                       and _field_matches(field_selector, o)]
+            start = int(cont or 0)
+            end = start + limit if limit > 0 else len(matches)
+            items = [copy.deepcopy(o) for o in matches[start:end]]
+        meta = {"resourceVersion": str(next(self._rv))}
+        if end < len(matches):
+            meta["continue"] = str(end)
+        return {"kind": f"{kind}List", "apiVersion": api_version, "metadata": meta,
+                "items": items}
 
     def delete(self, plural: str, namespace: str, name: str, propagation: str | None) -> None:
         with self.lock:
@@ -710,6 +717,7 @@ def _remap(value: str, mounts: dict[str, Path]) -> str:
 class _Handler(BaseHTTPRequestHandler):
     cluster: FakeCluster
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # else each keep-alive answer waits ~40 ms for a delayed ACK
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
@@ -797,7 +805,8 @@ class _Handler(BaseHTTPRequestHandler):
             return c.read(plural, ns, name)
         if method == "GET":
             return c.list(plural, ns if namespace or not namespaced else None,
-                          q.get("labelSelector", ""), q.get("fieldSelector", ""))
+                          q.get("labelSelector", ""), q.get("fieldSelector", ""),
+                          int(q.get("limit") or 0), q.get("continue", ""))
         if method == "POST" and not name:
             return c.create(plural, ns, body or {})
         if method == "DELETE" and name:

@@ -1,0 +1,73 @@
+"""EKS managed add-ons pinned per Kubernetes version (catalog aws.yaml `eks_addons`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fleet.errors import CatalogError, InputError
+
+
+def _semver(version: str) -> tuple[int, ...]:
+    """'v1.20.0-eksbuild.1' -> (1, 20, 0)."""
+    try:
+        return tuple(int(x) for x in version.lstrip("v").split("-")[0].split("."))
+    except ValueError:
+        raise CatalogError(f"aws.yaml eks_addons: {version!r} is not a version") from None
+
+
+@dataclass(frozen=True, slots=True)
+class EksAddonPins:
+    """Add-on versions by Kubernetes minor version, and which go in before the node groups.
+
+    before_compute: installed right after the control plane, before any node group (nodes need
+    them to become Ready); the others wait for the cluster's node groups.
+    """
+
+    versions: Mapping[str, Mapping[str, str]]
+    default_kubernetes_version: str
+    before_compute: tuple[str, ...]
+    source: str
+    as_of: str
+    verified: bool
+
+    def pins(self, kubernetes_version: str | None) -> dict[str, str]:
+        """Add-on name -> pinned version for a cluster of that version (None: the default)."""
+        version = kubernetes_version or self.default_kubernetes_version
+        if version not in self.versions:
+            raise InputError(
+                f"no EKS add-on versions are pinned for Kubernetes {version}",
+                hint=f"use one of {', '.join(self.versions)}, or pin the add-ons for {version} "
+                "in fleet/catalog/data/aws.yaml `eks_addons`")
+        return dict(self.versions[version])
+
+
+def load_eks_addons(raw: Any, where: str = "aws.yaml eks_addons") -> EksAddonPins:
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("versions"), Mapping):
+        raise CatalogError(f"{where}: must be a mapping with `versions`")
+    versions = {str(k): {str(a): str(v) for a, v in dict(pins).items()}
+                for k, pins in raw["versions"].items()}
+    names = {frozenset(p) for p in versions.values()}
+    if len(names) != 1:
+        raise CatalogError(f"{where}: every Kubernetes version must pin the same add-ons")
+    before = tuple(str(a) for a in raw.get("before_compute") or ())
+    if set(before) - set(next(iter(names))):
+        raise CatalogError(f"{where}: before_compute names an add-on that is not pinned")
+    floor = raw.get("vpc_cni_min_for_efa_only")
+    for version, pins in versions.items():
+        if not pins.get("kube-proxy", "").startswith(f"v{version}."):
+            raise CatalogError(f"{where} {version}: kube-proxy must match the cluster version")
+        if floor and _semver(pins["vpc-cni"]) < _semver(str(floor)):
+            raise CatalogError(f"{where} {version}: vpc-cni {pins['vpc-cni']} is older than "
+                               f"{floor}, which EFA-only interfaces need")
+    addons = EksAddonPins(versions=versions,
+                          default_kubernetes_version=str(raw.get("default_kubernetes_version")),
+                          before_compute=before, source=str(raw.get("source") or ""),
+                          as_of=str(raw.get("as_of") or ""),
+                          verified=bool(raw.get("verified", False)))
+    if not addons.source or not addons.as_of:
+        raise CatalogError(f"{where}: every fact needs a source and a date")
+    if addons.default_kubernetes_version not in versions:
+        raise CatalogError(f"{where}: default_kubernetes_version has no pins")
+    return addons
