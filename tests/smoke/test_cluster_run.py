@@ -307,3 +307,27 @@ def test_a_multislice_runs_as_one_jobset_over_every_host(fake_cluster: Any, tmp_
     kinds = {(m, p.split("/")[-1]) for m, p in fake_cluster.requests if m == "POST"}
     assert ("POST", "jobsets") in kinds and ("POST", "jobs") not in kinds
     assert_nothing_left(fake_cluster, doc["run_id"])
+
+
+def test_outputs_alone_reach_the_cluster_with_their_kubeconfig(
+        fake_cluster: Any, stack: Path, tmp_path: Path, cpu_nodes: None) -> None:
+    """After `pulumi up`: the saved `pulumi stack output --json --show-secrets` carries the
+    deployed inventory and each cluster's kubeconfig; no stack file, no user kubeconfig."""
+    from fleet import load_fleet
+    from fleet.inventory import build_inventory
+
+    nodes = add_pool_nodes(fake_cluster, "gpu-a", 2)
+    for node in nodes:
+        fake_cluster.set_node_output(node, _recorded(node, 800.0))
+    inventory = build_inventory(load_fleet(str(stack)), "fake").to_dict()
+    kc = fake_cluster.kubeconfig(tmp_path / "kc-from-outputs", context="c1").read_text()
+    outputs = tmp_path / "outputs.json"
+    outputs.write_text(json.dumps({"inventory": inventory, "kubeconfigs": {"c1": kc},
+                                   "clusters": {"c1": fake_cluster.url}}), encoding="utf-8")
+    result = CliRunner().invoke(app, ["smoke", "run", "--outputs", str(outputs), "--pools",
+                                      "gpu-a", "--kubeconfig", str(tmp_path / "missing"),
+                                      "--timeout-s", "60", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout[result.stdout.find("{\n"):])
+    assert sorted(r.host for r in reports(doc, "gpu-a")) == nodes
+    assert_nothing_left(fake_cluster, doc["run_id"])
