@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import ParamSpec, TypeVar
+from typing import NoReturn, ParamSpec, TypeVar
 
 import typer
 
@@ -14,7 +14,9 @@ R = TypeVar("R")
 
 @contextmanager
 def reported() -> Iterator[None]:
-    """Print an AccelfleetError (message and hint, no traceback) and exit with its code."""
+    """Print an AccelfleetError (message and hint, no traceback) and exit with its code; any
+    other exception is a bug: one line naming it and where to report it, exit 3 (the
+    traceback with ACCELFLEET_DEBUG=1). Ctrl-C exits 130."""
     from fleet.errors import AccelfleetError
 
     try:
@@ -22,6 +24,37 @@ def reported() -> Iterator[None]:
     except AccelfleetError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(exc.exit_code) from None
+    except (typer.Exit, typer.Abort, SystemExit):
+        raise
+    except KeyboardInterrupt:
+        from fleet.errors import EXIT_INTERRUPTED
+
+        typer.echo("interrupted", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except Exception as exc:
+        internal_error(exc)
+
+
+def internal_error(exc: BaseException) -> NoReturn:
+    """Report an unexpected exception as a bug (exit 3), never as a failed check (exit 1)."""
+    import os
+    import traceback
+
+    from fleet.errors import EXIT_INTERNAL, REPORT_URL
+
+    if os.environ.get("ACCELFLEET_DEBUG"):
+        traceback.print_exception(exc)
+    where = ""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is not None:
+        where = f" at {os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
+    typer.echo(f"internal error: {type(exc).__name__}: {exc}{where}\n  hint: this is a bug "
+               f"in accelfleet, not a problem with your fleet; please report it at "
+               f"{REPORT_URL} with the command you ran (ACCELFLEET_DEBUG=1 shows the "
+               "traceback)", err=True)
+    raise typer.Exit(EXIT_INTERNAL) from None
 
 
 def command(fn: Callable[P, R]) -> Callable[P, R]:

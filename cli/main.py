@@ -56,3 +56,12 @@ def run() -> None:
     except AccelfleetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
+    except SystemExit:
+        raise
+    except Exception as exc:
+        from cli._errors import internal_error
+
+        try:
+            internal_error(exc)
+        except typer.Exit as done:
+            sys.exit(done.exit_code)

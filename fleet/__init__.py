@@ -1,16 +1,36 @@
 """accelfleet's domain model: the catalog, the fleet spec and its rules, the inventory.
 
-No cloud SDK and no ML framework is imported here.
+No cloud SDK and no ML framework is imported here. The public names load lazily, so that
+`import fleet.errors` (every CLI command does it) does not pull in pydantic and the rules.
 """
 
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from fleet.errors import AccelfleetError, CheckFailed, InputError, SpecError
-from fleet.model import Fleet, ResolvedPool
-from fleet.rules import validate_fleet
-from fleet.stackfile import read_stack_file
+
+if TYPE_CHECKING:
+    from fleet.model import Fleet, ResolvedPool
+    from fleet.rules import validate_fleet
+    from fleet.stackfile import read_stack_file
+
+_LAZY = {"Fleet": "fleet.model", "ResolvedPool": "fleet.model",
+         "validate_fleet": "fleet.rules", "read_stack_file": "fleet.stackfile"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'fleet' has no attribute {name!r}")
 
 
 def load_fleet(path: str) -> Fleet:
     """Read and validate the fleet of a stack file."""
+    from fleet.rules import validate_fleet
+    from fleet.stackfile import read_stack_file
+
     return validate_fleet(read_stack_file(path), source=str(path))
 
 

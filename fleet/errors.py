@@ -11,6 +11,9 @@
 
 The CLI prints `str(error)` (message, then the hint) and exits with `error.exit_code`; it never
 prints a traceback for these. `stacks/__main__.py` turns them into `pulumi.RunError`.
+Anything else that escapes a command is a bug in accelfleet, never a failed check: the CLI says
+so in one line, names where to report it, and exits EXIT_INTERNAL (3); the traceback is shown
+only with ACCELFLEET_DEBUG=1.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from difflib import get_close_matches
 
 EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3  # an unexpected error: a bug in accelfleet
+EXIT_INTERRUPTED = 130
+REPORT_URL = "https://github.com/accelfleet/accelfleet/issues"
 
 
 class AccelfleetError(Exception):

@@ -148,3 +148,10 @@ def load(name: BackendName) -> Backend:
             f"the {name} backend needs the {name!r} package, which cannot be imported ({exc})",
             hint=f"pip install '{PIP_EXTRA[name]}', or choose the other backend with --backend",
         ) from None
+    except Exception as exc:  # e.g. OSError: libcudart.so.12 missing, RuntimeError from a plugin
+        raise SetupError(
+            f"the {name} backend is installed but failed to load: {type(exc).__name__}: {exc}",
+            hint=f"the {name} install does not match this machine's drivers or libraries "
+            f"(a missing CUDA library, a CPU/GPU build mix-up): reinstall it as "
+            f"'{PIP_EXTRA[name]}' for this machine, or choose the other backend with --backend",
+        ) from None

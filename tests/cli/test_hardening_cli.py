@@ -1,0 +1,113 @@
+"""The CLI's promises under hostile or broken conditions: an unexpected error is a bug (exit 3,
+one line, where to report), never a failed check (exit 1) and never a traceback; outputs that
+cannot be written are refused before any work or reported after the results are shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import cli.main
+from cli.main import app
+
+runner = CliRunner()
+
+
+def test_an_unexpected_error_is_exit_3_naming_a_bug_without_traceback(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import fleet
+
+    def boom(path: str) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(fleet, "load_fleet", boom)
+    result = runner.invoke(app, ["fleet", "validate"])
+    assert result.exit_code == 3
+    assert "internal error: RuntimeError: boom" in result.output
+    assert "bug in accelfleet" in result.output and "report it at" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_the_console_entry_point_turns_escaping_errors_into_exit_3(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    def app_that_fails() -> None:
+        raise KeyError("unexpected")
+
+    monkeypatch.setattr(cli.main, "app", app_that_fails)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main.run()
+    assert exit_info.value.code == 3
+    err = capsys.readouterr().err
+    assert "internal error: KeyError" in err and "Traceback" not in err
+
+
+def test_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    import fleet
+
+    def boom(path: str) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(fleet, "load_fleet", boom)
+    monkeypatch.setenv("ACCELFLEET_DEBUG", "1")
+    result = runner.invoke(app, ["fleet", "validate"])
+    assert result.exit_code == 3
+    assert "Traceback" in result.output
+
+
+def test_smoke_local_junit_unwritable_keeps_the_results(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    result = runner.invoke(app, ["smoke", "local", "--tier", "0", "--json", "--junit",
+                                 str(blocker / "junit.xml")])
+    assert result.exit_code == 2, result.output
+    assert '"results"' in result.output  # measured, printed, not lost
+    assert f"cannot write {blocker / 'junit.xml'}" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_smoke_local_junit_missing_parent_is_created(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    target = tmp_path / "new" / "dir" / "junit.xml"
+    result = runner.invoke(app, ["smoke", "local", "--tier", "0", "--junit", str(target)])
+    assert result.exit_code == 0, result.output
+    assert "<testsuite" in target.read_text()
+
+
+def test_a_backend_that_fails_to_load_is_a_setup_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not only ImportError: a CUDA build on a machine without libcudart raises OSError."""
+    import sys
+
+    class Broken:
+        def __getattr__(self, name: str) -> None:
+            raise OSError("libcudart.so.12: cannot open shared object file")
+
+    monkeypatch.setitem(sys.modules, "smoke._torch", Broken())
+    result = runner.invoke(app, ["smoke", "local", "--backend", "torch", "--tier", "0"])
+    assert result.exit_code == 2, result.output
+    assert "failed to load: OSError: libcudart.so.12" in result.output
+    assert "reinstall" in result.output and "Traceback" not in result.output
+
+
+def test_help_loads_neither_pydantic_nor_the_rules() -> None:
+    """`accelfleet --help` through the console entry point (which imports fleet.errors) stays
+    light: the domain model loads only when a command needs it."""
+    import subprocess
+    import sys
+
+    code = ("import sys, runpy\n"
+            "sys.argv = ['accelfleet', '--help']\n"
+            "try:\n"
+            "    runpy.run_module('cli', run_name='__main__')\n"
+            "except SystemExit:\n"
+            "    pass\n"
+            "heavy = ('pydantic', 'fleet.rules', 'fleet.catalog', 'ruamel', 'pulumi', 'torch',"
+            " 'jax', 'kubernetes')\n"
+            "print(','.join(m for m in heavy if m in sys.modules), file=sys.stderr)\n")
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
+                         text=True, check=True)
+    assert out.stderr.strip() == ""
+    assert "Usage" in out.stdout
