@@ -41,6 +41,8 @@ class PlannedResource:
     parent: str | None
     provider: str | None
     inputs: dict[str, Any]
+    # URNs it waits for (depends_on, and resources whose outputs it takes); not in the JSON.
+    dependencies: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "name": self.name, "custom": self.custom,
@@ -179,7 +181,7 @@ def _run(plan: Plan, config: dict[str, str], program: Path) -> None:
                     urn=response.urn, type=request.type, name=request.name,
                     custom=bool(request.custom), parent=_parent(request.parent),
                     provider=request.provider.rsplit("::", 1)[0] or None,
-                    inputs=_clean(inputs)))
+                    inputs=_clean(inputs), dependencies=tuple(request.dependencies)))
             return response
 
     mocks = _Mocks()

@@ -11,10 +11,12 @@ from components.gcp._k8s import GpuDirectAddons, GpuDirectAddonsArgs, GpuDirectK
 from components.gcp._network import (
     PODS_RANGE,
     SERVICES_RANGE,
+    ExtraNetwork,
     GpuDirectNetworks,
     GpuDirectNetworksArgs,
     NetworkFabric,
     NetworkFabricArgs,
+    gpudirect_plan,
 )
 from components.gcp._tpu import TpuSlice, TpuSliceArgs, TpuVm, TpuVmArgs
 from components.k8s import JobSetController, JobSetControllerArgs
@@ -45,7 +47,8 @@ class GcpCluster(pulumi.ComponentResource):
         project, region = _project_region(args.fleet)
         fabric = NetworkFabric(f"{c.name}-network", NetworkFabricArgs(
             name=c.name, project=project, region=region, cidr=c.network.cidr,
-            pods_cidr=c.network.pods_cidr, services_cidr=c.network.services_cidr), child)
+            pods_cidr=c.network.pods_cidr, services_cidr=c.network.services_cidr,
+            mtu=gpudirect_mtu(args.pools)), child)
         identity = NodeIdentity(f"{c.name}-identity",
                                 NodeIdentityArgs(name=c.name, project=project), child)
         by_kind: dict[str, list[ResolvedPool]] = {}
@@ -59,26 +62,28 @@ class GcpCluster(pulumi.ComponentResource):
             authorized_cidrs=list(c.authorized_cidrs), kubernetes_version=c.kubernetes_version,
             multi_networking=bool(by_kind), pods_range=PODS_RANGE,
             services_range=SERVICES_RANGE), child)
-        extra = {}
+        # One set of GPU networks per cluster, named as the catalog names the GKE networks
+        # (TCPX and TCPXO share vpc1..vpc4); each pool attaches its kind's, in NIC order, as
+        # outputs of the VPCs and subnets, so that it is created after and deleted before them.
+        extra: dict[str, list[ExtraNetwork]] = {}
         kinds: list[GpuDirectKind] = []
         nets_made: list[pulumi.Resource] = []
-        block = 0
-        for kind in sorted(by_kind):
-            kind_pools = by_kind[kind]
-            net = kind_pools[0].networking
-            assert net is not None
-            nets = GpuDirectNetworks(f"{c.name}-{kind}-networks", GpuDirectNetworksArgs(
+        if by_kind:
+            rdma_zones = [p.spec.zones[0] for p in by_kind.get("rdma", [])]
+            nets = GpuDirectNetworks(f"{c.name}-gpudirect-networks", GpuDirectNetworksArgs(
                 cluster=c.name, project=project, region=region,
-                zone=kind_pools[0].spec.zones[0], networking=net, first_block=block), child)
-            block = nets.next_block
-            extra[kind] = nets.extra
-            accelerators = sorted({p.shape.machine.gke_accelerator for p in kind_pools
-                                   if p.shape.machine and p.shape.machine.gke_accelerator})
-            kinds.append(GpuDirectKind(kind=kind, accelerators=accelerators, extra=nets.extra))
+                zone=rdma_zones[0] if rdma_zones else "",
+                networks=gpudirect_plan(c.name, list(by_kind), args.catalog)), child)
             nets_made.append(nets)
+        for kind in sorted(by_kind):
+            extra[kind] = [nets.extra[n.name] for n in args.catalog.fabrics[kind].networks]
+            accelerators = sorted({p.shape.machine.gke_accelerator for p in by_kind[kind]
+                                   if p.shape.machine and p.shape.machine.gke_accelerator})
+            kinds.append(GpuDirectKind(kind=kind, accelerators=accelerators))
         if kinds:
             GpuDirectAddons(f"{c.name}-gpudirect", GpuDirectAddonsArgs(
-                cluster=c.name, kinds=kinds, provider=gke.provider),
+                cluster=c.name, kinds=kinds, provider=gke.provider,
+                networks=list(nets.extra.values())),
                 pulumi.ResourceOptions(parent=self, depends_on=nets_made))
         if needs_jobset(args.pools):
             JobSetController(c.name, JobSetControllerArgs(),
@@ -139,6 +144,14 @@ def needs_jobset(pools: list[ResolvedPool]) -> bool:
     """A GKE cluster gets the JobSet controller when it has a TPU slice: multi-host slices
     run as JobSets (smoke now, training later). Cloud TPU VMs are outside Kubernetes."""
     return any(p.shape.tpu is not None and p.runtime == "gke" for p in pools)
+
+
+def gpudirect_mtu(pools: list[ResolvedPool]) -> int | None:
+    """The primary VPC's MTU: the largest of the cluster's GPUDirect networks' (catalog), or
+    None (Compute Engine's default) without GPUDirect."""
+    mtus = [p.networking.mtu for p in pools
+            if p.networking is not None and p.networking.kind != "efa" and p.networking.mtu]
+    return max(mtus) if mtus else None
 
 
 def _project_region(fleet: Fleet) -> tuple[str, str]:

@@ -6,7 +6,7 @@ The manifests are plain dicts built by pure functions (tested against the Kubern
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -25,11 +25,12 @@ GKE_NETWORKING = "networking.gke.io"
 NAMESPACE = "kube-system"
 
 
-def network_objects(extra: list[ExtraNetwork], prefix: str) -> list[dict[str, Any]]:
-    """A GKE `Network` and its `GKENetworkParamSet` per extra node network (cluster-scoped)."""
+def network_objects(extra: list[ExtraNetwork]) -> list[dict[str, Any]]:
+    """A GKE `Network` and its `GKENetworkParamSet` per extra node network (cluster-scoped),
+    named as the catalog (and the pods' interfaces annotation) names it."""
     out: list[dict[str, Any]] = []
-    for i, net in enumerate(extra):
-        name = f"{prefix}-{i}"
+    for net in extra:
+        name = net.name
         out.append({
             "apiVersion": f"{GKE_NETWORKING}/v1", "kind": "GKENetworkParamSet",
             "metadata": {"name": name},
@@ -107,11 +108,10 @@ def nri_device_injector(accelerators: list[str]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class GpuDirectKind:
-    """One GPUDirect kind in a cluster: its GKE accelerators and extra node networks."""
+    """One GPUDirect kind in a cluster and the GKE accelerators of its pools."""
 
     kind: str
     accelerators: list[str]
-    extra: list[ExtraNetwork]
 
 
 @dataclass(frozen=True)
@@ -119,14 +119,16 @@ class GpuDirectAddonsArgs:
     cluster: str
     kinds: list[GpuDirectKind]
     provider: pulumi.ProviderResource
+    networks: list[ExtraNetwork] = field(default_factory=list)
 
 
-def addon_manifests(kinds: list[GpuDirectKind]) -> list[dict[str, Any]]:
-    """Network objects and an installer per kind; one NRI injector for the kinds needing it."""
-    objs: list[dict[str, Any]] = []
+def addon_manifests(kinds: list[GpuDirectKind],
+                    networks: list[ExtraNetwork]) -> list[dict[str, Any]]:
+    """The cluster's network objects, an installer per kind, and one NRI injector for the
+    kinds needing it."""
+    objs: list[dict[str, Any]] = network_objects(networks)
     nri: set[str] = set()
     for k in kinds:
-        objs += network_objects(k.extra, k.kind)
         objs.append(nccl_installer(k.kind, k.accelerators))
         if NCCL_INSTALLERS[k.kind].nri_injector:
             nri.update(k.accelerators)
@@ -143,7 +145,7 @@ class GpuDirectAddons(pulumi.ComponentResource):
         super().__init__(ADDONS_TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
         names = []
-        for obj in addon_manifests(args.kinds):
+        for obj in addon_manifests(args.kinds, args.networks):
             rname = f"{args.cluster}-{obj['kind'].lower()}-{obj['metadata']['name']}"
             names.append(rname)
             if obj["kind"] == "DaemonSet":

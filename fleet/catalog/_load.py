@@ -13,6 +13,7 @@ from fleet.catalog._records import (
     Cloud,
     Fabric,
     FabricDaemon,
+    GkeNetwork,
     GpuNetworking,
     HostMount,
     MachineType,
@@ -232,6 +233,8 @@ def load_fabrics(networking: Mapping[str, GpuNetworking]) -> dict[str, Fabric]:
         fields["nccl_networks"] = tuple(fields.get("nccl_networks") or ())
         fields["interfaces"] = tuple(_build(PodInterface, f"{where} interface", i)
                                      for i in fields.get("interfaces") or ())
+        fields["networks"] = tuple(_build(GkeNetwork, f"{where} network", n)
+                                   for n in fields.get("networks") or ())
         fields["mounts"] = _mounts(fields.get("mounts") or [], where)
         fields["env"] = _env(fields.get("env") or {}, where)
         if "daemon" in fields:
@@ -247,6 +250,7 @@ def load_fabrics(networking: Mapping[str, GpuNetworking]) -> dict[str, Fabric]:
                 i.interface for i in fabric.interfaces}:
             raise CatalogError(f"{where}: default_interface {fabric.default_interface!r} is "
                                "not one of its interfaces")
+        _check_gke_networks(fabric, where)
         if fabric.kind in fabrics:
             raise CatalogError(f"fabrics.yaml: duplicate key {fabric.kind!r}")
         fabrics[fabric.kind] = fabric
@@ -254,12 +258,26 @@ def load_fabrics(networking: Mapping[str, GpuNetworking]) -> dict[str, Fabric]:
         found = fabrics.get(kind)
         if found is None:
             raise CatalogError(f"fabrics.yaml: no entry for the {kind!r} networking machines use")
-        extra = [i for i in found.interfaces if i.interface != found.default_interface]
-        if found.interfaces and len(extra) != net.extra_vpcs + net.rdma_subnets:
+        modes = [n.device_mode for n in found.networks]
+        if (modes.count("NetDevice"), modes.count("RDMA")) != (net.extra_vpcs, net.rdma_subnets):
             raise CatalogError(
-                f"fabrics.yaml {kind}: {len(extra)} extra pod interfaces, but machines get "
-                f"{net.extra_vpcs} extra VPCs and {net.rdma_subnets} RDMA subnets")
+                f"fabrics.yaml {kind}: {modes.count('NetDevice')} NetDevice and "
+                f"{modes.count('RDMA')} RDMA GKE networks, but machines get {net.extra_vpcs} "
+                f"extra VPCs and {net.rdma_subnets} RDMA subnets")
     return fabrics
+
+
+def _check_gke_networks(fabric: Fabric, where: str) -> None:
+    """GKE networks: unique names, a known device mode, and every pod interface joins one."""
+    _unique([n.name for n in fabric.networks], f"{where} networks")
+    for n in fabric.networks:
+        if n.device_mode not in ("NetDevice", "RDMA"):
+            raise CatalogError(f"{where} network {n.name}: device_mode must be NetDevice or RDMA")
+    known = {n.name for n in fabric.networks} | {"default"}
+    for i in fabric.interfaces:
+        if i.network not in known:
+            raise CatalogError(f"{where}: interface {i.interface} joins {i.network!r}, which is "
+                               "not one of its networks")
 
 
 def load_prices() -> list[Price]:

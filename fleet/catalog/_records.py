@@ -63,6 +63,16 @@ class HostMount:
 
 
 @dataclass(frozen=True, slots=True)
+class GkeNetwork:
+    """One GKE `Network` object (and its `GKENetworkParamSet`) that a GPUDirect node joins, in
+    the node's NIC order after eth0: a `NetDevice` network is a VPC of its own with one subnet;
+    an `RDMA` network is one subnet of the cluster's RoCE VPC."""
+
+    name: str
+    device_mode: Literal["NetDevice", "RDMA"]
+
+
+@dataclass(frozen=True, slots=True)
 class PodInterface:
     """One extra pod network interface: its name in the pod and the GKE `Network` it joins."""
 
@@ -100,6 +110,7 @@ class Fabric:
     source: str
     default_interface: str = ""
     interfaces: tuple[PodInterface, ...] = ()
+    networks: tuple[GkeNetwork, ...] = ()  # GKE: what the cluster makes and the nodes join
     mounts: tuple[HostMount, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     nccl_env_file: str = ""

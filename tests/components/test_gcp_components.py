@@ -140,16 +140,16 @@ def test_extra_node_networks_per_gpudirect_kind(plan: Plan, pool: str, extra: in
 def test_gpudirect_vpcs_subnets_and_mtu(plan: Plan) -> None:
     vpcs = {r.inputs["name"]: r.inputs for r in plan.of_type(NETWORK)}
     subnets = [r.inputs for r in plan.of_type(SUBNET)]
-    for kind, count, mtu in (("tcpx", 4, 8244), ("tcpxo", 8, 8244)):
-        mine = [v for n, v in vpcs.items() if n.startswith(f"c1-{kind}-net-")]
-        assert len(mine) == count
-        assert {v["mtu"] for v in mine} == {mtu}
-    rdma = vpcs["c1-rdma-rdma"]
+    # TCPX and TCPXO share the GKE networks vpc1..vpc4 (test_gcp_gpudirect_networks.py)
+    mine = [v for n, v in vpcs.items() if n.startswith("c1-gpu-vpc")]
+    assert len(mine) == 8
+    assert {v["mtu"] for v in mine} == {8244}
+    rdma = vpcs["c1-gpu-rdma"]
     assert rdma["networkProfile"] == \
         "projects/acme-test-proj/global/networkProfiles/us-central1-b-vpc-roce"
     assert rdma["mtu"] == 8896
-    assert len([s for s in subnets if s["name"].startswith("c1-rdma-rdma-sub-")]) == 8
-    assert len([n for n in vpcs if n.startswith("c1-rdma-net-")]) == 1
+    assert len([s for s in subnets if s["name"].startswith("c1-gpu-rdma-")]) == 8
+    assert vpcs["c1-gpu-gvnic-1"]["mtu"] == 8896
     cidrs = [s["ipCidrRange"] for s in subnets]
     assert len(cidrs) == len(set(cidrs))  # no two subnets share a range
 

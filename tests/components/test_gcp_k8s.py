@@ -62,7 +62,7 @@ def test_gke_network_objects_reference_real_param_sets_and_vpcs(plan: Plan) -> N
             if r.type.startswith(f"kubernetes:{CRD_GROUP}")]
     param_sets = {o["metadata"]["name"]: o for o in crds if o["kind"] == "GKENetworkParamSet"}
     networks = [o for o in crds if o["kind"] == "Network"]
-    assert len(networks) == len(param_sets) == 4 + 8 + 9
+    assert len(networks) == len(param_sets) == 8 + 9  # TCPX's vpc1..vpc4 are TCPXO's too
     vpcs = {r.inputs["name"] for r in plan.of_type("gcp:compute/network:Network")}
     subnets = {r.inputs["name"] for r in plan.of_type("gcp:compute/subnetwork:Subnetwork")}
     for o in crds:
@@ -81,4 +81,4 @@ def test_gke_network_objects_reference_real_param_sets_and_vpcs(plan: Plan) -> N
         assert ref["name"] in param_sets
     modes = [ps["spec"]["deviceMode"] for name, ps in param_sets.items()
              if name.startswith("rdma-")]
-    assert modes.count("RDMA") == 8 and modes.count("NetDevice") == 1
+    assert modes.count("RDMA") == 8 and param_sets["gvnic-1"]["spec"]["deviceMode"] == "NetDevice"

@@ -141,8 +141,9 @@ def test_every_gpu_fabric_has_its_pod_side_facts(cat):
     for kind, machine in (("tcpx", "a3-highgpu-8g"), ("tcpxo", "a3-megagpu-8g"),
                           ("rdma", "a3-ultragpu-8g")):
         fabric, net = cat.fabrics[kind], cat.resolve(machine).networking
-        extra = [i for i in fabric.interfaces if i.network != "default"]
-        assert len(extra) == net.extra_vpcs + net.rdma_subnets
+        modes = [n.device_mode for n in fabric.networks]
+        assert (modes.count("NetDevice"), modes.count("RDMA")) == (net.extra_vpcs,
+                                                                   net.rdma_subnets)
         assert fabric.source
     assert [d.daemon is not None for d in cat.fabrics.values()] == [True, True, False, False]
     assert cat.fabrics["rdma"].nccl_env_file == "/usr/local/gib/scripts/set_nccl_env.sh"
@@ -150,11 +151,14 @@ def test_every_gpu_fabric_has_its_pod_side_facts(cat):
 
 
 def _break_fabrics(fabrics):
-    fabrics[0]["interfaces"].pop()  # tcpx: one interface short of its 4 VPCs
+    fabrics[0]["networks"].pop()  # tcpx: one GKE network short of its 4 VPCs
+    fabrics[0]["interfaces"].pop()
 
 
 @pytest.mark.parametrize(("breakage", "message"), [
-    (_break_fabrics, "extra pod interfaces"),
+    (_break_fabrics, "3 NetDevice and 0 RDMA GKE networks"),
+    (lambda f: f[2]["interfaces"].append({"interface": "eth1", "network": "rdma-9"}),
+     "not one of its networks"),
     (lambda f: f.pop(2), "no entry for the 'rdma'"),
     (lambda f: f[1]["daemon"].update(image="example.com/rxdm:latest"), "would float"),
     (lambda f: f[3]["env"].update(FI_EFA_FORK_SAFE=1), "must be a string"),
