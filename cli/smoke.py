@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from smoke._sources import RunSource
     from smoke._workload import RenderedRun
 
-app = typer.Typer(help="Prove accelerators perform: run smoke probes here (local) or on every "
+app = typer.Typer(rich_markup_mode="markdown",
+                  help="Prove accelerators perform: run smoke probes here (local) or on every "
                   "node of a deployed fleet (run, render).", no_args_is_help=True)
 
 
@@ -154,23 +155,23 @@ def _pool_names(value: str | None) -> list[str] | None:
 
 
 StackArg = Annotated[Path | None, typer.Argument(
-    help="A stacks/Pulumi.<stack>.yaml file (default: the example stack, unless --outputs).",
+    help="A `stacks/Pulumi.<stack>.yaml` file (default: the example stack, unless --outputs).",
     show_default=False)]
 OutputsOpt = Annotated[Path | None, typer.Option(
-    "--outputs", help="A saved `pulumi stack output --json --show-secrets`: the deployed "
+    "--outputs", metavar="FILE", help="A saved `pulumi stack output --json --show-secrets`: the deployed "
     "inventory and the clusters' kubeconfigs.", show_default=False)]
 PoolsOpt = Annotated[str | None, typer.Option(
-    "--pools", help="Only these pools (comma-separated names).", show_default=False)]
+    "--pools", metavar="A,B", help="Only these pools (comma-separated names).", show_default=False)]
 TierOpt = Annotated[int | None, typer.Option(
-    "--tier", min=0, max=3, help="Run tiers 0 up to this one on every node (default: the "
+    "--tier", min=0, max=3, metavar="N", help="Run tiers 0 up to this one on every node (default: the "
     "stack's smoke.max_tier): 0 inventory, 1 known answer, 2 performance, 3 fabric across "
     "nodes.", show_default=False)]
 TimeoutOpt = Annotated[int | None, typer.Option(
-    "--timeout-s", min=5, help="Per pool: how long its pods may take to be scheduled and "
+    "--timeout-s", min=5, metavar="SECONDS", help="Per pool: how long its pods may take to be scheduled and "
     "finish (default: the stack's smoke.timeout_s).", show_default=False)]
 ImageOpt = Annotated[list[str] | None, typer.Option(
-    "--image", help="BACKEND=REF: run the agent in this image instead of the pinned one "
-    "(backends: torch, torch-efa, jax). Repeatable.", show_default=False)]
+    "--image", metavar="KEY=REF", help="Run the agent in image REF instead of the pinned one "
+    "for KEY (torch, torch-efa or jax). Repeatable.", show_default=False)]
 
 
 def _render(stack_file: Path | None, outputs: Path | None, pools: str | None, tier: int | None,
@@ -198,7 +199,7 @@ def render(
     stack_file: StackArg = None,
     outputs: OutputsOpt = None,
     out: Annotated[Path | None, typer.Option(
-        "--out", help="Write one YAML file per cluster into this directory instead of "
+        "--out", metavar="DIR", help="Write one YAML file per cluster into this directory instead of "
         "printing.", show_default=False)] = None,
     pools: PoolsOpt = None,
     tier: TierOpt = None,
@@ -230,11 +231,11 @@ def run(
     stack_file: StackArg = None,
     outputs: OutputsOpt = None,
     kubeconfig: Annotated[Path | None, typer.Option(
-        "--kubeconfig", help="Kubeconfig to read contexts from (default: $KUBECONFIG or "
+        "--kubeconfig", metavar="FILE", help="Kubeconfig to read contexts from (default: $KUBECONFIG or "
         "~/.kube/config).", show_default=False)] = None,
     context: Annotated[list[str] | None, typer.Option(
-        "--context", help="CLUSTER=CONTEXT: reach this cluster through that kubeconfig "
-        "context. Repeatable.", show_default=False)] = None,
+        "--context", metavar="CLUSTER=CTX", help="Reach cluster CLUSTER through kubeconfig context CTX. "
+        "Repeatable.", show_default=False)] = None,
     pools: PoolsOpt = None,
     tier: TierOpt = None,
     timeout_s: TimeoutOpt = None,
@@ -242,10 +243,10 @@ def run(
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print the run document (per pool, node, device) as JSON.")] = False,
     junit: Annotated[Path | None, typer.Option(
-        "--junit", help="Write JUnit XML here: a testsuite per pool, a testcase per node and "
+        "--junit", metavar="FILE", help="Write JUnit XML here: a testsuite per pool, a testcase per node and "
         "probe.", show_default=False)] = None,
     out: Annotated[Path | None, typer.Option(
-        "--out", help="Keep the run here: run.json, junit.xml and the submitted manifests.",
+        "--out", metavar="DIR", help="Keep the run here: run.json, junit.xml and the submitted manifests.",
         show_default=False)] = None,
 ) -> None:
     """Run the smoke probes on every node the stack provisioned, in parallel on every cluster

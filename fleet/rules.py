@@ -172,7 +172,8 @@ class _Checker:
         resolved = ResolvedPool(spec=pool, cloud=cloud, region=region, cluster=cluster,
                                 shape=shape, placement=placement, networking=networking,
                                 monthly_usd=None)
-        monthly = self.catalog.monthly_usd(shape, resolved.units, spot=pool.capacity.spot)
+        monthly = self.catalog.monthly_usd(shape, resolved.units, spot=pool.capacity.spot,
+                                           capacity_block=pool.capacity.block)
         return replace(resolved, monthly_usd=monthly)
 
     def _placement_target(self, pool: Pool, at: str) -> tuple[Cloud | None, Cluster | None]:

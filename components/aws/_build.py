@@ -13,6 +13,7 @@ from components.aws._nodegroup import (
     GpuNodeGroup,
     GpuNodeGroupArgs,
     is_efa,
+    needs_placement_group,
     node_labels,
     pool_taints,
 )
@@ -50,7 +51,7 @@ class AwsCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(providers=[provider]))
 
         compact = {p.name: p.spec.zones[0] for p in pools
-                   if p.placement == "compact" and p.spec.zones}
+                   if needs_placement_group(p) and p.spec.zones}
         network = EksNetwork(
             cluster.name,
             EksNetworkArgs(cluster_name=cluster.name, region=region, cidr=cluster.network.cidr,

@@ -55,6 +55,14 @@ def capacity_for(pool: ResolvedPool) -> Capacity:
     return Capacity("SPOT" if cap.spot else "ON_DEMAND")
 
 
+def needs_placement_group(pool: ResolvedPool) -> bool:
+    """A compact pool gets a `cluster` placement group, unless it runs on a Capacity Block:
+    "Capacity Blocks deliver low-latency, high-throughput network connectivity between the
+    instances inside the Capacity Block, so there is no need to use a cluster placement group"
+    (AWS EC2 User Guide, capacity-blocks-using)."""
+    return pool.placement == "compact" and capacity_for(pool).capacity_type != "CAPACITY_BLOCK"
+
+
 def scaling_for(pool: ResolvedPool) -> dict[str, int]:
     """min/desired/max nodes; EKS wants max >= 1 even for a pool declared with 0 nodes."""
     auto = pool.spec.autoscaling

@@ -15,7 +15,12 @@ from math import prod
 from typing import Any
 
 from fleet.catalog import _tpu
-from fleet.catalog._eks import EksAddonPins, load_eks_addons
+from fleet.catalog._aws import (
+    CapacityBlockPrice,
+    EksAddonPins,
+    load_capacity_block_prices,
+    load_eks_addons,
+)
 from fleet.catalog._load import (
     as_str_dict,
     image_ref_problem,
@@ -23,6 +28,7 @@ from fleet.catalog._load import (
     load_fabrics,
     load_machines,
     load_prices,
+    read_yaml,
     load_taints,
     load_tpus,
 )
@@ -50,6 +56,7 @@ __all__ = [
     "CLOUDS",
     "HOURS_PER_MONTH",
     "Accelerator",
+    "CapacityBlockPrice",
     "Catalog",
     "Cloud",
     "EksAddonPins",
@@ -109,6 +116,8 @@ class Catalog:
         self.fabrics: dict[str, Fabric] = load_fabrics(
             {m.networking.kind: m.networking for m in self.machines.values() if m.networking})
         self.prices = {(p.cloud, p.machine): p for p in load_prices()}
+        self.capacity_block_prices: dict[str, CapacityBlockPrice] = load_capacity_block_prices(
+            read_yaml("prices.yaml").get("capacity_block_prices"))
         self._alias: dict[str, str] = {}
         for acc in self.accelerators.values():
             for word in (acc.key, *acc.aliases):
@@ -353,8 +362,14 @@ class Catalog:
             return self.prices.get(("gcp", shape.accelerator.key))
         return self.prices.get((shape.cloud, shape.machine_type))
 
-    def hourly_usd(self, shape: Shape, *, spot: bool = False) -> float | None:
-        """List price of one unit (a GPU machine, or a whole TPU slice) per hour."""
+    def hourly_usd(self, shape: Shape, *, spot: bool = False,
+                   capacity_block: bool = False) -> float | None:
+        """List price of one unit (a GPU machine, or a whole TPU slice) per hour. On an EC2
+        Capacity Block, the block's rate, or None where the catalog has none (never the
+        On-Demand price)."""
+        if capacity_block:
+            block = self.capacity_block_prices.get(shape.machine_type)
+            return None if block is None else block.instance_hour_usd
         price = self.price(shape)
         if price is None:
             return None
@@ -363,8 +378,9 @@ class Catalog:
             return None
         return per * shape.chips if price.unit == "chip_hour" else per
 
-    def monthly_usd(self, shape: Shape, units: int, *, spot: bool = False) -> float | None:
-        hourly = self.hourly_usd(shape, spot=spot)
+    def monthly_usd(self, shape: Shape, units: int, *, spot: bool = False,
+                    capacity_block: bool = False) -> float | None:
+        hourly = self.hourly_usd(shape, spot=spot, capacity_block=capacity_block)
         return None if hourly is None else hourly * units * HOURS_PER_MONTH
 
 

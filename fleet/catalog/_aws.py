@@ -1,4 +1,5 @@
-"""EKS managed add-ons pinned per Kubernetes version (catalog aws.yaml `eks_addons`)."""
+"""AWS-only catalog facts: EKS managed add-ons pinned per Kubernetes version (aws.yaml
+`eks_addons`) and EC2 Capacity Block prices (prices.yaml `capacity_block_prices`)."""
 
 from __future__ import annotations
 
@@ -71,3 +72,43 @@ def load_eks_addons(raw: Any, where: str = "aws.yaml eks_addons") -> EksAddonPin
     if addons.default_kubernetes_version not in versions:
         raise CatalogError(f"{where}: default_kubernetes_version has no pins")
     return addons
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityBlockPrice:
+    """The effective hourly rate of one instance in an EC2 Capacity Block for ML (the
+    reservation fee, paid up front, spread over the block's hours; Linux adds no OS fee).
+
+    confirmed: False when the figure could not be checked as current; Capacity Block prices
+    move with supply and demand and are fixed for a block when it is bought.
+    """
+
+    machine: str
+    region: str
+    instance_hour_usd: float
+    as_of: str
+    source: str
+    confirmed: bool
+    note: str = ""
+
+
+def load_capacity_block_prices(raw: Any) -> dict[str, CapacityBlockPrice]:
+    """prices.yaml `capacity_block_prices` -> instance type -> price."""
+    out: dict[str, CapacityBlockPrice] = {}
+    for item in raw or ():
+        if not isinstance(item, Mapping):
+            raise CatalogError("prices.yaml capacity_block_prices: entries must be mappings")
+        try:
+            price = CapacityBlockPrice(**{str(k): v for k, v in item.items()})
+        except TypeError as exc:
+            raise CatalogError(f"prices.yaml capacity_block_prices: {exc}") from None
+        if not price.source or not price.as_of or price.instance_hour_usd <= 0:
+            raise CatalogError(f"prices.yaml capacity_block_prices {price.machine}: needs a "
+                               "positive price, a source and a date")
+        if not price.confirmed and not price.note:
+            raise CatalogError(f"prices.yaml capacity_block_prices {price.machine}: say why "
+                               "an unconfirmed price is used in `note`")
+        if price.machine in out:
+            raise CatalogError(f"prices.yaml capacity_block_prices: duplicate {price.machine}")
+        out[price.machine] = price
+    return out

@@ -111,3 +111,26 @@ def test_help_loads_neither_pydantic_nor_the_rules() -> None:
                          text=True, check=True)
     assert out.stderr.strip() == ""
     assert "Usage" in out.stdout
+
+
+def _commands(group: object, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    out = [prefix]
+    for name, sub in (getattr(group, "commands", None) or {}).items():
+        out += _commands(sub, (*prefix, name))
+    return out
+
+
+def test_every_help_reads_as_sentences_with_no_type_noise() -> None:
+    """No `<bool>` beside a flag, no `<list[str]>`, and no sentence broken where the
+    docstring's lines end (each paragraph wraps to the terminal)."""
+    import typer
+
+    for args in _commands(typer.main.get_command(app)):
+        result = runner.invoke(app, [*args, "--help"], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, (args, result.output)
+        assert "<bool>" not in result.output, args
+        assert "<list[" not in result.output, args
+        for line in result.output.splitlines():
+            text = line.strip(" │")
+            # a docstring line break shows as a short line followed by a lower-case one
+            assert not (text.endswith(("the", "a", "of", "is", "to"))), (args, line)

@@ -48,6 +48,8 @@ class _Mocks(pulumi.runtime.Mocks):
             outputs["identities"] = [{"oidcs": [{"issuer": "https://oidc.example/id/X"}]}]
         if args.typ == LT:
             outputs["latestVersion"] = 1
+        if args.typ == PG:
+            outputs["name"] = f"{args.name}-pg"
         return f"{args.name}-id", outputs
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], None]:
@@ -186,3 +188,15 @@ def test_cluster_without_a_version_gets_the_version_its_addons_are_pinned_for(
     assert got.inputs("aws:eks/cluster:Cluster", "eks-eks")["version"] == default
     pins = load_catalog().eks_addons.pins(default)
     assert got.inputs(ADDON, "eks-kube-proxy")["addonVersion"] == pins["kube-proxy"]
+
+
+# -- Capacity Blocks need no placement group --------------------------------------------------------
+def test_capacity_block_pool_gets_no_placement_group(built: Built) -> None:
+    """"By default, Capacity Blocks deliver low-latency, high-throughput network connectivity
+    between the instances inside the Capacity Block, so there is no need to use a cluster
+    placement group with a Capacity Block" (AWS EC2 User Guide, "Work with Capacity Blocks",
+    https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-using.html). An EFA
+    pool on demand still gets one."""
+    assert built.names(PG) == {"eks-p5"}
+    assert "placement" not in built.inputs(LT, "p5-cb-lt")
+    assert built.inputs(LT, "p5-lt")["placement"] == {"groupName": "eks-p5-pg"}

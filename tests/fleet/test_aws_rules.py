@@ -160,3 +160,33 @@ def test_eks_version_without_addon_pins_is_refused(spec: dict[str, Any]) -> None
     p = at(spec, "clusters 'eks'.kubernetes_version")
     assert "1.29" in p.message and "add-on" in p.message
     assert "1.33" in p.accepted
+
+
+# -- Capacity Block prices ---------------------------------------------------------------------------
+def test_capacity_block_pool_is_costed_at_the_capacity_block_price(spec: dict[str, Any],
+                                                                  cat: Catalog) -> None:
+    """A Capacity Block is paid at its reservation rate, not the On-Demand price (AWS, "Amazon
+    EC2 Capacity Blocks for ML Pricing", https://aws.amazon.com/ec2/capacityblocks/pricing/)."""
+    spec["pools"] = [aws_pool(nodes=2, capacity={"reservation": CB, "block": True})]
+    pool_ = validate_fleet(spec).pools[0]
+    price = cat.capacity_block_prices["p5.48xlarge"]
+    assert price.source.startswith("https://aws.amazon.com/ec2/capacityblocks/pricing")
+    assert price.as_of and price.region == "us-east-1"
+    assert pool_.monthly_usd == pytest.approx(price.instance_hour_usd * 2 * 730)
+    on_demand = cat.monthly_usd(pool_.shape, 2)
+    assert on_demand is not None and pool_.monthly_usd != pytest.approx(on_demand)
+
+
+def test_unconfirmed_capacity_block_prices_say_so(cat: Catalog) -> None:
+    """Capacity Block prices move with supply and demand and are fixed when a block is bought;
+    the figures read could not be confirmed as current, and the data says so."""
+    for price in cat.capacity_block_prices.values():
+        assert not price.confirmed and "confirm" in price.note
+
+
+def test_capacity_block_without_a_price_is_unpriced_not_on_demand(spec: dict[str, Any],
+                                                                  cat: Catalog) -> None:
+    spec["pools"] = [aws_pool(accelerator="p6-b200.48xlarge",
+                              capacity={"reservation": CB, "block": True})]
+    assert "p6-b200.48xlarge" not in cat.capacity_block_prices
+    assert validate_fleet(spec).pools[0].monthly_usd is None
