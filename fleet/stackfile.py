@@ -10,14 +10,34 @@ from fleet.errors import StackFileError
 CONFIG_KEY = "accelfleet:fleet"
 EXAMPLE_STACK = Path(__file__).resolve().parent.parent / "stacks" / "Pulumi.example.yaml"
 
+# What a stack file may hold: far beyond any real fleet (a 1,000-pool stack is about 150 KB,
+# 15,000 values and 6 levels deep), close enough that a hostile file is refused in well under
+# a second instead of exhausting memory or the stack (alias bombs, deep nesting, huge files).
+MAX_STACK_BYTES = 2 * 2**20
+MAX_DEPTH = 32  # nested mappings and lists
+MAX_VALUES = 200_000  # every mapping, list and scalar, each alias counted as what it repeats
+MAX_POOLS = 2_000
+
 
 def read_stack_file(path: str | Path) -> dict[str, Any]:
     """The raw fleet mapping of a stack file; raises StackFileError saying what to fix."""
+    return fleet_config(read_stack_document(path), str(path))
+
+
+def read_stack_document(path: str | Path) -> dict[str, Any]:
+    """The whole parsed stack file (every `config:` key), within the bounds above."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
     p = Path(path)
     try:
+        size = p.stat().st_size if p.is_file() else 0
+        if size > MAX_STACK_BYTES:
+            raise StackFileError(
+                f"stack file {p} is {size / 2**20:.1f} MiB; a stack file may hold at most "
+                f"{MAX_STACK_BYTES // 2**20} MiB",
+                hint="a real fleet's stack is a few hundred KB: split the fleet into several "
+                "stacks, or check that this is the stack file you meant")
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise StackFileError(
@@ -29,6 +49,8 @@ def read_stack_file(path: str | Path) -> dict[str, Any]:
                              hint="check the path and its permissions") from None
     try:
         data = YAML(typ="safe", pure=False).load(text)
+    except RecursionError:
+        raise _too_deep(str(p)) from None
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -37,7 +59,51 @@ def read_stack_file(path: str | Path) -> dict[str, Any]:
             f"{p} is not valid YAML{where}: {problem}",
             hint="fix the YAML syntax (indentation, a missing ':' or an unclosed quote)",
         ) from None
-    return fleet_config(data, str(p))
+    check_bounds(data, str(p))
+    if not isinstance(data, dict):
+        raise StackFileError(f"{p} is not a Pulumi stack file: its top level is not a mapping",
+                             hint="a stack file starts with `config:`; see "
+                             "stacks/Pulumi.example.yaml")
+    return data
+
+
+def _too_deep(source: str) -> StackFileError:
+    return StackFileError(f"{source} nests mappings and lists more than {MAX_DEPTH} levels deep",
+                          hint="a stack file's fleet is a few levels deep; look for runaway "
+                          "brackets or indentation")
+
+
+def check_bounds(data: object, source: str) -> None:
+    """Refuse a parsed stack that nests deeper than MAX_DEPTH, holds more than MAX_VALUES
+    values once its aliases are expanded (a "billion laughs" file is a few lines whose aliases
+    repeat each other), or declares more than MAX_POOLS pools. Iterative, and stops at the
+    first limit crossed, so a hostile file costs milliseconds."""
+    seen = 0
+    todo: list[tuple[object, int]] = [(data, 0)]
+    while todo:
+        node, depth = todo.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            raise StackFileError(
+                f"{source} holds more than {MAX_VALUES:,} values once its YAML aliases (*name) "
+                "are expanded",
+                hint="an alias repeats everything its anchor holds; use aliases for small "
+                "shared settings only, or split the fleet into several stacks")
+        if depth > MAX_DEPTH:
+            raise _too_deep(source)
+        if isinstance(node, dict):
+            todo += [(k, depth + 1) for k in node]
+            todo += [(v, depth + 1) for v in node.values()]
+        elif isinstance(node, list):
+            todo += [(v, depth + 1) for v in node]
+    config = data.get("config") if isinstance(data, dict) else None
+    fleet = config.get(CONFIG_KEY) if isinstance(config, dict) else None
+    pools = fleet.get("pools") if isinstance(fleet, dict) else None
+    if isinstance(pools, list) and len(pools) > MAX_POOLS:
+        raise StackFileError(f"{source} declares {len(pools):,} pools; a stack may declare at "
+                             f"most {MAX_POOLS:,}",
+                             hint="split the fleet into several stacks (one per region or "
+                             "cluster is usual)")
 
 
 def fleet_config(data: object, source: str) -> dict[str, Any]:
