@@ -75,19 +75,24 @@ def _daemonset(name: str, accelerators: list[str], init: list[dict[str, Any]],
 
 
 def nccl_installer(kind: str, accelerators: list[str]) -> dict[str, Any]:
-    """The NCCL plugin installer DaemonSet of a GPUDirect kind (tcpx, tcpxo, rdma)."""
+    """The NCCL plugin installer DaemonSet of a GPUDirect kind (tcpx, tcpxo, rdma): the host
+    steps first where the kind has them, then the installer, then a pause container."""
     pin = NCCL_INSTALLERS[kind]
     name = f"nccl-{kind}-installer"
-    init: list[dict[str, Any]] = [{
-        "name": name, "image": pin.image, "command": list(pin.command),
+    init: list[dict[str, Any]] = []
+    if pin.host_script:
+        init.append({"name": "pre-installation", "image": HOST_TOOLS_IMAGE,
+                     "command": ["nsenter", "-at", "1", "--", "sh", "-c", pin.host_script],
+                     "securityContext": {"privileged": True}})
+    init.append({
+        "name": name, "image": pin.image, "command": ["/bin/sh", "-c"], "args": [pin.script],
         "resources": {"requests": {"cpu": "150m"}},
         "securityContext": {"privileged": True},
-        "volumeMounts": [{"name": v, "mountPath": m} for v, _, m in pin.volumes],
-    }]
-    for i, argv in enumerate(pin.host_steps):
-        init.append({"name": f"host-step-{i}", "image": HOST_TOOLS_IMAGE,
-                     "command": list(argv), "securityContext": {"privileged": True}})
-    volumes = [{"name": v, "hostPath": {"path": h}} for v, h, _ in pin.volumes]
+        "volumeMounts": [{"name": v.name, "mountPath": v.mount_path} for v in pin.volumes],
+    })
+    volumes = [{"name": v.name, "hostPath": {"path": v.host_path, **({"type": v.type}
+                                                                     if v.type else {})}}
+               for v in pin.volumes]
     pause = {"name": "pause", "image": PAUSE_IMAGE}
     return _daemonset(name, accelerators, init, volumes, pause)
 

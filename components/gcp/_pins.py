@@ -20,61 +20,117 @@ PAUSE_IMAGE = (
     "gke.gcr.io/pause:3.8"
     "@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
 )
-# NVIDIA/aicr bill of materials (gke-nccl-tcpxo component), which pins it by digest.
+# The host steps' image (it only runs nsenter): NVIDIA/aicr bill of materials
+# (gke-nccl-tcpxo component), which pins it by digest; upstream uses an unpinned "ubuntu".
 HOST_TOOLS_IMAGE = (
     "ubuntu:26.04@sha256:2260313b31c8c011cd2eebe728008efac1b3982be73eb71348ea2648d2c0e09b"
 )
 
 
 @dataclass(frozen=True)
+class HostVolume:
+    """A hostPath volume of an installer: its name, host path, mount path in the installer,
+    and hostPath type ("" for none)."""
+
+    name: str
+    host_path: str
+    mount_path: str
+    type: str = ""
+
+
+@dataclass(frozen=True)
 class NcclInstaller:
-    """The NCCL plugin installer of one GPUDirect kind, as a DaemonSet's moving parts."""
+    """The NCCL plugin installer of one GPUDirect kind, as a DaemonSet's moving parts.
+
+    `script` runs with `/bin/sh -c` in the installer image; `host_script`, where given, runs
+    first in the host's namespaces (`nsenter` into PID 1) from HOST_TOOLS_IMAGE. Both are
+    constants written here from the upstream manifests' steps, never built from input.
+    """
 
     image: str
-    command: tuple[str, ...]
-    # (volume name, host path, mount path in the installer)
-    volumes: tuple[tuple[str, str, str], ...]
-    # argv of privileged steps run in the host's namespaces after the install
-    host_steps: tuple[tuple[str, ...], ...] = ()
+    script: str
+    volumes: tuple[HostVolume, ...]
+    host_script: str = ""
     nri_injector: bool = True
     source: str = ""
 
 
+# The host steps TCPXO needs before its plugin works (upstream's `pre-installation` init
+# container): accept the plugin's TCP traffic, load the dma-buf import helper, and bind-mount
+# every aperture device (PCI vendor:device 1ae0:0084) under /dev/aperture_devices, readable by
+# the workload (NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY). Idempotent: a restarted pod neither
+# stacks iptables rules nor mounts.
+TCPXO_HOST_SCRIPT = """set -eu
+iptables -C INPUT -p tcp -m tcp -j ACCEPT 2>/dev/null || iptables -I INPUT -p tcp -m tcp -j ACCEPT
+modprobe import-helper
+mkdir -p /dev/aperture_devices
+for bdf in $(lspci -D -d 1ae0:0084 | cut -d ' ' -f 1); do
+  target="/dev/aperture_devices/$bdf"
+  mkdir -p "$target"
+  umount -R "$target" 2>/dev/null || true
+  mount --bind "$(readlink -f "/sys/bus/pci/devices/$bdf")" "$target"
+done
+chmod -R a+r /dev/aperture_devices
+for f in /dev/aperture_devices/*/resource*; do
+  if [ -e "$f" ]; then chmod a+rw "$f"; fi
+done
+"""
+
+# Install the plugin into the hostPath /var/lib, then copy its libraries (and, for TCPXO, the
+# NCCL env profile) to the host's /home/kubernetes/bin/nvidia/lib64, which workloads mount at
+# /usr/local/nvidia/lib64.
+_VAR_LIB = HostVolume("var-lib", "/var/lib", "/var/lib")
+_BIN = HostVolume("library-dir-host", "/home/kubernetes/bin", "/usr/local")
+
 NCCL_INSTALLERS: dict[str, NcclInstaller] = {
     "tcpx": NcclInstaller(
-        # Version tag: container-engine-accelerators gpudirect-tcpx/README.md release notes.
-        image="us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.12",
-        command=("/scripts/container_entry.sh", "install", "--install-nccl"),
-        volumes=(("var-lib", "/var/lib", "/var/lib"),),
-        host_steps=(
-            ("nsenter", "-at", "1", "--", "mount", "--bind", "/var/lib/tcpx", "/var/lib/tcpx"),
-            ("nsenter", "-at", "1", "--", "mount", "-o", "remount,exec", "/var/lib/tcpx"),
-        ),
-        source="GKE docs: GPUDirect-TCPX; container-engine-accelerators gpudirect-tcpx/",
+        # Tag v3.1.9: container-engine-accelerators gpudirect-tcpx/nccl-tcpx-installer.yaml at
+        # 992db81 (2026-06-09) and cluster-toolkit gke-node-pool/gpu_direct.tf at 1047080
+        # ("nccl_plugin v3.1.9 for tcpx"); no public source gave its digest.
+        image="us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9",
+        script="""set -ex
+/scripts/container_entry.sh install --install-nccl
+mkdir -p /usr/local/nvidia/lib64
+cp -r /var/lib/tcpx/lib64/. /usr/local/nvidia/lib64
+""",
+        volumes=(_VAR_LIB, _BIN),
+        source="container-engine-accelerators@992db81 gpudirect-tcpx/nccl-tcpx-installer.yaml",
     ),
     "tcpxo": NcclInstaller(
-        # Tag and digest: NVIDIA/aicr bill of materials, gke-nccl-tcpxo component.
+        # Tag v1.0.15, the one container-engine-accelerators gpudirect-tcpxo/
+        # nccl-tcpxo-installer.yaml names at 992db81 (release "Jan 9, 2026"); digest: NVIDIA/aicr
+        # bill of materials, gke-nccl-tcpxo component.
         image="us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15"
         "@sha256:4c9f0de3f39455a2ea35e844e0fc92564ca5629f6b03250fde40e8160719dae4",
-        command=("/scripts/container_entry.sh", "install", "--install-nccl"),
-        volumes=(("var-lib", "/var/lib", "/var/lib"),),
-        source="GKE docs: GPUDirect-TCPXO; container-engine-accelerators gpudirect-tcpxo/",
+        script="""set -ex
+chmod 755 /scripts/container_entry.sh
+/scripts/container_entry.sh install --install-nccl
+mkdir -p /usr/local/nvidia/lib64
+cp -r /var/lib/tcpxo/lib64/. /usr/local/nvidia/lib64
+""",
+        volumes=(_VAR_LIB, _BIN),
+        host_script=TCPXO_HOST_SCRIPT,
+        source="container-engine-accelerators@992db81 gpudirect-tcpxo/nccl-tcpxo-installer.yaml",
     ),
     "rdma": NcclInstaller(
-        # Version tag: container-engine-accelerators gpudirect-rdma/nccl-rdma-installer.yaml
-        # at commit 2c776f7e9656a2b6476f19938b738b4186000ce3.
-        image="us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.0.6",
-        command=("/scripts/container_entry.sh", "install", "--install-nccl"),
+        # Tag v1.1.1: container-engine-accelerators gpudirect-rdma/nccl-rdma-installer.yaml at
+        # 992db81 (bumped 2026-03-09, 155bfa49; `install` lost --install-nccl 2026-05-06,
+        # 2da1c92f); no public source gave its digest.
+        image="us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1",
+        script="""set -ex
+/scripts/container_entry.sh install
+cp -r /var/lib/gib/lib64/. /usr/local/home/kubernetes/bin/nvidia/lib64
+cp -r /var/lib/gib/. /usr/local/home/kubernetes/bin/gib
+""",
         volumes=(
-            ("library-dir-host", "/home/kubernetes/bin/nvidia/lib64",
-             "/usr/local/home/kubernetes/bin/nvidia/lib64"),
-            ("gib", "/home/kubernetes/bin/gib", "/usr/local/home/kubernetes/bin/gib"),
+            HostVolume("library-dir-host", "/home/kubernetes/bin/nvidia/lib64",
+                       "/usr/local/home/kubernetes/bin/nvidia/lib64", "DirectoryOrCreate"),
+            HostVolume("gib", "/home/kubernetes/bin/gib", "/usr/local/home/kubernetes/bin/gib"),
         ),
         # RDMA needs no NRI device injector: the injector's own manifest selects only the
         # TCPX / TCPXO accelerators (nvidia-h100-80gb, nvidia-h100-mega-80gb).
         nri_injector=False,
-        source="GKE docs: GPUDirect RDMA on A3 Ultra / A4; container-engine-accelerators "
-        "gpudirect-rdma/",
+        source="container-engine-accelerators@992db81 gpudirect-rdma/nccl-rdma-installer.yaml",
     ),
 }
 
