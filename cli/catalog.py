@@ -24,6 +24,7 @@ class CloudOpt(StrEnum):
 class KindOpt(StrEnum):
     gpu = "gpu"
     tpu = "tpu"
+    cpu = "cpu"
 
 
 def shape_dict(cat: Catalog, shape: Shape) -> dict[str, Any]:
@@ -50,9 +51,14 @@ def shape_dict(cat: Catalog, shape: Shape) -> dict[str, Any]:
         "price_region": price.region if price else None,
         "price_as_of": price.as_of if price else None,
     }
-    kube = cat.kube(shape)
-    out["kubernetes"] = {"resource": kube.resource, "node_selector": kube.node_selector,
-                         "taint": f"{kube.taint.key}={kube.taint.value}:{kube.taint.effect}"}
+    if shape.kind == "cpu":  # system pools and CPU pools: no device, no taint
+        out["vcpus"] = shape.machine.vcpus if shape.machine else None
+        out["kubernetes"] = {"resource": None, "node_selector": cat.node_selector(shape),
+                             "taint": None}
+    else:
+        kube = cat.kube(shape)
+        out["kubernetes"] = {"resource": kube.resource, "node_selector": kube.node_selector,
+                             "taint": f"{kube.taint.key}={kube.taint.value}:{kube.taint.effect}"}
     if shape.tpu is not None:
         out["topology"] = shape.topology_str
         out["tpu_generation"] = shape.tpu.key
@@ -68,10 +74,11 @@ def shape_dict(cat: Catalog, shape: Shape) -> dict[str, Any]:
 @command
 def list_(
     cloud: Annotated[CloudOpt | None, typer.Option(help="Only this cloud.")] = None,
-    kind: Annotated[KindOpt | None, typer.Option(help="Only GPUs or only TPUs.")] = None,
+    kind: Annotated[KindOpt | None, typer.Option(
+        help="Only GPUs, only TPUs, or only CPU machine types (system and CPU pools).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """List every machine shape: GPU machine types and TPU machine types."""
+    """List every machine shape: GPU, TPU and CPU machine types."""
     from fleet.catalog import load_catalog
 
     cat = load_catalog()
@@ -93,8 +100,12 @@ def list_(
         net = s.networking
         netw = "-" if net is None else (f"EFA x{net.efa_interfaces}" if net.kind == "efa"
                                         else f"{net.kind.upper()} +{net.extra_vpcs} VPC")
-        table.add_row(s.cloud, s.machine_type, acc.name + ("" if acc.verified else " *"),
-                      str(s.devices_per_host), num(acc.bf16_tflops), num(acc.memory_gib),
+        name = acc.name + ("" if acc.verified else " *")
+        if s.kind == "cpu" and s.machine is not None:
+            name = f"none (CPU, {s.machine.vcpus} vCPU)"
+        table.add_row(s.cloud, s.machine_type, name,
+                      str(s.devices_per_host), num(acc.bf16_tflops),
+                      num(acc.memory_gib or None),
                       num(acc.memory_gbps), netw, num(cat.hourly_usd(s), "{:,.2f}"),
                       num(cat.hourly_usd(s, spot=True), "{:,.2f}"))
     out = console()
@@ -120,7 +131,7 @@ def show(
     if shape.tpu is not None:
         data["valid_topologies"] = cat.topologies(shape.tpu.key)
         data["slice_names"] = cat.slice_names(shape.tpu.key)
-    else:
+    elif shape.kind != "cpu":
         data["also_on"] = sorted(m.name for m in cat.machines.values()
                                  if m.accelerator == shape.accelerator.key)
     if as_json:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from cli._errors import command
 from cli._output import console, num, print_json
+
+if TYPE_CHECKING:
+    from fleet.model import ResolvedPool
 
 app = typer.Typer(help="Validate and describe a stack's fleet.", no_args_is_help=True)
 
@@ -17,6 +20,16 @@ StackArg = Annotated[
     typer.Argument(help="A stacks/Pulumi.<stack>.yaml file (default: the example stack).",
                    show_default=False),
 ]
+
+
+def _row(p: ResolvedPool) -> dict[str, Any]:
+    tflops = p.shape.accelerator.bf16_tflops
+    return {
+        **p.summary(),
+        "accelerator": p.shape.accelerator.name, "devices": p.devices,
+        "zones": list(p.spec.zones), "placement": p.placement,
+        "bf16_tflops_total": tflops * p.devices if tflops and p.devices else None,
+    }
 
 
 def stack_path(stack_file: Path | None) -> Path:
@@ -33,27 +46,26 @@ def validate(
 ) -> None:
     """Check a stack's fleet against the catalog and the rules; print its pools.
 
-    Exit 0 when valid, 2 with every problem named (pool, field, value, fix) when not.
+    Exit 0 when valid, 2 with every problem named (pool, field, value, fix) when not. Each
+    cluster's system pool is listed with its cost, paid by the platform.
     """
     from fleet import load_fleet
+    from fleet.model import PLATFORM_TEAM
 
     path = stack_path(stack_file)
     fleet = load_fleet(str(path))
-    rows: list[dict[str, Any]] = []
-    for p in fleet.pools:
-        tflops = p.shape.accelerator.bf16_tflops
-        rows.append({
-            **p.summary(),
-            "accelerator": p.shape.accelerator.name, "devices": p.devices,
-            "zones": list(p.spec.zones), "placement": p.placement,
-            "bf16_tflops_total": tflops * p.devices if tflops and p.devices else None,
-        })
+    user = [_row(p) for p in fleet.pools]
+    system = [_row(p) for p in fleet.system_pools]
+    rows = user + system
+    platform_usd, platform_unpriced = fleet.team_monthly_usd(PLATFORM_TEAM)
     if as_json:
-        print_json({"stack": str(path), "valid": True, "pools": rows})
+        print_json({"stack": str(path), "valid": True, "pools": user, "system_pools": system,
+                    "platform_monthly_usd": round(platform_usd, 2),
+                    "warnings": [w.render() for w in fleet.warnings]})
         return
     from rich.table import Table
 
-    table = Table(title=f"{path}: {len(rows)} pools, valid")
+    table = Table(title=f"{path}: {len(user)} pools and {len(system)} system pools, valid")
     for col in ("pool", "team", "cluster", "machine", "accelerator", "topology", "nodes",
                 "devices", "zones", "capacity", "fabric", "$/month"):
         table.add_column(col, justify="right" if col in ("nodes", "devices", "$/month")
@@ -71,3 +83,9 @@ def validate(
         note = f" ({unpriced} pool(s) without a public price)" if unpriced else ""
         out.print(f"team {team.name}: about ${cost:,.0f}/month at list price, budget "
                   f"${budget}{note}")
+    if system and PLATFORM_TEAM not in {t.name for t in fleet.spec.teams}:
+        note = f" ({platform_unpriced} without a public price)" if platform_unpriced else ""
+        out.print(f"platform (the system pools of {', '.join(r['cluster'] for r in system)}): "
+                  f"about ${platform_usd:,.0f}/month at list price{note}")
+    for w in fleet.warnings:
+        out.print(f"warning: {w.render()}")

@@ -50,10 +50,16 @@ def render(result: Plan) -> str:
     from rich.console import Console
     from rich.tree import Tree
 
+    from fleet.model import PLATFORM_TEAM
+
     data = result.to_dict()
     pools = {}
     for p in data["pools"]:
         comp = result.pool_component(p["name"])
+        if comp is not None:
+            pools[comp.urn] = p
+    for p in data["system_pools"]:
+        comp = result.system_pool_component(p["cluster"])
         if comp is not None:
             pools[comp.urn] = p
     custom = [r for r in result.resources if r.custom]
@@ -90,8 +96,11 @@ def render(result: Plan) -> str:
                 if t["unpriced_pools"] else ""
             budget = (f", budget ${t['monthly_budget_usd']:,.0f}"
                       if t["monthly_budget_usd"] is not None else "")
-            console.print(f"team {t['name']}: ~${t['monthly_usd']:,.0f}/month at list "
+            paid = " (the system pools)" if t["name"] == PLATFORM_TEAM else ""
+            console.print(f"team {t['name']}{paid}: ~${t['monthly_usd']:,.0f}/month at list "
                           f"price{budget}{note}")
+        for w in data["warnings"]:
+            console.print(f"warning: {w}")
     return cap.get()
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fleet.errors import AccelfleetError, InputError
-from fleet.model import Fleet
+from fleet.model import PLATFORM_TEAM, SYSTEM_POOL, Fleet
 
 PROGRAM = Path(__file__).resolve().parent.parent / "stacks" / "__main__.py"
 PROJECT = "accelfleet"
@@ -27,7 +27,8 @@ COMPUTED = "<computed>"
 SECRET = "<secret>"
 SCHEMA_VERSION = 1
 # Components that hold one pool: named after the pool, or "<cluster>-<pool>".
-POOL_COMPONENTS = ("GpuNodePool", "TpuSlice", "TpuVm", "GpuNodeGroup")
+POOL_COMPONENTS = ("GpuNodePool", "TpuSlice", "TpuVm", "GpuNodeGroup", "CpuNodePool",
+                   "CpuNodeGroup")
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,12 @@ class Plan:
                 return r
         return None
 
+    def system_pool_component(self, cluster: str) -> PlannedResource | None:
+        """The component that holds a cluster's system pool (named "<cluster>-system")."""
+        return next((r for r in self.resources if r.type.startswith("accelfleet:")
+                     and r.type.endswith(("CpuNodePool", "CpuNodeGroup"))
+                     and r.name == f"{cluster}-{SYSTEM_POOL}"), None)
+
     def pool_resources(self) -> dict[str, list[PlannedResource]]:
         """Pool name -> the provider resources under its component."""
         out = {}
@@ -111,10 +118,21 @@ class Plan:
             teams.append({"name": t.name, "monthly_usd": _money(cost),
                           "unpriced_pools": unpriced,
                           "monthly_budget_usd": t.monthly_budget_usd})
+        systems = []
+        for p in self.fleet.system_pools:
+            comp = self.system_pool_component(p.cluster.name) if p.cluster else None
+            made = [d for d in self.descendants(comp.urn) if d.custom] if comp else []
+            systems.append({**p.summary(), "resources": len(made)})
+        if systems and PLATFORM_TEAM not in {t.name for t in self.fleet.spec.teams}:
+            cost, unpriced = self.fleet.team_monthly_usd(PLATFORM_TEAM)
+            teams.append({"name": PLATFORM_TEAM, "monthly_usd": _money(cost),
+                          "unpriced_pools": unpriced, "monthly_budget_usd": None})
         return {
             "schema_version": SCHEMA_VERSION, "stack": self.stack,
             "summary": {"resources": sum(counts.values()), "by_type": counts},
             "pools": sorted(pools, key=lambda d: d["name"]),
+            "system_pools": sorted(systems, key=lambda d: d["cluster"] or ""),
+            "warnings": [w.render() for w in self.fleet.warnings],
             "teams": sorted(teams, key=lambda d: d["name"]),
             "resources": resources,
         }

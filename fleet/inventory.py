@@ -78,13 +78,21 @@ class Inventory:
 
 
 def inventory_pool(pool: ResolvedPool, catalog: Catalog) -> InventoryPool:
+    """A pool's entry. A CPU pool (kind "cpu") has no device resource and no accelerator
+    taint to tolerate; `accelfleet smoke` skips it."""
     shape = pool.shape
-    kube = catalog.kube(shape)
-    tolerations = [kube.taint.as_toleration()]
+    if shape.kind == "cpu":
+        resource, selector, tolerations = "", catalog.node_selector(shape), []
+    else:
+        kube = catalog.kube(shape)
+        resource, selector = kube.resource, kube.node_selector
+        tolerations = [kube.taint.as_toleration()]
     tolerations += [
         {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect}
         for t in pool.spec.taints
     ]
+    if pool.flex_start and pool.cloud == "gcp":  # GKE taints flex-start / queued nodes
+        tolerations.append(catalog.taints[("gcp", "flex_start")].as_toleration())
     return InventoryPool(
         name=pool.name,
         team=pool.team,
@@ -100,8 +108,8 @@ def inventory_pool(pool: ResolvedPool, catalog: Catalog) -> InventoryPool:
         hosts_per_slice=shape.hosts,
         slices=pool.spec.multislice if shape.tpu else 1,
         topology=shape.topology_str or None,
-        resource=kube.resource,
-        node_selector={**kube.node_selector, POOL_LABEL: pool.name},
+        resource=resource,
+        node_selector={**selector, POOL_LABEL: pool.name},
         tolerations=tolerations,
         zones=list(pool.spec.zones),
         gpu_networking=pool.networking.kind if pool.networking else None,

@@ -10,11 +10,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleet.catalog import Cloud, GpuNetworking, Shape
+from fleet.errors import Problem
 from fleet.spec import Cluster, FleetSpec, Pool, Team
 
 POOL_LABEL = "accelfleet.io/pool"
 TEAM_LABEL = "accelfleet.io/team"
 ACCELERATOR_LABEL = "accelfleet.io/accelerator"
+# Every cluster's system pool (untainted CPU nodes for the add-ons) has this name, and the
+# platform pays for it: it is reported under this team, never under a team that owns pools.
+SYSTEM_POOL = "system"
+PLATFORM_TEAM = "platform"
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,7 @@ class ResolvedPool:
     placement: str
     networking: GpuNetworking | None
     monthly_usd: float | None
+    system: bool = False  # the cluster's system pool (spec synthesised from `system_pool`)
 
     @property
     def name(self) -> str:
@@ -109,6 +115,7 @@ class ResolvedPool:
             "team": self.team,
             "cloud": self.cloud,
             "runtime": self.runtime,
+            "kind": shape.kind,
             "cluster": self.cluster.name if self.cluster else None,
             "machine_type": shape.machine_type,
             "topology": shape.topology_str or None,
@@ -120,22 +127,28 @@ class ResolvedPool:
 
     @property
     def labels(self) -> dict[str, str]:
-        """Node labels: the user's, then accelfleet's own (which win)."""
-        return {
-            **self.spec.labels,
-            POOL_LABEL: self.name,
-            TEAM_LABEL: self.team,
-            ACCELERATOR_LABEL: self.shape.accelerator.key,
-        }
+        """Node labels: the user's, then accelfleet's own (which win). CPU nodes carry no
+        accelerator label: device plugins and accelerator add-ons select nodes by it."""
+        labels = {**self.spec.labels, POOL_LABEL: self.name, TEAM_LABEL: self.team}
+        if self.shape.kind != "cpu":
+            labels[ACCELERATOR_LABEL] = self.shape.accelerator.key
+        return labels
 
 
 @dataclass(frozen=True)
 class Fleet:
-    """A whole validated fleet."""
+    """A whole validated fleet.
+
+    pools: the pools the spec declares (accelerator and CPU pools), which the inventory lists;
+    system_pools: one per cluster whose system pool is enabled, owned by `PLATFORM_TEAM`;
+    warnings: what is allowed but deserves a look (a cluster without a system pool).
+    """
 
     spec: FleetSpec
     pools: tuple[ResolvedPool, ...]
     source: str = "fleet spec"
+    system_pools: tuple[ResolvedPool, ...] = ()
+    warnings: tuple[Problem, ...] = ()
 
     def cluster(self, name: str) -> Cluster:
         return next(c for c in self.spec.clusters if c.name == name)
@@ -143,13 +156,19 @@ class Fleet:
     def pools_in(self, cluster: str) -> list[ResolvedPool]:
         return [p for p in self.pools if p.cluster is not None and p.cluster.name == cluster]
 
+    def system_pool(self, cluster: str) -> ResolvedPool | None:
+        """The cluster's system pool, or None where the spec disables it."""
+        return next((p for p in self.system_pools
+                     if p.cluster is not None and p.cluster.name == cluster), None)
+
     def team(self, name: str) -> Team:
         return next(t for t in self.spec.teams if t.name == name)
 
     def team_monthly_usd(self, team: str) -> tuple[float, int]:
-        """(known monthly cost of a team's pools, how many of its pools have no price)."""
+        """(known monthly cost of a team's pools, how many of its pools have no price).
+        The system pools count for `PLATFORM_TEAM`."""
         total, unpriced = 0.0, 0
-        for pool in self.pools:
+        for pool in (*self.pools, *self.system_pools):
             if pool.team != team:
                 continue
             if pool.monthly_usd is None:

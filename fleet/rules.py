@@ -18,6 +18,7 @@ from fleet.catalog import Catalog, Cloud, GpuNetworking, Shape, load_catalog
 from fleet.errors import AccelfleetError, Problem, SpecError, suggest
 from fleet.model import Fleet, ResolvedPool
 from fleet.spec import Cluster, FleetSpec, Pool
+from fleet.system_pools import check_cpu_pool, system_pools
 
 DNS_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
 LABEL_KEY = re.compile(
@@ -42,7 +43,8 @@ def validate_fleet(
     pools = checker.run()
     if checker.problems:
         raise SpecError(checker.problems, source=source)
-    return Fleet(spec=spec, pools=tuple(pools), source=source)
+    return Fleet(spec=spec, pools=tuple(pools), source=source,
+                 system_pools=tuple(checker.system_pools), warnings=tuple(checker.warnings))
 
 
 def _from_pydantic(exc: ValidationError, raw: object) -> list[Problem]:
@@ -88,6 +90,8 @@ class _Checker:
         self.problems: list[Problem] = []
         self.clusters = {c.name: c for c in spec.clusters}
         self.teams = {t.name: t for t in spec.teams}
+        self.system_pools: list[ResolvedPool] = []  # see fleet.system_pools
+        self.warnings: list[Problem] = []
 
     def add(self, where: str, message: str, hint: str = "", accepted: tuple[str, ...] = ()
             ) -> None:
@@ -104,7 +108,8 @@ class _Checker:
             r = self._pool(pool)
             if r is not None:
                 resolved.append(r)
-        self._budgets(resolved)
+        self.system_pools, self.warnings = system_pools(self, self.spec)
+        self._budgets(resolved + self.system_pools)  # a `platform` team's budget covers these
         self._rdma_zones(resolved)
         return resolved
 
@@ -164,6 +169,7 @@ class _Checker:
         self._nodes_per_zone(pool, at, cloud)
         self._capacity(pool, at, cloud)
         self._capacity_block(pool, at, shape)
+        check_cpu_pool(self, pool, at, shape)
         self._cloud_fields(pool, at, cloud)
         self._labels(pool, at)
         networking = shape.networking if pool.fabric == "auto" else None

@@ -65,6 +65,7 @@ class Cluster(_Model):
     private_endpoint: bool = False
     authorized_cidrs: list[str] = Field(default_factory=list)
     network: Network = Network()
+    system_pool: SystemPool = Field(default_factory=lambda: SystemPool())
 
     @field_validator("authorized_cidrs")
     @classmethod
@@ -114,6 +115,33 @@ class Capacity(_Model):
 class Autoscaling(_Model):
     min_nodes: int = Field(ge=0)
     max_nodes: int = Field(ge=1)
+
+
+def _zone_shorthand(value: Any) -> Any:
+    """`zone: Z` is shorthand for `zones: [Z]`."""
+    if isinstance(value, dict) and "zone" in value:
+        value = dict(value)
+        zone = value.pop("zone")
+        if "zones" in value:
+            raise ValueError("give either `zone` or `zones`, not both")
+        value["zones"] = [zone]
+    return value
+
+
+class SystemPool(_Model):
+    """The cluster's system pool: untainted CPU nodes for the cluster's add-ons (DNS, the
+    device plugin chart's node-feature-discovery master, the JobSet controller), paid by the
+    platform. Every field left out comes from the catalog's defaults for the cloud; the zones
+    default to the cluster's pools' zones. `enabled: false` removes it (with a warning)."""
+
+    enabled: bool = True
+    machine_type: str | None = None
+    nodes: int | None = Field(default=None, ge=1)
+    autoscaling: Autoscaling | None = None
+    zones: list[str] = Field(default_factory=list)
+    disk_size_gb: int | None = Field(default=None, ge=50)
+
+    _zone = model_validator(mode="before")(_zone_shorthand)
 
 
 class NodeTaint(_Model):

@@ -12,6 +12,8 @@ try:
 except AccelfleetError as exc:
     raise pulumi.RunError(str(exc)) from None
 
+for warning in model.warnings:  # allowed, but worth a look (a cluster without a system pool)
+    pulumi.log.warn(warning.render())
 fleet = Fleet("fleet", FleetArgs(fleet=model, stack=pulumi.get_stack()))
 pulumi.export("inventory", fleet.inventory)
 pulumi.export("clusters", {name: c.endpoint for name, c in fleet.clusters.items()})

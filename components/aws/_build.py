@@ -6,6 +6,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws._addons import managed_addons
+from components.aws._cpu_nodegroup import CpuNodeGroup, CpuNodeGroupArgs
 from components.aws._eks import EksCluster, EksClusterArgs
 from components.aws._network import EksNetwork, EksNetworkArgs
 from components.aws._nodegroup import (
@@ -39,6 +40,11 @@ class AwsCluster(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(CLUSTER_TYPE, name, None, opts)
         cluster, pools, catalog = args.cluster, args.pools, args.catalog
+        # CPU node groups: the system group and plain CPU pools; `pools` are the GPU ones.
+        system = args.fleet.system_pool(cluster.name)
+        cpu_pools = [p for p in pools if p.shape.kind == "cpu"]
+        cpu_groups = [*cpu_pools, *([system] if system else [])]
+        pools = [p for p in pools if p.shape.kind != "cpu"]
         aws_cloud = args.fleet.spec.clouds.aws
         if aws_cloud is None:
             raise InputError(
@@ -55,7 +61,8 @@ class AwsCluster(pulumi.ComponentResource):
         network = EksNetwork(
             cluster.name,
             EksNetworkArgs(cluster_name=cluster.name, region=region, cidr=cluster.network.cidr,
-                           zones=[z for p in pools for z in p.spec.zones], compact_pools=compact),
+                           zones=[z for p in (*pools, *cpu_groups) for z in p.spec.zones],
+                           compact_pools=compact),
             child,
         )
         # kube-proxy and CoreDNS pins fit one Kubernetes version: a cluster that names none gets
@@ -92,6 +99,21 @@ class AwsCluster(pulumi.ComponentResource):
                 child,
             )
             node_groups.append(group)
+        addon_nodes: list[pulumi.Resource] = []  # the add-ons' Helm releases wait for these
+        for pool in cpu_groups:
+            cpu_group = CpuNodeGroup(
+                f"{cluster.name}-{pool.name}" if pool.system else pool.name,
+                CpuNodeGroupArgs(
+                    pool=pool, catalog=catalog, cluster_name=eks.cluster_name,
+                    node_role_arn=eks.node_role_arn,
+                    subnet_ids=[network.private_subnet_ids[z] for z in pool.spec.zones],
+                    kubernetes_version=cluster.kubernetes_version,
+                    depends_on=list(before.values())),
+                child,
+            )
+            node_groups.append(cpu_group)
+            if pool.system:
+                addon_nodes.append(cpu_group.node_group)
         managed_addons(cluster.name, eks.cluster_name,
                        {n: v for n, v in pins.items() if n not in before}, child,
                        depends_on=node_groups)
@@ -108,7 +130,7 @@ class AwsCluster(pulumi.ComponentResource):
             GpuAddons(cluster.name, GpuAddonsArgs(scheduling=scheduling,
                                                   efa=any(is_efa(p) for p in pools)),
                       pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
-                          provider=eks.provider)))
+                          provider=eks.provider, depends_on=addon_nodes)))
         self.outputs = ClusterOutputs(name=cluster.name, cloud="aws", endpoint=eks.endpoint,
                                       kubeconfig=eks.kubeconfig, provider=eks.provider)
         self.register_outputs({"endpoint": eks.endpoint, "kubeconfig": eks.kubeconfig})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pulumi
 
 from components.gcp._cluster import GkeCluster, GkeClusterArgs, NodeIdentity, NodeIdentityArgs
+from components.gcp._cpu_pool import CpuNodePool, CpuNodePoolArgs
 from components.gcp._gpu_pool import GpuNodePool, GpuNodePoolArgs
 from components.gcp._k8s import GpuDirectAddons, GpuDirectAddonsArgs, GpuDirectKind
 from components.gcp._network import (
@@ -33,9 +34,9 @@ TPU_VM_CIDR = "10.200.0.0/20"
 
 
 class GcpCluster(pulumi.ComponentResource):
-    """A whole GKE site: network fabric, node identity, cluster, GPUDirect networks and
-    add-ons, the JobSet controller where TPU slices join, and every GPU node pool and TPU
-    slice that joins it."""
+    """A whole GKE site: network fabric, node identity, cluster, its system pool, GPUDirect
+    networks and add-ons, the JobSet controller where TPU slices join, and every GPU node
+    pool, TPU slice and CPU pool that joins it."""
 
     outputs: ClusterOutputs
 
@@ -62,6 +63,14 @@ class GcpCluster(pulumi.ComponentResource):
             authorized_cidrs=list(c.authorized_cidrs), kubernetes_version=c.kubernetes_version,
             multi_networking=bool(by_kind), pods_range=PODS_RANGE,
             services_range=SERVICES_RANGE), child)
+        # The system pool first: the add-ons' Helm releases wait for its nodes.
+        system = args.fleet.system_pool(c.name)
+        addon_nodes: list[pulumi.Resource] = []
+        if system is not None:
+            addon_nodes.append(CpuNodePool(f"{c.name}-system", CpuNodePoolArgs(
+                pool=system, catalog=args.catalog, cluster=gke.cluster.id, project=project,
+                service_account=identity.email),
+                pulumi.ResourceOptions(parent=self, depends_on=[gke])).node_pool)
         # One set of GPU networks per cluster, named as the catalog names the GKE networks
         # (TCPX and TCPXO share vpc1..vpc4); each pool attaches its kind's, in NIC order, as
         # outputs of the VPCs and subnets, so that it is created after and deleted before them.
@@ -87,11 +96,16 @@ class GcpCluster(pulumi.ComponentResource):
                 pulumi.ResourceOptions(parent=self, depends_on=nets_made))
         if needs_jobset(args.pools):
             JobSetController(c.name, JobSetControllerArgs(),
-                             pulumi.ResourceOptions(parent=self, provider=gke.provider))
+                             pulumi.ResourceOptions(parent=self, provider=gke.provider,
+                                                    depends_on=addon_nodes))
         pool_opts = pulumi.ResourceOptions(parent=self, depends_on=[gke])
         for p in args.pools:
             if p.shape.tpu is not None:
                 TpuSlice(p.name, TpuSliceArgs(
+                    pool=p, catalog=args.catalog, cluster=gke.cluster.id, project=project,
+                    service_account=identity.email), pool_opts)
+            elif p.shape.kind == "cpu":
+                CpuNodePool(p.name, CpuNodePoolArgs(
                     pool=p, catalog=args.catalog, cluster=gke.cluster.id, project=project,
                     service_account=identity.email), pool_opts)
             else:

@@ -18,11 +18,14 @@ RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 
 def taints(pool: ResolvedPool, catalog: Catalog
            ) -> list[gcp.container.NodePoolNodeConfigTaintArgs]:
-    """The accelerator's taint from the catalog, then the pool's own."""
+    """The accelerator's taint from the catalog (a CPU pool has none), then the pool's own."""
     effect = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE",
               "NoExecute": "NO_EXECUTE"}
-    t = catalog.kube(pool.shape).taint
-    out = [C.NodePoolNodeConfigTaintArgs(key=t.key, value=t.value, effect=effect[t.effect])]
+    out = []
+    if pool.shape.kind != "cpu":
+        t = catalog.kube(pool.shape).taint
+        out.append(C.NodePoolNodeConfigTaintArgs(key=t.key, value=t.value,
+                                                 effect=effect[t.effect]))
     out += [C.NodePoolNodeConfigTaintArgs(key=x.key, value=x.value, effect=effect[x.effect])
             for x in pool.spec.taints]
     return out

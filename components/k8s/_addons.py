@@ -42,6 +42,15 @@ def pinned_release(resource_name: str, chart: Chart, values: dict[str, Any],
     )
 
 
+def release_opts(component: pulumi.Resource, opts: pulumi.ResourceOptions | None
+                 ) -> pulumi.ResourceOptions:
+    """Options for a component's Helm releases: its children, waiting for what the component
+    was told to wait for (a component's `depends_on` does not reach its children by itself).
+    The cluster components pass the system pool's nodes: an atomic release installed before
+    any untainted node exists times out and rolls back."""
+    return pulumi.ResourceOptions(parent=component, depends_on=opts.depends_on if opts else None)
+
+
 @dataclass(frozen=True)
 class GpuAddonsArgs:
     """efa: install the EFA device plugin (the cluster has EFA pools); dcgm_exporter: metrics."""
@@ -69,7 +78,7 @@ class GpuAddons(pulumi.ComponentResource):
         self.releases = {}
         for chart, values in wanted:
             self.releases[chart.chart] = pinned_release(
-                f"{name}-{chart.chart}", chart, values, pulumi.ResourceOptions(parent=self))
+                f"{name}-{chart.chart}", chart, values, release_opts(self, opts))
         self.register_outputs({
             "releases": {n: r.version for n, r in self.releases.items()},
         })

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.k8s._addons import pinned_release
+from components.k8s._addons import pinned_release, release_opts
 from components.k8s._charts import JOBSET, JOBSET_IMAGE_REPOSITORY, JOBSET_IMAGE_TAG
 from components.k8s._values import jobset_controller_values
 from fleet.model import ACCELERATOR_LABEL
@@ -27,7 +27,8 @@ class JobSetControllerArgs:
 
 
 class JobSetController(pulumi.ComponentResource):
-    """The JobSet Helm release; pass the cluster's Kubernetes provider in `opts`."""
+    """The JobSet Helm release; pass the cluster's Kubernetes provider in `opts`, and in its
+    `depends_on` the untainted nodes the controller will run on (the system pool)."""
 
     release: k8s.helm.v3.Release
 
@@ -37,6 +38,6 @@ class JobSetController(pulumi.ComponentResource):
         values = jobset_controller_values(JOBSET_IMAGE_REPOSITORY, JOBSET_IMAGE_TAG,
                                           args.accelerator_label)
         self.release = pinned_release(f"{name}-{JOBSET.chart}", JOBSET, values,
-                                      pulumi.ResourceOptions(parent=self))
+                                      release_opts(self, opts))
         self.register_outputs({"version": self.release.version,
                                "namespace": self.release.namespace})

@@ -25,12 +25,13 @@ from fleet.catalog._load import (
     as_str_dict,
     image_ref_problem,
     load_accelerators,
+    load_cpu_machines,
     load_fabrics,
     load_machines,
     load_prices,
-    read_yaml,
     load_taints,
     load_tpus,
+    read_yaml,
 )
 from fleet.catalog._records import (
     CLOUDS,
@@ -47,10 +48,11 @@ from fleet.catalog._records import (
     PodInterface,
     Price,
     Shape,
+    SystemPoolDefaults,
     Taint,
     TpuGeneration,
 )
-from fleet.errors import InputError, UnknownNameError
+from fleet.errors import CatalogError, InputError, UnknownNameError
 
 __all__ = [
     "CLOUDS",
@@ -71,6 +73,7 @@ __all__ = [
     "PodInterface",
     "Price",
     "Shape",
+    "SystemPoolDefaults",
     "Taint",
     "TpuGeneration",
     "image_ref_problem",
@@ -96,6 +99,8 @@ class Catalog:
     def __init__(self) -> None:
         self.accelerators = load_accelerators()
         self.machines: dict[str, MachineType] = {}
+        self.system_pools: dict[Cloud, SystemPoolDefaults] = {}
+        self.cpu_ami_types: dict[str, str] = {}  # aws: `ami` family -> EKS AMI type, CPU nodes
         self._kube: dict[Cloud, dict[str, Any]] = {}
         self.taints: dict[tuple[Cloud, str], Taint] = {}
         self.ami_types: dict[str, str] = {}
@@ -103,6 +108,13 @@ class Catalog:
         for cloud in CLOUDS:
             machines, data = load_machines(cloud, self.accelerators)
             self.machines.update(machines)
+            cpu, self.system_pools[cloud] = load_cpu_machines(cloud, data, self.accelerators)
+            if set(cpu) & set(self.machines):
+                raise CatalogError(f"{cloud}.yaml: {sorted(set(cpu) & set(self.machines))} "
+                                   "listed as both GPU and CPU machine types")
+            self.machines.update(cpu)
+            if "cpu_ami_types" in data:
+                self.cpu_ami_types = as_str_dict(data["cpu_ami_types"])
             self._kube[cloud] = data.get("kubernetes", {})
             for kind, taint in load_taints(self._kube[cloud]).items():
                 self.taints[(cloud, kind)] = taint
@@ -120,6 +132,8 @@ class Catalog:
             read_yaml("prices.yaml").get("capacity_block_prices"))
         self._alias: dict[str, str] = {}
         for acc in self.accelerators.values():
+            if acc.kind == "cpu":  # a CPU pool names its machine type, never just "cpu"
+                continue
             for word in (acc.key, *acc.aliases):
                 self._alias[word.lower()] = acc.key
         # A GKE label names its family's first machine type (nvidia-l4 -> g2-standard-12).
@@ -329,15 +343,32 @@ class Catalog:
         out: list[Shape] = []
         if kind in (None, "gpu"):
             out += [self.gpu_shape(m) for m in self.machines.values()
-                    if cloud in (None, m.cloud)]
+                    if cloud in (None, m.cloud) and m.gpus]
         if kind in (None, "tpu") and cloud in (None, "gcp"):
             for gen in self.tpus.values():
                 for _chips, machine in gen.machine_types:
                     out.append(self.resolve(machine))
+        if kind in (None, "cpu"):
+            out += [self.gpu_shape(m) for m in self.machines.values()
+                    if cloud in (None, m.cloud) and not m.gpus]
         return out
 
     # -- Kubernetes --------------------------------------------------------------------------
     def kube(self, shape: Shape) -> KubeFacts:
+        """An accelerator shape's resource, selector and taint (a CPU shape has neither
+        resource nor taint: use `node_selector`)."""
+        if shape.kind == "cpu":
+            raise CatalogError(f"{shape.machine_type} is a CPU machine type: no accelerator "
+                               "resource or taint")
+        facts = self._kube[shape.cloud][shape.kind]
+        return KubeFacts(
+            resource=facts["resource"],
+            node_selector=self.node_selector(shape),
+            taint=self.taints[(shape.cloud, shape.kind)],
+        )
+
+    def node_selector(self, shape: Shape) -> dict[str, str]:
+        """The well-known node labels that select a shape's nodes (any kind)."""
         facts = self._kube[shape.cloud][shape.kind]
         selector: dict[str, str] = {}
         if shape.tpu is not None:
@@ -346,11 +377,14 @@ class Catalog:
         elif shape.machine is not None and shape.machine.gke_accelerator:
             selector[facts["accelerator_label"]] = shape.machine.gke_accelerator
         selector[facts["machine_label"]] = shape.machine_type
-        return KubeFacts(
-            resource=facts["resource"],
-            node_selector=selector,
-            taint=self.taints[(shape.cloud, shape.kind)],
-        )
+        return selector
+
+    def system_pool_defaults(self, cloud: Cloud) -> SystemPoolDefaults:
+        """The system pool a cluster on `cloud` gets unless its spec overrides it."""
+        return self.system_pools[cloud]
+
+    def cpu_machine_names(self, cloud: Cloud) -> list[str]:
+        return sorted(m.name for m in self.machines.values() if m.cloud == cloud and not m.gpus)
 
     def kube_section(self, cloud: Cloud, key: str) -> dict[str, str]:
         """A raw section of a cloud's Kubernetes facts (e.g. aws 'efa')."""

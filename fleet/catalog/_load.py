@@ -19,6 +19,7 @@ from fleet.catalog._records import (
     MachineType,
     PodInterface,
     Price,
+    SystemPoolDefaults,
     Taint,
     TpuGeneration,
 )
@@ -78,8 +79,8 @@ def load_accelerators() -> dict[str, Accelerator]:
         acc = _build(Accelerator, f"accelerators.yaml {raw.get('key')}", fields)
         if not acc.source:
             raise CatalogError(f"accelerators.yaml {acc.key}: every figure needs a source")
-        if acc.kind not in ("gpu", "tpu"):
-            raise CatalogError(f"accelerators.yaml {acc.key}: kind must be gpu or tpu")
+        if acc.kind not in ("gpu", "tpu", "cpu"):
+            raise CatalogError(f"accelerators.yaml {acc.key}: kind must be gpu, tpu or cpu")
         out.append(acc)
     _unique([a.key for a in out], "accelerators.yaml")
     return {a.key: a for a in out}
@@ -140,6 +141,35 @@ def load_machines(
         raise CatalogError(f"{name} capacity_blocks: unknown families {sorted(unknown)}")
     _unique([m.name for m in machines], name)
     return {m.name: m for m in machines}, data
+
+
+def load_cpu_machines(cloud: Cloud, data: Mapping[str, Any], accelerators: Mapping[str,
+                      Accelerator]) -> tuple[dict[str, MachineType], SystemPoolDefaults]:
+    """A cloud's CPU machine types (`cpu_families`: machine -> vCPUs) and its system pool
+    defaults, which must name one of them."""
+    name = f"{cloud}.yaml"
+    cpu = [a.key for a in accelerators.values() if a.kind == "cpu"]
+    if len(cpu) != 1:
+        raise CatalogError("accelerators.yaml: exactly one entry of kind cpu is expected")
+    machines: dict[str, MachineType] = {}
+    for fam in _items(data, "cpu_families", name):
+        if not fam.get("source"):
+            raise CatalogError(f"{name} cpu family {fam.get('family')}: every fact needs a source")
+        for machine, vcpus in fam["machines"].items():
+            if machine in machines:
+                raise CatalogError(f"{name} cpu_families: duplicate key {machine!r}")
+            machines[machine] = MachineType(cloud=cloud, name=machine, family=fam["family"],
+                                            accelerator=cpu[0], gpus=0, vcpus=int(vcpus))
+    raw = data.get("system_pool")
+    if not isinstance(raw, dict):
+        raise CatalogError(f"{name}: 'system_pool' must be a mapping")
+    defaults = _build(SystemPoolDefaults, f"{name} system_pool", raw, cloud=cloud)
+    if defaults.machine_type not in machines:
+        raise CatalogError(f"{name} system_pool: {defaults.machine_type!r} is not one of its "
+                           "cpu_families machine types")
+    if defaults.nodes < 1 or not defaults.source:
+        raise CatalogError(f"{name} system_pool: needs nodes >= 1 and a source")
+    return machines, defaults
 
 
 def load_taints(kube: Mapping[str, Any]) -> dict[str, Taint]:

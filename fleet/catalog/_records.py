@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 Cloud = Literal["gcp", "aws"]
-Kind = Literal["gpu", "tpu"]
+Kind = Literal["gpu", "tpu", "cpu"]  # cpu: a plain CPU machine, no accelerator
 CLOUDS: tuple[Cloud, ...] = ("gcp", "aws")
 HOURS_PER_MONTH = 730.0
 
@@ -124,13 +124,15 @@ class Fabric:
 
 @dataclass(frozen=True, slots=True)
 class MachineType:
-    """A GPU machine (Google Cloud) or instance type (AWS)."""
+    """A GPU machine (Google Cloud) or instance type (AWS), or a CPU one (accelerator "cpu",
+    no GPUs) for system pools and plain CPU pools."""
 
     cloud: Cloud
     name: str
     family: str
     accelerator: str
     gpus: int
+    vcpus: int = 0  # given for CPU machine types
     gke_accelerator: str | None = None
     networking: GpuNetworking | None = None
     capacity_block: bool = False  # aws: EC2 Capacity Blocks for ML can reserve it
@@ -180,6 +182,17 @@ class Price:
     on_demand_usd: float | None = None
     spot_usd: float | None = None
     note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SystemPoolDefaults:
+    """What a cluster's system pool is unless the stack says otherwise (one per cloud)."""
+
+    cloud: Cloud
+    machine_type: str
+    nodes: int
+    disk_size_gb: int
+    source: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,4 +246,7 @@ class Shape:
                 f"TPU {self.tpu.key} {self.topology_str}: {self.chips} chips on {self.hosts} "
                 f"host{'s' if self.hosts != 1 else ''} of {self.machine_type}"
             )
+        if self.kind == "cpu":
+            vcpus = self.machine.vcpus if self.machine else 0
+            return f"{self.machine_type}: {vcpus} vCPU, no accelerator"
         return f"{self.machine_type}: {self.devices_per_host} x {self.accelerator.name}"

@@ -45,7 +45,7 @@ def test_example_plan_shows_the_gcp_pools(first: str) -> None:
     assert all(p["resources"] >= 1 for p in pools.values())
     node_pools = [r for r in data["resources"] if r["type"] == "gcp:container/nodePool:NodePool"]
     assert sorted(r["inputs"]["name"] for r in node_pools) == [
-        "h100-train", "l4-spot", "v5p-slice", "v6e-serve"]
+        "h100-train", "l4-spot", "system", "v5p-slice", "v6e-serve"]  # system: ml-gke's own
     h100 = next(r for r in node_pools if r["inputs"]["name"] == "h100-train")
     assert h100["parent"] == "accelfleet:gcp:GpuNodePool::h100-train"
     assert h100["inputs"]["nodeConfig"]["guestAccelerators"][0][

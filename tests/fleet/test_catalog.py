@@ -116,7 +116,7 @@ def test_slice_names_count_tensorcores_or_chips(cat):
 def test_every_accelerator_has_a_source_and_units(cat):
     for acc in cat.accelerators.values():
         assert acc.source
-        assert acc.memory_gib > 0
+        assert acc.memory_gib > 0 or acc.kind == "cpu"  # cpu: the CPU machines' "none"
     for key in ("h100-80gb", "tpu-v5p", "l4"):
         acc = cat.accelerator(key)
         assert acc.bf16_tflops and acc.memory_gbps

@@ -1,0 +1,121 @@
+"""`CpuNodeGroup`: an EKS managed node group of one CPU instance type, untainted: a cluster's
+system node group, or a plain CPU pool of the spec.
+
+The system node group hosts CoreDNS and the device plugin chart's node-feature-discovery master
+and gc, which tolerate no GPU taint. terraform-aws-eks examples/eks-managed-node-group
+(eks-al2023.tf: m6i.large, AL2023_x86_64_STANDARD, 2 nodes) and EKS Blueprints
+patterns/nvidia-gpu-efa/eks.tf (a `default` group "for core addons such as CoreDNS") keep the
+same group beside the GPU ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from components.aws._nodegroup import (
+    DATA_VOLUME_DEVICE,
+    DEFAULT_AMI,
+    EKS_TAINT_EFFECT,
+    IMDS_HOP_LIMIT,
+    capacity_for,
+    scaling_for,
+)
+from fleet.catalog import Catalog
+from fleet.errors import CatalogError
+from fleet.model import ResolvedPool
+
+TYPE = "accelfleet:aws:CpuNodeGroup"
+
+
+def cpu_ami_for(pool: ResolvedPool, catalog: Catalog) -> tuple[str, str]:
+    """(the spec's AMI family, the EKS standard (non-GPU) AMI type the catalog names for it)."""
+    family = pool.spec.ami or DEFAULT_AMI
+    if family not in catalog.cpu_ami_types or family not in DATA_VOLUME_DEVICE:
+        raise CatalogError(f"no EKS CPU AMI type for {family!r} in the aws catalog")
+    return family, catalog.cpu_ami_types[family]
+
+
+@dataclass(frozen=True)
+class CpuNodeGroupArgs:
+    """subnet_ids: the private subnets of the pool's zones."""
+
+    pool: ResolvedPool
+    catalog: Catalog
+    cluster_name: pulumi.Input[str]
+    node_role_arn: pulumi.Input[str]
+    subnet_ids: list[pulumi.Input[str]]
+    kubernetes_version: str | None = None
+    # What the node group waits for: the add-ons nodes need to become Ready (vpc-cni, ...).
+    depends_on: Sequence[pulumi.Resource] = ()
+
+
+class CpuNodeGroup(pulumi.ComponentResource):
+    """A managed node group on the standard AMI (AL2023_x86_64_STANDARD by default), IMDSv2
+    with hop limit 1, an encrypted gp3 volume, and no taint but the pool's own."""
+
+    node_group: aws.eks.NodeGroup
+
+    def __init__(self, name: str, args: CpuNodeGroupArgs,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(TYPE, name, None, opts)
+        pool, catalog = args.pool, args.catalog
+        if pool.shape.kind != "cpu":
+            raise CatalogError(f"{pool.shape.machine_type} is not a CPU instance type")
+        family, ami_type = cpu_ami_for(pool, catalog)
+        capacity = capacity_for(pool)
+        tags = {"accelfleet.io/pool": pool.name, "accelfleet.io/team": pool.team}
+        lt: dict[str, Any] = {
+            "metadata_options": aws.ec2.LaunchTemplateMetadataOptionsArgs(
+                http_endpoint="enabled", http_tokens="required",
+                http_put_response_hop_limit=IMDS_HOP_LIMIT),
+            "block_device_mappings": [aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                device_name=DATA_VOLUME_DEVICE[family],
+                ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                    volume_size=pool.spec.disk_size_gb, volume_type="gp3", encrypted="true",
+                    delete_on_termination="true"))],
+            "tag_specifications": [aws.ec2.LaunchTemplateTagSpecificationArgs(
+                resource_type=kind, tags=tags) for kind in ("instance", "volume")],
+        }
+        if capacity.reservation_id:
+            lt["capacity_reservation_specification"] = (
+                aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+                    capacity_reservation_target=aws.ec2.
+                    LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                        capacity_reservation_id=capacity.reservation_id)))
+        template = aws.ec2.LaunchTemplate(
+            f"{name}-lt", description=f"accelfleet pool {pool.name}",
+            update_default_version=True, tags=tags, opts=pulumi.ResourceOptions(parent=self),
+            **lt)
+        autoscaled = pool.spec.autoscaling is not None
+        self.node_group = aws.eks.NodeGroup(
+            f"{name}-ng",
+            cluster_name=args.cluster_name,
+            node_group_name=pool.name,
+            node_role_arn=args.node_role_arn,
+            subnet_ids=args.subnet_ids,
+            version=args.kubernetes_version,
+            ami_type=ami_type,
+            instance_types=[pool.shape.machine_type],
+            capacity_type=capacity.capacity_type,
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(**scaling_for(pool)),
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            labels=pool.labels,
+            taints=[aws.eks.NodeGroupTaintArgs(key=t.key, value=t.value,
+                                               effect=EKS_TAINT_EFFECT[t.effect])
+                    for t in pool.spec.taints] or None,
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=template.id, version=template.latest_version.apply(str)),
+            tags=tags,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=list(args.depends_on),
+                # The cluster autoscaler owns the desired size of an autoscaled group.
+                ignore_changes=["scalingConfig.desiredSize"] if autoscaled else None),
+        )
+        self.register_outputs({"node_group_name": self.node_group.node_group_name,
+                               "launch_template_id": template.id})
