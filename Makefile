@@ -3,14 +3,22 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
+SHELL  := /bin/bash
+.SHELLFLAGS := -o pipefail -c  # a failing pip fails the target even through its filter
 
 .PHONY: demo test lint bench clean
 
 $(STAMP): pyproject.toml
+	@echo "==> [1/3] creating $(VENV) with $$($(PYTHON) --version)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "==> [2/3] upgrading pip"
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,torch,jax]'
+	@echo "==> [3/3] installing accelfleet with its dev, torch (CPU 2.13.0) and jax extras:"
+	@echo "    about 2 minutes on a fresh machine; pip names each package as it goes"
+	$(PY) -m pip install --progress-bar off -e '.[dev,torch,jax]' \
+		| { grep --line-buffered -E '^(Collecting|Installing|Successfully)' || true; }
 	touch $(STAMP)
+	@echo "==> ready: $(VENV)"
 
 demo: $(STAMP)
 	$(VENV)/bin/accelfleet fleet validate stacks/Pulumi.example.yaml

@@ -66,6 +66,12 @@ def run_local(
     `expectation` instead, so it never loads the catalog. Bad input (an unknown `expect`, a
     missing backend package) raises before any probe runs.
     """
+    if expect is not None and not expect.strip():
+        from fleet.errors import InputError
+
+        raise InputError("--expect is empty", hint="name what this host should be (e.g. "
+                         "a3-highgpu-8g, p5.48xlarge, 'v5p 2x2x1'), or leave --expect out to "
+                         "judge the devices found")
     started = time.perf_counter()
     when = datetime.now(UTC).isoformat(timespec="seconds")
     tpu = expectation.platform == "tpu" if expectation else bool(expect) and _is_tpu(expect or "")

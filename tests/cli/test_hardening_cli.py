@@ -134,3 +134,10 @@ def test_every_help_reads_as_sentences_with_no_type_noise() -> None:
             text = line.strip(" │")
             # a docstring line break shows as a short line followed by a lower-case one
             assert not (text.endswith(("the", "a", "of", "is", "to"))), (args, line)
+
+
+@pytest.mark.parametrize("words", ["", "   "])
+def test_an_empty_expect_is_bad_input_not_no_expectation(words: str) -> None:
+    result = runner.invoke(app, ["smoke", "local", "--tier", "0", "--expect", words])
+    assert result.exit_code == 2, result.output
+    assert "--expect is empty" in result.output and "hint:" in result.output
