@@ -35,3 +35,30 @@ def save(path: Path, text: str) -> str | None:
     except OSError as exc:
         return f"cannot write {path}: {exc.strerror or exc}"
     return None
+
+
+def writable(path: Path | None, *, directory: bool = False) -> None:
+    """Refuse, before any work, an output path that cannot be written: a file path that is a
+    directory, a directory path that is a file, or a place under a file or without write
+    permission. Missing parents are fine: `save` creates them."""
+    import os
+
+    from fleet.errors import InputError
+
+    if path is None:
+        return
+    if directory and path.exists() and not path.is_dir():
+        raise InputError(f"cannot write into {path}: it is a file, not a directory",
+                         hint="give a directory (it is created if missing)")
+    if not directory and path.is_dir():
+        raise InputError(f"cannot write {path}: it is a directory", hint="name a file in it, "
+                         f"e.g. {path / 'out.json'}")
+    probe = path if directory else path.parent
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise InputError(f"cannot write {path}: {probe} is a file, not a directory",
+                         hint="choose a path whose parents are directories")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write {path}: no permission to write in {probe}",
+                         hint="choose a directory you can write to")

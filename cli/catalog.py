@@ -13,7 +13,8 @@ from cli._output import console, num, print_json
 if TYPE_CHECKING:
     from fleet.catalog import Catalog, Shape
 
-app = typer.Typer(help="Browse the accelerator catalog.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode="markdown",
+                  help="Browse the accelerator catalog.", no_args_is_help=True)
 
 
 class CloudOpt(StrEnum):

@@ -13,11 +13,12 @@ from cli._output import console, num, print_json
 if TYPE_CHECKING:
     from fleet.model import ResolvedPool
 
-app = typer.Typer(help="Validate and describe a stack's fleet.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode="markdown",
+                  help="Validate and describe a stack's fleet.", no_args_is_help=True)
 
 StackArg = Annotated[
     Path | None,
-    typer.Argument(help="A stacks/Pulumi.<stack>.yaml file (default: the example stack).",
+    typer.Argument(help="A `stacks/Pulumi.<stack>.yaml` file (default: the example stack).",
                    show_default=False),
 ]
 

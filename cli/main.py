@@ -10,6 +10,7 @@ import typer
 
 from cli import catalog, fleet, plan, smoke
 
+
 def _flags_take_no_value() -> None:
     """Typer shows a value type (`<bool>`) beside every flag, `--help` included; a flag takes no
     value, so its help row shows none. Presentation only, idempotent."""
@@ -23,7 +24,7 @@ def _flags_take_no_value() -> None:
         return None if self.is_flag and self.metavar is None else shown(self, ctx)
 
     display_type_rich.accelfleet = True  # type: ignore[attr-defined]
-    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign,assignment]
 
 
 _flags_take_no_value()

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 def plan(
     stack_file: Annotated[
         Path | None,
-        typer.Argument(help="A stacks/Pulumi.<stack>.yaml file (default: the example stack).",
+        typer.Argument(help="A `stacks/Pulumi.<stack>.yaml` file (default: the example stack).",
                        show_default=False),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Deterministic JSON (for CI diffs).")
@@ -30,13 +30,18 @@ def plan(
 
     Exit 0 with the plan; 2 when the stack file is missing or its fleet is invalid.
     """
+    from cli._output import save, writable
     from components.plan import run_plan
+    from fleet.errors import InputError
     from fleet.stackfile import EXAMPLE_STACK
 
+    writable(out)  # before any work
     result = run_plan(stack_file or EXAMPLE_STACK)
     text = result.to_json() if as_json else render(result)
     if out is not None:
-        out.write_text(text, encoding="utf-8")
+        problem = save(out, text)
+        if problem:
+            raise InputError(problem, hint="choose another --out path")
         typer.echo(f"wrote the plan of stack {result.stack} to {out} "
                    f"({len([r for r in result.resources if r.custom])} resources)")
         return

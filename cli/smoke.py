@@ -81,11 +81,13 @@ def local(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+    from cli._output import writable
     from fleet.errors import CheckFailed, InputError
     from smoke import run_local
     from smoke.report import junit as junit_xml
     from smoke.report import summary, table
 
+    writable(junit)
     err = Console(stderr=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   console=err, transient=True, disable=not err.is_terminal) as bar:
@@ -158,17 +160,17 @@ StackArg = Annotated[Path | None, typer.Argument(
     help="A `stacks/Pulumi.<stack>.yaml` file (default: the example stack, unless --outputs).",
     show_default=False)]
 OutputsOpt = Annotated[Path | None, typer.Option(
-    "--outputs", metavar="FILE", help="A saved `pulumi stack output --json --show-secrets`: the deployed "
-    "inventory and the clusters' kubeconfigs.", show_default=False)]
+    "--outputs", metavar="FILE", help="A saved `pulumi stack output --json --show-secrets`: "
+    "the deployed inventory and the clusters' kubeconfigs.", show_default=False)]
 PoolsOpt = Annotated[str | None, typer.Option(
     "--pools", metavar="A,B", help="Only these pools (comma-separated names).", show_default=False)]
 TierOpt = Annotated[int | None, typer.Option(
-    "--tier", min=0, max=3, metavar="N", help="Run tiers 0 up to this one on every node (default: the "
-    "stack's smoke.max_tier): 0 inventory, 1 known answer, 2 performance, 3 fabric across "
-    "nodes.", show_default=False)]
+    "--tier", min=0, max=3, metavar="N", help="Run tiers 0 up to this one on every node "
+    "(default: the stack's smoke.max_tier): 0 inventory, 1 known answer, 2 performance, "
+    "3 fabric across nodes.", show_default=False)]
 TimeoutOpt = Annotated[int | None, typer.Option(
-    "--timeout-s", min=5, metavar="SECONDS", help="Per pool: how long its pods may take to be scheduled and "
-    "finish (default: the stack's smoke.timeout_s).", show_default=False)]
+    "--timeout-s", min=5, metavar="SECONDS", help="Per pool: how long its pods may take to "
+    "be scheduled and finish (default: the stack's smoke.timeout_s).", show_default=False)]
 ImageOpt = Annotated[list[str] | None, typer.Option(
     "--image", metavar="KEY=REF", help="Run the agent in image REF instead of the pinned one "
     "for KEY (torch, torch-efa or jax). Repeatable.", show_default=False)]
@@ -199,8 +201,8 @@ def render(
     stack_file: StackArg = None,
     outputs: OutputsOpt = None,
     out: Annotated[Path | None, typer.Option(
-        "--out", metavar="DIR", help="Write one YAML file per cluster into this directory instead of "
-        "printing.", show_default=False)] = None,
+        "--out", metavar="DIR", help="Write one YAML file per cluster into this directory "
+        "instead of printing.", show_default=False)] = None,
     pools: PoolsOpt = None,
     tier: TierOpt = None,
     timeout_s: TimeoutOpt = None,
@@ -231,11 +233,11 @@ def run(
     stack_file: StackArg = None,
     outputs: OutputsOpt = None,
     kubeconfig: Annotated[Path | None, typer.Option(
-        "--kubeconfig", metavar="FILE", help="Kubeconfig to read contexts from (default: $KUBECONFIG or "
-        "~/.kube/config).", show_default=False)] = None,
+        "--kubeconfig", metavar="FILE", help="Kubeconfig to read contexts from (default: "
+        "$KUBECONFIG or ~/.kube/config).", show_default=False)] = None,
     context: Annotated[list[str] | None, typer.Option(
-        "--context", metavar="CLUSTER=CTX", help="Reach cluster CLUSTER through kubeconfig context CTX. "
-        "Repeatable.", show_default=False)] = None,
+        "--context", metavar="CLUSTER=CTX", help="Reach cluster CLUSTER through kubeconfig "
+        "context CTX. Repeatable.", show_default=False)] = None,
     pools: PoolsOpt = None,
     tier: TierOpt = None,
     timeout_s: TimeoutOpt = None,
@@ -243,10 +245,11 @@ def run(
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print the run document (per pool, node, device) as JSON.")] = False,
     junit: Annotated[Path | None, typer.Option(
-        "--junit", metavar="FILE", help="Write JUnit XML here: a testsuite per pool, a testcase per node and "
-        "probe.", show_default=False)] = None,
+        "--junit", metavar="FILE", help="Write JUnit XML here: a testsuite per pool, a "
+        "testcase per node and probe.", show_default=False)] = None,
     out: Annotated[Path | None, typer.Option(
-        "--out", metavar="DIR", help="Keep the run here: run.json, junit.xml and the submitted manifests.",
+        "--out", metavar="DIR", help="Keep the run here: run.json, junit.xml and the "
+        "submitted manifests.",
         show_default=False)] = None,
 ) -> None:
     """Run the smoke probes on every node the stack provisioned, in parallel on every cluster
@@ -262,14 +265,15 @@ def run(
     from rich.console import Console
     from rich.live import Live
 
+    from cli._output import writable
     from fleet.errors import CheckFailed, InputError
     from smoke._access import connect, parse_contexts
     from smoke._run import junit as junit_xml
     from smoke._workload import write_manifests
     from smoke.launcher import launch
 
-    for target in (junit, out):
-        _writable(target)
+    writable(junit)
+    writable(out, directory=True)
     rendered, source, timeout = _render(stack_file, outputs, pools, tier, timeout_s, image)
     used = sorted({w.cluster for w in rendered.pools if w.kind != "skipped"})
     clients = connect([source.clusters[c] for c in used], kubeconfig=kubeconfig,
@@ -327,20 +331,3 @@ class _Null:
 
     def __exit__(self, *exc: object) -> None:
         return None
-
-
-def _writable(path: Path | None) -> None:
-    """Fail before any work when an output path cannot be written."""
-    from fleet.errors import InputError
-
-    if path is None:
-        return
-    parent = path if path.suffix == "" and not path.is_file() else path.parent
-    probe = parent
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir():
-        raise InputError(f"cannot write {path}: {probe} is not a directory",
-                         hint="choose another path")
-    if path.is_dir() and path.suffix:
-        raise InputError(f"cannot write {path}: it is a directory", hint="name a file")

@@ -150,17 +150,38 @@ def stack_config(path: str | Path) -> tuple[str, dict[str, str], Fleet]:
 
     Raises the fleet's own errors (StackFileError, SpecError: exit 2) before any Pulumi code.
     """
-    from ruamel.yaml import YAML
+    from fleet.rules import validate_fleet
+    from fleet.stackfile import fleet_config, read_stack_document, stack_name
 
-    from fleet import load_fleet
-    from fleet.stackfile import stack_name
-
-    fleet = load_fleet(str(path))  # validates: bad input fails here with the SpecError
-    data = YAML(typ="safe", pure=False).load(Path(path).read_text(encoding="utf-8"))
-    config = {}
-    for key, value in (data.get("config") or {}).items():
-        config[key] = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    data = read_stack_document(path)  # parsed once, bounded
+    # validates: bad input fails here with the SpecError
+    fleet = validate_fleet(fleet_config(data, str(path)), source=str(path))
+    config = {str(key): value if isinstance(value, str) else json.dumps(
+        _config_value(value), sort_keys=True)
+              for key, value in (data.get("config") or {}).items()}
     return stack_name(path), config, fleet
+
+
+def _config_value(value: Any) -> Any:
+    """A config value as JSON can carry it, as text where JSON has no type (a YAML date as ISO
+    8601, `!!binary` as base64, a set as a sorted list, keys as strings), so that another key's
+    odd value never stops a plan. Nesting is bounded by the stack file's MAX_DEPTH."""
+    import base64
+    import datetime
+
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _config_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_config_value(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return sorted((_config_value(v) for v in value), key=str)
+    if isinstance(value, datetime.date | datetime.datetime):
+        return value.isoformat()
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode("ascii")
+    return str(value)
 
 
 def run_plan(path: str | Path, *, program: Path = PROGRAM) -> Plan:

@@ -56,8 +56,14 @@ def test_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "Traceback" in result.output
 
 
-def test_smoke_local_junit_unwritable_keeps_the_results(tmp_path: Path) -> None:
+def test_smoke_local_junit_unwritable_keeps_the_results(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A path that passed the early check but cannot be written when the results are in
+    (here: the check is skipped) loses nothing: the results are printed, then exit 2."""
+    import cli._output
+
     pytest.importorskip("torch")
+    monkeypatch.setattr(cli._output, "writable", lambda *a, **k: None)
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
     result = runner.invoke(app, ["smoke", "local", "--tier", "0", "--json", "--junit",
@@ -141,3 +147,46 @@ def test_an_empty_expect_is_bad_input_not_no_expectation(words: str) -> None:
     result = runner.invoke(app, ["smoke", "local", "--tier", "0", "--expect", words])
     assert result.exit_code == 2, result.output
     assert "--expect is empty" in result.output and "hint:" in result.output
+
+
+def test_smoke_local_refuses_a_junit_directory_before_probing(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["smoke", "local", "--tier", "0", "--json", "--junit",
+                                 str(tmp_path)])
+    assert result.exit_code == 2
+    assert "is a directory" in result.output and '"results"' not in result.output
+
+
+@pytest.mark.parametrize("where", ["a-directory", "under-a-file"])
+def test_plan_refuses_an_unwritable_out_before_planning(where: str, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import components.plan
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("planned although --out cannot be written")
+
+    monkeypatch.setattr(components.plan, "run_plan", never)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    out = tmp_path if where == "a-directory" else blocker / "plan.json"
+    result = runner.invoke(app, ["plan", "--json", "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert f"cannot write {out}" in result.output and "hint:" in result.output
+
+
+def test_plan_survives_config_values_json_cannot_encode(tmp_path: Path) -> None:
+    """Another `config:` key with a YAML date, `!!binary`, a set or a non-string key."""
+    example = (Path(__file__).resolve().parents[2] / "stacks" / "Pulumi.example.yaml")
+    text = example.read_text(encoding="utf-8").replace(
+        "config:\n", "config:\n  acme:odd: {when: 2026-01-01, blob: !!binary aGk=, "
+        "tags: !!set {a, b}, 1: one, at: 2026-01-01T10:00:00Z}\n", 1)
+    stack = tmp_path / "Pulumi.odd.yaml"
+    stack.write_text(text, encoding="utf-8")
+    result = runner.invoke(app, ["plan", str(stack), "--json", "--out",
+                                 str(tmp_path / "new" / "plan.json")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "new" / "plan.json").read_text().startswith("{")
+    from components.plan import stack_config
+
+    _, config, _ = stack_config(stack)
+    assert '"when": "2026-01-01"' in config["acme:odd"] and '"blob": "aGk="' in config[
+        "acme:odd"] and '"1": "one"' in config["acme:odd"]
