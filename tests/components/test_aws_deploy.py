@@ -190,7 +190,7 @@ def test_cluster_without_a_version_gets_the_version_its_addons_are_pinned_for(
     assert got.inputs(ADDON, "eks-kube-proxy")["addonVersion"] == pins["kube-proxy"]
 
 
-# -- Capacity Blocks need no placement group --------------------------------------------------------
+# -- Capacity Blocks need no placement group -------------------------------------------------
 def test_capacity_block_pool_gets_no_placement_group(built: Built) -> None:
     """"By default, Capacity Blocks deliver low-latency, high-throughput network connectivity
     between the instances inside the Capacity Block, so there is no need to use a cluster

@@ -162,7 +162,7 @@ def test_eks_version_without_addon_pins_is_refused(spec: dict[str, Any]) -> None
     assert "1.33" in p.accepted
 
 
-# -- Capacity Block prices ---------------------------------------------------------------------------
+# -- Capacity Block prices ----------------------------------------------------------------------
 def test_capacity_block_pool_is_costed_at_the_capacity_block_price(spec: dict[str, Any],
                                                                   cat: Catalog) -> None:
     """A Capacity Block is paid at its reservation rate, not the On-Demand price (AWS, "Amazon
