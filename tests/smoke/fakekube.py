@@ -231,9 +231,15 @@ class FakeCluster:
         self._outputs[node] = (text, exit_code)
 
     def fail_next(self, count: int, *, status: int = 500, path_contains: str = "") -> None:
-        """Answer the next `count` requests whose path contains `path_contains` with `status`."""
+        """Answer the next `count` requests whose path contains `path_contains` with `status`
+        (0: close the connection without an answer, as a dropped connection does)."""
         with self.lock:
             self._failures.append(_Failure(count, status, path_contains))
+
+    def failures_left(self) -> int:
+        """Injected failures not yet served."""
+        with self.lock:
+            return sum(f.remaining for f in self._failures)
 
     def objects(self, selector: str = "") -> list[dict[str, Any]]:
         """Every object left (Nodes, Namespaces and Events aside) matching a label selector."""
@@ -759,6 +765,9 @@ class _Handler(BaseHTTPRequestHandler):
             c.requests.append((method, url.path))
         try:
             code = c.take_failure(url.path)
+            if code == 0:  # a dropped connection: no answer at all
+                self.close_connection = True
+                return
             if code is not None:
                 raise ApiError(code, "InternalError" if code >= 500 else "TooManyRequests",
                                "injected failure")

@@ -189,13 +189,19 @@ def test_an_unschedulable_pool_is_named_with_the_reason(fake_cluster: Any, stack
     assert_nothing_left(fake_cluster, doc["run_id"])
 
 
-def test_api_server_500_twice_then_ok_completes(fake_cluster: Any, stack: Path,
-                                               tmp_path: Path, cpu_nodes: None) -> None:
+@pytest.mark.parametrize(("status", "path"), [(500, "/jobs"), (429, "/pods"), (0, "/log"),
+                                            (503, "/configmaps")])
+def test_api_server_failing_twice_then_ok_completes(fake_cluster: Any, stack: Path,
+                                                   tmp_path: Path, cpu_nodes: None,
+                                                   status: int, path: str) -> None:
+    """500 and 503, 429 (throttled) and a dropped connection (0), on creates, lists and log
+    reads: each retried with backoff, and the run completes."""
     add_pool_nodes(fake_cluster, "gpu-a", 2)
-    fake_cluster.fail_next(2, status=500, path_contains="/jobs")
+    fake_cluster.fail_next(2, status=status, path_contains=path)
     code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--tier", "0",
                                   "--pools", "gpu-a")
     assert code == 0, output
+    assert fake_cluster.failures_left() == 0  # both failures were really served
     assert doc is not None and len(reports(doc, "gpu-a")) == 2
     assert_nothing_left(fake_cluster, doc["run_id"])
 
