@@ -29,9 +29,16 @@ import pytest
 from ruamel.yaml import YAML
 
 from components.aws import build_aws_cluster
-from components.k8s import EFA_DEVICE_PLUGIN, NVIDIA_DEVICE_PLUGIN
+from components.k8s import (
+    EFA_DEVICE_PLUGIN,
+    NVIDIA_DEVICE_PLUGIN,
+    GpuScheduling,
+    PoolNodes,
+    dcgm_exporter_values,
+)
 from fleet import validate_fleet
-from fleet.catalog import load_catalog
+from fleet.catalog import Taint, load_catalog
+from fleet.model import ACCELERATOR_LABEL
 
 K8S_VERSION = "1.33"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -276,3 +283,21 @@ def test_the_small_scheduler_is_honest() -> None:
     assert lands_on(ds, node)
     ds = daemonset("x", {"tolerations": [{"operator": "Exists"}], "nodeSelector": {"a": "2"}})
     assert not lands_on(ds, node)
+
+
+def test_dcgm_exporter_runs_on_every_gpu_pool(stack: Stack) -> None:
+    """The optional DCGM exporter (chart `affinity`/`tolerations` straight from the values)
+    follows the same rule: every GPU pool, Bottlerocket included, whatever its taints."""
+    catalog = load_catalog()
+    taint = catalog.kube(catalog.resolve("p5.48xlarge", cloud="aws")).taint
+    pools = tuple(PoolNodes(name, node["labels"], tuple(Taint(**t) for t in node["taints"]))
+                  for name, node in stack.nodes.items())
+    scheduling = GpuScheduling(gpu_taint=taint, gpu_node_label=ACCELERATOR_LABEL,
+                               efa_label=catalog.kube_section("aws", "efa")["label"],
+                               plugin_excluded={"accelfleet.io/ami": ["bottlerocket"]},
+                               pools=pools)
+    values = dcgm_exporter_values(scheduling)
+    ds = daemonset("dcgm-exporter", {"affinity": values["affinity"],
+                                     "tolerations": values["tolerations"]})
+    kubernetes_validate.validate(ds, K8S_VERSION, strict=True)
+    assert pools_landed(ds, stack) == set(stack.nodes)
