@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from components.gcp._nodes import management, node_config
+from components.gcp._nodes import autoscaling, management, node_config, node_counts
 from fleet.catalog import Catalog
 from fleet.errors import CatalogError
 from fleet.model import ResolvedPool
@@ -45,20 +45,13 @@ class CpuNodePool(pulumi.ComponentResource):
         pool = args.pool
         if pool.shape.kind != "cpu":
             raise CatalogError(f"{pool.shape.machine_type} is not a CPU machine type")
-        spec = pool.spec
-        auto = spec.autoscaling
-        zones = max(len(spec.zones), 1)
-        per_zone = -(-pool.node_count // zones)  # GKE counts nodes per zone
+        auto = pool.scaling is not None
         self.node_pool = C.NodePool(
             f"{name}-pool", name=pool.name, project=args.project, cluster=args.cluster,
-            location=pool.region, node_locations=list(spec.zones),
-            node_count=None if auto else per_zone,
-            initial_node_count=per_zone if auto else None,
-            autoscaling=C.NodePoolAutoscalingArgs(
-                total_min_node_count=auto.min_nodes, total_max_node_count=auto.max_nodes,
-                location_policy="ANY" if spec.capacity.spot else "BALANCED",
-            ) if auto else None,
-            management=management(),
+            location=pool.region, node_locations=list(pool.spec.zones),
+            **node_counts(pool, pool.node_count),  # per zone, as GKE counts them
+            autoscaling=autoscaling(pool),
+            management=management(pool),
             network_config=C.NodePoolNetworkConfigArgs(enable_private_nodes=True),
             node_config=node_config(pool, args.catalog, args.service_account),
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]
