@@ -8,12 +8,24 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
+
+
+PIPE_WIDTH = 200  # columns when stdout is no terminal and COLUMNS is unset: logs, files, CI
 
 
 def console() -> Console:
+    """A console as wide as the terminal (or $COLUMNS); piped output is not squeezed to 80.
+    Tables fold long values onto more lines rather than cutting them."""
+    import os
+    import sys
+
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=False, width=160)
+    width = None
+    if not sys.stdout.isatty() and not os.environ.get("COLUMNS"):
+        width = PIPE_WIDTH
+    return Console(highlight=False, soft_wrap=False, width=width)
 
 
 def print_json(data: Any) -> None:
@@ -62,3 +74,27 @@ def writable(path: Path | None, *, directory: bool = False) -> None:
     if not os.access(probe, os.W_OK | os.X_OK):
         raise InputError(f"cannot write {path}: no permission to write in {probe}",
                          hint="choose a directory you can write to")
+
+
+def print_table(out: Console, table: Table) -> None:
+    """The table when it fits the console's width; otherwise one block per row, each column's
+    name and value on a line of its own, so a narrow terminal never cuts a value a user needs
+    (a zone list, a reservation name)."""
+    from rich.measure import Measurement
+    from rich.text import Text
+
+    natural = Measurement.get(out, out.options.update_width(100_000), table).maximum
+    if natural <= out.width:
+        out.print(table)
+        return
+    if table.title:
+        out.print(Text(str(table.title), style="bold"))
+    names = [str(c.header) for c in table.columns]
+    label = max((len(n) for n in names), default=0)
+    columns = [list(c.cells) for c in table.columns]
+    for i in range(table.row_count):
+        out.print()
+        for name, cells in zip(names, columns, strict=True):
+            value = cells[i]
+            text = value if isinstance(value, Text) else Text.from_markup(str(value))
+            out.print(Text(f"{name:>{label}}  ", style="dim") + text, overflow="fold")

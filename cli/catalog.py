@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cli._errors import command
-from cli._output import console, num, print_json
+from cli._output import console, num, print_json, print_table
 
 if TYPE_CHECKING:
     from fleet.catalog import Catalog, Shape
@@ -95,7 +95,7 @@ def list_(
                       ("per host", "right"), ("bf16 TFLOP/s", "right"), ("mem GiB", "right"),
                       ("mem GB/s", "right"), ("networking", "left"), ("$/h on-demand", "right"),
                       ("$/h spot", "right")):
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
+        table.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
     for s in shapes:
         acc = s.accelerator
         net = s.networking
@@ -110,7 +110,7 @@ def list_(
                       num(acc.memory_gbps), netw, num(cat.hourly_usd(s), "{:,.2f}"),
                       num(cat.hourly_usd(s, spot=True), "{:,.2f}"))
     out = console()
-    out.print(table)
+    print_table(out, table)
     out.print("* figures still to be verified: shown, never enforced as a floor. "
               "TPU slices: `accelfleet catalog show v5p` lists topologies.")
 

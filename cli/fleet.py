@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cli._errors import command
-from cli._output import console, num, print_json
+from cli._output import console, num, print_json, print_table
 
 if TYPE_CHECKING:
     from fleet.model import ResolvedPool
@@ -69,7 +69,8 @@ def validate(
     table = Table(title=f"{path}: {len(user)} pools and {len(system)} system pools, valid")
     for col in ("pool", "team", "cluster", "machine", "accelerator", "topology", "nodes",
                 "devices", "zones", "capacity", "fabric", "$/month"):
-        table.add_column(col, justify="right" if col in ("nodes", "devices", "$/month")
+        table.add_column(col, overflow="fold",
+                         justify="right" if col in ("nodes", "devices", "$/month")
                          else "left")
     for r in rows:
         table.add_row(r["name"], r["team"], r["cluster"] or "(tpu-vm)", r["machine_type"],
@@ -77,7 +78,7 @@ def validate(
                       ",".join(r["zones"]), r["capacity"], r["gpu_networking"] or "-",
                       num(r["monthly_usd"]))
     out = console()
-    out.print(table)
+    print_table(out, table)
     for team in fleet.spec.teams:
         cost, unpriced = fleet.team_monthly_usd(team.name)
         budget = num(team.monthly_budget_usd)

@@ -190,3 +190,20 @@ def test_plan_survives_config_values_json_cannot_encode(tmp_path: Path) -> None:
     _, config, _ = stack_config(stack)
     assert '"when": "2026-01-01"' in config["acme:odd"] and '"blob": "aGk="' in config[
         "acme:odd"] and '"1": "one"' in config["acme:odd"]
+
+
+@pytest.mark.parametrize("columns", ["60", "90", "250"])
+def test_validate_output_fits_the_terminal_and_never_cuts_a_value(columns: str) -> None:
+    result = runner.invoke(app, ["fleet", "validate"], env={"COLUMNS": columns})
+    assert result.exit_code == 0, result.output
+    assert all(len(line) <= int(columns) for line in result.output.splitlines())
+    # whole values, however narrow the terminal: zone lists and reservation names
+    assert "us-central1-a,us-central1-b" in result.output
+    assert "acme-v5p-reservation" in result.output
+    assert ("┃ pool" in result.output) == (columns == "250")  # a table only where it fits
+
+
+def test_piped_output_is_not_squeezed_to_80_columns() -> None:
+    result = runner.invoke(app, ["catalog", "list"], env={"COLUMNS": ""})
+    assert result.exit_code == 0
+    assert max(len(line) for line in result.output.splitlines()) > 80
