@@ -156,8 +156,10 @@ class _Checker:
         if cloud is None:
             return None
         try:
+            # The Cloud TPU API makes an 8-chip v5e / v6e slice one 8-chip VM; GKE makes it
+            # two 4-chip nodes (its single-host 8t pools are asked for by machine type).
             shape = self.catalog.resolve(pool.accelerator, cloud=cloud, topology=pool.topology,
-                                         single_host=False)
+                                         single_host=pool.runtime == "tpu-vm")
         except AccelfleetError as exc:
             field = "topology" if pool.topology and "topology" in exc.message else "accelerator"
             self.add(f"{at}.{field}", exc.message, exc.hint)
@@ -230,6 +232,17 @@ class _Checker:
         if runtime == "tpu-vm" and not is_tpu:
             self.add(f"{at}.runtime", "tpu-vm is for Cloud TPU pools only",
                      "remove `runtime`, or choose a TPU accelerator")
+        if runtime == "tpu-vm" and (pool.capacity.flex_start or pool.capacity.queued):
+            # Flex-start and queued TPU VMs are queued resources; pulumi-gcp's
+            # tpu.V2QueuedResource has no service account, shielded VM, labels, provisioning
+            # model or max run duration (tests/components/test_gcp_tpu_vms.py).
+            self.add(f"{at}.capacity",
+                     "flex-start and queued TPU VMs are Cloud TPU queued resources, and "
+                     "pulumi-gcp's tpu.V2QueuedResource cannot give them a service account, "
+                     "secure boot, labels or the flex-start provisioning model (they would run "
+                     "as the default compute service account)",
+                     "drop `runtime: tpu-vm` to run the slice in GKE, where flex-start and "
+                     "queued provisioning work, or use on-demand, spot or a reservation")
         expected = {"gcp": "gke", "aws": "eks"}[cloud]
         if runtime in ("gke", "eks") and runtime != expected:
             self.add(f"{at}.runtime", f"{runtime!r} does not match a {cloud} cluster",

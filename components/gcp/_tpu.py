@@ -108,8 +108,10 @@ class TpuVmArgs:
 
 
 class TpuVm(pulumi.ComponentResource):
-    """Cloud TPU VMs outside Kubernetes: one `tpu.V2Vm` per slice, or a
-    `tpu.V2QueuedResource` for queued / flex-start capacity. No external IPs."""
+    """Cloud TPU VMs outside Kubernetes: one `tpu.V2Vm` per slice, on-demand, spot or reserved,
+    with the dedicated node identity, secure boot and labels. No external IPs. Flex-start and
+    queued TPU VMs are refused by the rules: pulumi-gcp's tpu.V2QueuedResource cannot set
+    their service account, shielded VM, labels or provisioning model."""
 
     def __init__(self, name: str, args: TpuVmArgs,
                  opts: pulumi.ResourceOptions | None = None) -> None:
@@ -121,6 +123,10 @@ class TpuVm(pulumi.ComponentResource):
             raise InputError(
                 f"pool {pool.name!r}: {gen} is not offered as Cloud TPU VMs",
                 hint="drop `runtime: tpu-vm` to run it in a GKE cluster")
+        if pool.flex_start:
+            raise InputError(
+                f"pool {pool.name!r}: flex-start and queued TPU VMs cannot be built with the "
+                "dedicated service account", hint="drop `runtime: tpu-vm` to run it in GKE")
         child = pulumi.ResourceOptions(parent=self)
         zone = pool.spec.zones[0]
         cap = pool.spec.capacity
@@ -131,20 +137,6 @@ class TpuVm(pulumi.ComponentResource):
         for i in range(pool.spec.multislice):
             node_id = f"{pool.name}-{i}" if pool.spec.multislice > 1 else pool.name
             names.append(node_id)
-            if cap.queued or cap.flex_start:
-                gcp.tpu.V2QueuedResource(
-                    f"{name}-{i}-qr", name=node_id, project=args.project, zone=zone,
-                    tpu=gcp.tpu.V2QueuedResourceTpuArgs(node_specs=[
-                        gcp.tpu.V2QueuedResourceTpuNodeSpecArgs(
-                            parent=f"projects/{args.project}/locations/{zone}",
-                            node_id=node_id,
-                            node=gcp.tpu.V2QueuedResourceTpuNodeSpecNodeArgs(
-                                accelerator_type=acc_type, runtime_version=runtime,
-                                network_config=gcp.tpu.V2QueuedResourceTpuNodeSpecNodeNetworkConfigArgs(
-                                    network=args.network, subnetwork=args.subnet,
-                                    enable_external_ips=False)))]),
-                    opts=child)
-                continue
             gcp.tpu.V2Vm(
                 f"{name}-{i}-vm", name=node_id, project=args.project, zone=zone,
                 accelerator_type=acc_type, runtime_version=runtime, labels=labels,

@@ -12,7 +12,6 @@ from components.gcp._cluster import NODE_ROLES
 from components.gcp._tpu import accelerator_type
 from components.plan import COMPUTED, Plan, run_plan
 from fleet.catalog import load_catalog
-from fleet.errors import InputError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "Pulumi.gcptest.yaml"
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -201,17 +200,18 @@ def test_network_fabric_has_nat_and_secondary_ranges(plan: Plan) -> None:
 
 
 # -- Cloud TPU VMs ------------------------------------------------------------------------
-def test_tpu_vms_and_queued_resources(plan: Plan) -> None:
-    [vm] = plan.of_type("gcp:tpu/v2Vm:V2Vm")
-    assert vm.inputs["acceleratorType"] == "v5litepod-16"
-    assert vm.inputs["runtimeVersion"] == "v2-alpha-tpuv5-lite"
-    assert vm.inputs["schedulingConfig"] == {"spot": True}
-    assert vm.inputs["networkConfig"]["enableExternalIps"] is False
-    assert vm.inputs["shieldedInstanceConfig"] == {"enableSecureBoot": True}
-    [qr] = plan.of_type("gcp:tpu/v2QueuedResource:V2QueuedResource")
-    [spec] = qr.inputs["tpu"]["nodeSpecs"]
-    assert spec["node"]["acceleratorType"] == "v6e-4"
-    assert spec["parent"] == "projects/acme-test-proj/locations/us-central1-b"
+def test_tpu_vms(plan: Plan) -> None:
+    vms = {r.inputs["name"]: r.inputs for r in plan.of_type("gcp:tpu/v2Vm:V2Vm")}
+    vm = vms["v5e-vm"]
+    assert vm["acceleratorType"] == "v5litepod-16"
+    assert vm["runtimeVersion"] == "v2-alpha-tpuv5-lite"
+    assert vm["schedulingConfig"] == {"spot": True}
+    assert vm["networkConfig"]["enableExternalIps"] is False
+    assert vm["shieldedInstanceConfig"] == {"enableSecureBoot": True}
+    # one 8-chip VM (test_gcp_tpu_vms.py); queued TPU VMs are refused there
+    assert vms["v6e-vm8"]["acceleratorType"] == "v6e-8"
+    assert vms["v6e-vm8"]["schedulingConfig"] == {"reserved": True}
+    assert not plan.of_type("gcp:tpu/v2QueuedResource:V2QueuedResource")
 
 
 def test_accelerator_type_counts_tensorcores_or_chips() -> None:
@@ -220,10 +220,12 @@ def test_accelerator_type_counts_tensorcores_or_chips() -> None:
     assert accelerator_type(cat.resolve("v6e 2x4")) == "v6e-8"
 
 
-def test_tpu7x_as_tpu_vm_is_refused(tmp_path: Path) -> None:
+def test_tpu7x_as_tpu_vm_is_built(tmp_path: Path) -> None:
+    """TPU7x is offered on Compute Engine too now (test_gcp_tpu_vms.py has the sources)."""
     text = FIXTURE.read_text().replace("accelerator: v5e, topology: 4x4",
                                        "accelerator: tpu7x, topology: 2x2x2")
-    stack = tmp_path / "Pulumi.bad.yaml"
+    stack = tmp_path / "Pulumi.tpu7x.yaml"
     stack.write_text(text)
-    with pytest.raises(InputError, match="tpu7x is not offered as Cloud TPU VMs"):
-        run_plan(stack)
+    vms = {r.inputs["name"]: r.inputs for r in run_plan(stack).of_type("gcp:tpu/v2Vm:V2Vm")}
+    assert vms["v5e-vm"]["acceleratorType"] == "tpu7x-16"
+    assert vms["v5e-vm"]["runtimeVersion"] == "v2-alpha-tpu7-ubuntu2404"
