@@ -57,6 +57,28 @@ class Plan:
     stack: str
     fleet: Fleet
     resources: list[PlannedResource] = field(default_factory=list)
+    # Indexes built once per resource count, so that walking the tree stays linear.
+    _kids: dict[str | None, list[PlannedResource]] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
+    _pools: dict[str, PlannedResource] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
+    _clusters: dict[str, str] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
+    _indexed: int = field(default=-1, init=False, repr=False, compare=False)
+
+    def _index(self) -> None:
+        if self._indexed == len(self.resources):
+            return
+        kids: dict[str | None, list[PlannedResource]] = {}
+        pools: dict[str, PlannedResource] = {}
+        for r in self.resources:
+            kids.setdefault(r.parent, []).append(r)
+            if r.type.startswith("accelfleet:") and r.type.endswith(POOL_COMPONENTS):
+                pools.setdefault(r.name, r)
+        for group in kids.values():
+            group.sort(key=lambda r: (r.custom, r.type, r.name))
+        self._kids, self._pools, self._indexed = kids, pools, len(self.resources)
+        self._clusters = {p.name: p.spec.cluster for p in self.fleet.pools if p.spec.cluster}
 
     def by_urn(self) -> dict[str, PlannedResource]:
         return {r.urn: r for r in self.resources}
@@ -65,8 +87,8 @@ class Plan:
         return [r for r in self.resources if r.type == type_]
 
     def children(self, urn: str | None) -> list[PlannedResource]:
-        return sorted((r for r in self.resources if r.parent == urn),
-                      key=lambda r: (r.custom, r.type, r.name))
+        self._index()
+        return list(self._kids.get(urn, ()))
 
     def descendants(self, urn: str) -> list[PlannedResource]:
         out: list[PlannedResource] = []
@@ -78,12 +100,13 @@ class Plan:
         return out
 
     def pool_component(self, pool: str) -> PlannedResource | None:
-        """The component that holds a pool of the fleet, if the program made one."""
-        for r in self.resources:
-            if (r.type.startswith("accelfleet:") and r.type.endswith(POOL_COMPONENTS)
-                    and (r.name == pool or r.name.endswith(f"-{pool}"))):
-                return r
-        return None
+        """The component that holds a pool of the fleet, if the program made one: named
+        after the pool, or `<cluster>-<pool>`."""
+        self._index()
+        if pool in self._pools:
+            return self._pools[pool]
+        cluster = self._clusters.get(pool)
+        return self._pools.get(f"{cluster}-{pool}") if cluster else None
 
     def system_pool_component(self, cluster: str) -> PlannedResource | None:
         """The component that holds a cluster's system pool (named "<cluster>-system")."""
@@ -225,6 +248,12 @@ def _run(plan: Plan, config: dict[str, str], program: Path) -> None:
 
     mocks = _Mocks()
     settings.ROOT.set(None)
+    # Every registration captures the Python stack for the engine's source positions (about a
+    # third of a ms each); an offline plan records no source positions, so it skips them.
+    from pulumi.runtime import resource as sdk_resource
+
+    stack_trace = sdk_resource._get_stack_trace
+    sdk_resource._get_stack_trace = _no_stack_trace
     set_mocks(mocks, project=PROJECT, stack=plan.stack, preview=True, monitor=_Recorder(mocks))
     pulumi.runtime.set_all_config({k: v for k, v in config.items()})
     try:
@@ -234,6 +263,14 @@ def _run(plan: Plan, config: dict[str, str], program: Path) -> None:
     except pulumi.RunError as exc:
         raise InputError(str(exc), hint="fix the stack file; `accelfleet fleet validate` "
                          "checks it") from None
+    finally:
+        sdk_resource._get_stack_trace = stack_trace
+
+
+def _no_stack_trace() -> Any:
+    from pulumi.runtime.proto import source_pb2
+
+    return source_pb2.StackTrace()
 
 
 def _run_program(program: Path) -> None:
