@@ -175,7 +175,10 @@ def test_a_node_20_percent_slower_than_its_peers_fails_as_an_outlier(
 def test_an_unschedulable_pool_is_named_with_the_reason(fake_cluster: Any, stack: Path,
                                                         tmp_path: Path,
                                                         cpu_nodes: None) -> None:
-    add_pool_nodes(fake_cluster, "gpu-a", 2)  # none for gpu-b
+    for node in add_pool_nodes(fake_cluster, "gpu-a", 2):  # none for gpu-b
+        # gpu-a answers at once: the short timeout is for gpu-b's scheduling, not for a
+        # loaded machine's agent start-up
+        fake_cluster.set_node_output(node, _recorded(node, 800.0))
     started = time.monotonic()
     code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--tier", "1",
                                   "--timeout-s", "5")
