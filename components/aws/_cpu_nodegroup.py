@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -21,9 +20,8 @@ from components.aws._nodegroup import (
     DATA_VOLUME_DEVICE,
     DEFAULT_AMI,
     EKS_TAINT_EFFECT,
-    IMDS_HOP_LIMIT,
-    capacity_for,
-    scaling_for,
+    NodeGroupParts,
+    managed_node_group,
 )
 from fleet.catalog import Catalog
 from fleet.errors import CatalogError
@@ -67,55 +65,9 @@ class CpuNodeGroup(pulumi.ComponentResource):
         if pool.shape.kind != "cpu":
             raise CatalogError(f"{pool.shape.machine_type} is not a CPU instance type")
         family, ami_type = cpu_ami_for(pool, catalog)
-        capacity = capacity_for(pool)
-        tags = {"accelfleet.io/pool": pool.name, "accelfleet.io/team": pool.team}
-        lt: dict[str, Any] = {
-            "metadata_options": aws.ec2.LaunchTemplateMetadataOptionsArgs(
-                http_endpoint="enabled", http_tokens="required",
-                http_put_response_hop_limit=IMDS_HOP_LIMIT),
-            "block_device_mappings": [aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
-                device_name=DATA_VOLUME_DEVICE[family],
-                ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
-                    volume_size=pool.spec.disk_size_gb, volume_type="gp3", encrypted="true",
-                    delete_on_termination="true"))],
-            "tag_specifications": [aws.ec2.LaunchTemplateTagSpecificationArgs(
-                resource_type=kind, tags=tags) for kind in ("instance", "volume")],
-        }
-        if capacity.reservation_id:
-            lt["capacity_reservation_specification"] = (
-                aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
-                    capacity_reservation_target=aws.ec2.
-                    LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
-                        capacity_reservation_id=capacity.reservation_id)))
-        template = aws.ec2.LaunchTemplate(
-            f"{name}-lt", description=f"accelfleet pool {pool.name}",
-            update_default_version=True, tags=tags, opts=pulumi.ResourceOptions(parent=self),
-            **lt)
-        autoscaled = pool.spec.autoscaling is not None
-        self.node_group = aws.eks.NodeGroup(
-            f"{name}-ng",
-            cluster_name=args.cluster_name,
-            node_group_name=pool.name,
-            node_role_arn=args.node_role_arn,
-            subnet_ids=args.subnet_ids,
-            version=args.kubernetes_version,
-            ami_type=ami_type,
-            instance_types=[pool.shape.machine_type],
-            capacity_type=capacity.capacity_type,
-            scaling_config=aws.eks.NodeGroupScalingConfigArgs(**scaling_for(pool)),
-            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
-            labels=pool.labels,
-            taints=[aws.eks.NodeGroupTaintArgs(key=t.key, value=t.value,
-                                               effect=EKS_TAINT_EFFECT[t.effect])
-                    for t in pool.spec.taints] or None,
-            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
-                id=template.id, version=template.latest_version.apply(str)),
-            tags=tags,
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                depends_on=list(args.depends_on),
-                # The cluster autoscaler owns the desired size of an autoscaled group.
-                ignore_changes=["scalingConfig.desiredSize"] if autoscaled else None),
-        )
+        template, self.node_group = managed_node_group(self, name, args, NodeGroupParts(
+            ami_type=ami_type, data_volume=DATA_VOLUME_DEVICE[family], labels=pool.labels,
+            taints=[{"key": t.key, "value": t.value, "effect": EKS_TAINT_EFFECT[t.effect]}
+                    for t in pool.spec.taints]))
         self.register_outputs({"node_group_name": self.node_group.node_group_name,
                                "launch_template_id": template.id})

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import pulumi
 import pulumi_aws as aws
@@ -120,6 +120,100 @@ class GpuNodeGroupArgs:
     depends_on: Sequence[pulumi.Resource] = ()
 
 
+class _GroupArgs(Protocol):
+    """What every accelfleet node group takes (GpuNodeGroupArgs, CpuNodeGroupArgs)."""
+
+    @property
+    def pool(self) -> ResolvedPool: ...
+    @property
+    def cluster_name(self) -> pulumi.Input[str]: ...
+    @property
+    def node_role_arn(self) -> pulumi.Input[str]: ...
+    @property
+    def subnet_ids(self) -> list[pulumi.Input[str]]: ...
+    @property
+    def kubernetes_version(self) -> str | None: ...
+    @property
+    def depends_on(self) -> Sequence[pulumi.Resource]: ...
+
+
+@dataclass(frozen=True)
+class NodeGroupParts:
+    """What differs between node groups: the AMI, the labels and taints (EKS spelling) and
+    extra launch-template arguments (EFA interfaces, a placement group)."""
+
+    ami_type: str
+    data_volume: str
+    labels: dict[str, str]
+    taints: list[dict[str, str]]
+    launch_template: dict[str, Any] = field(default_factory=dict)
+
+
+def managed_node_group(owner: pulumi.ComponentResource, name: str, args: _GroupArgs,
+                       parts: NodeGroupParts) -> tuple[aws.ec2.LaunchTemplate,
+                                                       aws.eks.NodeGroup]:
+    """A launch template (IMDSv2 with one hop, an encrypted gp3 data volume, tagged instances
+    and volumes, the capacity's reservation and market) and the managed node group on it, both
+    children of `owner`."""
+    pool = args.pool
+    capacity = capacity_for(pool)
+    tags = {"accelfleet.io/pool": pool.name, "accelfleet.io/team": pool.team}
+    lt: dict[str, Any] = {
+        "metadata_options": aws.ec2.LaunchTemplateMetadataOptionsArgs(
+            http_endpoint="enabled", http_tokens="required",
+            http_put_response_hop_limit=IMDS_HOP_LIMIT),
+        "block_device_mappings": [aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+            device_name=parts.data_volume,
+            ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                volume_size=pool.spec.disk_size_gb, volume_type="gp3", encrypted="true",
+                delete_on_termination="true"))],
+        "tag_specifications": [aws.ec2.LaunchTemplateTagSpecificationArgs(
+            resource_type=kind, tags=tags) for kind in ("instance", "volume")],
+        **parts.launch_template,
+    }
+    if capacity.reservation_id:
+        lt["capacity_reservation_specification"] = (
+            aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+                capacity_reservation_target=aws.ec2.
+                LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                    capacity_reservation_id=capacity.reservation_id)))
+    if capacity.market_type:
+        lt["instance_market_options"] = aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(
+            market_type=capacity.market_type)
+    if capacity.instance_type_in_template:
+        lt["instance_type"] = pool.shape.machine_type
+    template = aws.ec2.LaunchTemplate(
+        f"{name}-lt", description=f"accelfleet pool {pool.name}",
+        update_default_version=True, tags=tags, opts=pulumi.ResourceOptions(parent=owner),
+        **lt)
+    autoscaled = pool.spec.autoscaling is not None
+    group = aws.eks.NodeGroup(
+        f"{name}-ng",
+        cluster_name=args.cluster_name,
+        node_group_name=pool.name,
+        node_role_arn=args.node_role_arn,
+        subnet_ids=args.subnet_ids,
+        version=args.kubernetes_version,
+        ami_type=parts.ami_type,
+        instance_types=None if capacity.instance_type_in_template
+        else [pool.shape.machine_type],
+        capacity_type=capacity.capacity_type,
+        scaling_config=aws.eks.NodeGroupScalingConfigArgs(**scaling_for(pool)),
+        update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+        labels=parts.labels,
+        taints=[aws.eks.NodeGroupTaintArgs(**t) for t in parts.taints] or None,
+        launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+            id=template.id, version=template.latest_version.apply(str)),
+        tags=tags,
+        opts=pulumi.ResourceOptions(
+            parent=owner,
+            depends_on=list(args.depends_on),
+            # The cluster autoscaler owns the desired size of an autoscaled group.
+            ignore_changes=["scalingConfig.desiredSize"] if autoscaled else None),
+    )
+    return template, group
+
+
 class GpuNodeGroup(pulumi.ComponentResource):
     """A managed node group: NVIDIA AMI, IMDSv2, encrypted gp3 volume, GPU taint, and for EFA
     instance types one EFA interface per network card inside a cluster placement group."""
@@ -132,21 +226,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
         super().__init__(TYPE, name, None, opts)
         pool, catalog = args.pool, args.catalog
         family, ami_type = ami_for(pool, catalog)
-        capacity = capacity_for(pool)
-        tags = {"accelfleet.io/pool": pool.name, "accelfleet.io/team": pool.team}
-
-        lt: dict[str, Any] = {
-            "metadata_options": aws.ec2.LaunchTemplateMetadataOptionsArgs(
-                http_endpoint="enabled", http_tokens="required",
-                http_put_response_hop_limit=IMDS_HOP_LIMIT),
-            "block_device_mappings": [aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
-                device_name=DATA_VOLUME_DEVICE[family],
-                ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
-                    volume_size=pool.spec.disk_size_gb, volume_type="gp3", encrypted="true",
-                    delete_on_termination="true"))],
-            "tag_specifications": [aws.ec2.LaunchTemplateTagSpecificationArgs(
-                resource_type=kind, tags=tags) for kind in ("instance", "volume")],
-        }
+        lt: dict[str, Any] = {}
         if is_efa(pool):
             assert pool.networking is not None
             lt["network_interfaces"] = [
@@ -157,47 +237,10 @@ class GpuNodeGroup(pulumi.ComponentResource):
             ]
         if args.placement_group is not None:
             lt["placement"] = aws.ec2.LaunchTemplatePlacementArgs(group_name=args.placement_group)
-        if capacity.reservation_id:
-            lt["capacity_reservation_specification"] = (
-                aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
-                    capacity_reservation_target=aws.ec2.
-                    LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
-                        capacity_reservation_id=capacity.reservation_id)))
-        if capacity.market_type:
-            lt["instance_market_options"] = aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(
-                market_type=capacity.market_type)
-        if capacity.instance_type_in_template:
-            lt["instance_type"] = pool.shape.machine_type
-        template = aws.ec2.LaunchTemplate(
-            f"{name}-lt", description=f"accelfleet pool {pool.name}",
-            update_default_version=True, tags=tags, opts=pulumi.ResourceOptions(parent=self),
-            **lt)
-
-        autoscaled = pool.spec.autoscaling is not None
-        group = aws.eks.NodeGroup(
-            f"{name}-ng",
-            cluster_name=args.cluster_name,
-            node_group_name=pool.name,
-            node_role_arn=args.node_role_arn,
-            subnet_ids=args.subnet_ids,
-            version=args.kubernetes_version,
-            ami_type=ami_type,
-            instance_types=None if capacity.instance_type_in_template
-            else [pool.shape.machine_type],
-            capacity_type=capacity.capacity_type,
-            scaling_config=aws.eks.NodeGroupScalingConfigArgs(**scaling_for(pool)),
-            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
-            labels=node_labels(pool, catalog),
-            taints=[aws.eks.NodeGroupTaintArgs(**t) for t in node_taints(pool, catalog)],
-            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
-                id=template.id, version=template.latest_version.apply(str)),
-            tags=tags,
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                depends_on=list(args.depends_on),
-                # The cluster autoscaler owns the desired size of an autoscaled group.
-                ignore_changes=["scalingConfig.desiredSize"] if autoscaled else None),
-        )
+        template, group = managed_node_group(self, name, args, NodeGroupParts(
+            ami_type=ami_type, data_volume=DATA_VOLUME_DEVICE[family],
+            labels=node_labels(pool, catalog), taints=node_taints(pool, catalog),
+            launch_template=lt))
         self.node_group_name = group.node_group_name
         self.register_outputs({"node_group_name": group.node_group_name,
                                "launch_template_id": template.id})
