@@ -23,7 +23,7 @@ from smoke._results import HostReport, ProbeResult, Verdict
 
 pytest.importorskip("torch")
 
-STACK = """\
+HEAD = """\
 config:
   accelfleet:fleet:
     clouds:
@@ -32,14 +32,16 @@ config:
       - {name: c1, cloud: gcp}
     teams:
       - {name: research}
+    smoke:
+      namespace: smoke-test
+      timeout_s: 120
     pools:
+"""
+STACK = HEAD + """\
       - {name: gpu-a, cluster: c1, team: research, accelerator: g2-standard-24, nodes: 2,
          zone: us-central1-a}
       - {name: gpu-b, cluster: c1, team: research, accelerator: g2-standard-24, nodes: 2,
          zone: us-central1-a}
-    smoke:
-      namespace: smoke-test
-      timeout_s: 120
 """
 RUN_LABEL = "accelfleet.io/run"
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
@@ -266,21 +268,9 @@ def test_run_help_documents_every_option() -> None:
     assert "130" in result.output
 
 
-TPU_STACK = """\
-config:
-  accelfleet:fleet:
-    clouds:
-      gcp: {project: acme-ml-test, region: us-central1}
-    clusters:
-      - {name: c1, cloud: gcp}
-    teams:
-      - {name: research}
-    pools:
+TPU_STACK = HEAD + """\
       - {name: v5p-ms, cluster: c1, team: research, accelerator: v5p, topology: 2x2x2,
          multislice: 2, zone: us-central1-a}
-    smoke:
-      namespace: smoke-test
-      timeout_s: 120
 """
 
 
