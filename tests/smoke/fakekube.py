@@ -20,6 +20,10 @@ controllers a smoke run relies on, the way the real ones behave where it matters
   resolved; a pod DNS name (`<hostname>.<subdomain>`, backed by a headless Service) resolves to
   127.0.0.1. Its combined stdout and stderr is the pod log.
 - Deletion honours `propagationPolicy` (Orphan, the API's default for Jobs, leaves the pods).
+- PATCH takes a JSON merge patch or a strategic merge patch (the same here: exact for maps and
+  for atomic lists such as a Node's `spec.taints`; a JSON patch is refused with 415), and a
+  patch that carries `metadata.resourceVersion` is refused with 409 Conflict when the object
+  has changed since, as the real server's optimistic concurrency does.
 
 Test hooks: `add_node`, `set_node_command` (run this argv instead on a node), `set_node_output`
 (no process at all: the pod prints this and exits; for benchmarks), `fail_next` (answer the
@@ -60,6 +64,7 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "jobsets": ("JobSet", "jobset.x-k8s.io/v1alpha2", True),
 }
 GROUPS = {"batch/v1": {"jobs"}, "jobset.x-k8s.io/v1alpha2": {"jobsets"}}
+OWNS = {"jobsets": ("jobs", "services"), "jobs": ("pods",)}  # kind -> kinds it may own
 INDEX = "batch.kubernetes.io/job-completion-index"
 TERMINAL = ("Succeeded", "Failed")
 Key = tuple[str, str, str]  # (plural, namespace, name)
@@ -316,10 +321,11 @@ class FakeCluster:
             if (propagation or default) == "Orphan":
                 return
             uid = obj["metadata"]["uid"]
-            for child_key, child in list(self.store.items()):
-                owners = child["metadata"].get("ownerReferences") or []
-                if any(o.get("uid") == uid for o in owners) and child_key in self.store:
-                    self.delete(*child_key, propagation="Background")
+            for child in OWNS.get(plural, ()):  # the garbage collector, for what can own
+                for child_key, o in self._of_kind(child):
+                    owners = o["metadata"].get("ownerReferences") or []
+                    if any(r.get("uid") == uid for r in owners) and child_key in self.store:
+                        self.delete(*child_key, propagation="Background")
 
     def delete_collection(self, plural: str, namespace: str, label_selector: str,
                           propagation: str | None) -> None:
@@ -331,7 +337,9 @@ class FakeCluster:
 
     def patch(self, plural: str, namespace: str, name: str, patch: Any) -> dict[str, Any]:
         """A JSON merge patch (RFC 7386); a strategic merge patch is treated the same, which is
-        exact for the maps and whole lists the tests patch."""
+        exact for maps and for the atomic lists patched here (a Node's `spec.taints` has no
+        merge key: a strategic merge patch replaces it whole). A `metadata.resourceVersion`
+        in the patch is a precondition: 409 Conflict when the object has changed since."""
         def merge(target: Any, change: Any) -> Any:
             if not isinstance(change, dict):
                 return copy.deepcopy(change)
@@ -347,6 +355,11 @@ class FakeCluster:
             key = (plural, namespace, name)
             if key not in self.store:
                 raise ApiError(404, "NotFound", f'{plural} "{name}" not found')
+            want = ((patch or {}).get("metadata") or {}).get("resourceVersion")
+            if want is not None and want != self.store[key]["metadata"]["resourceVersion"]:
+                raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {plural} '
+                               f'"{name}": the object has been modified; please apply your '
+                               "changes to the latest version and try again")
             obj = merge(self.store[key], patch)
             obj["metadata"]["resourceVersion"] = str(next(self._rv))
             self.store[key] = obj
@@ -412,6 +425,10 @@ class FakeCluster:
                                       "jobset.sigs.k8s.io/replicatedjob-name": rjob["name"],
                                       "jobset.sigs.k8s.io/job-index": str(i)}
                     meta["ownerReferences"] = [self._owner_ref(js)]
+                    pod_meta = tmpl["spec"]["template"].setdefault("metadata", {})
+                    pod_meta["labels"] = {**(pod_meta.get("labels") or {}),  # as the real one
+                                          **{k: v for k, v in meta["labels"].items()
+                                             if k.startswith("jobset.sigs.k8s.io/")}}
                     if js["spec"].get("network", {}).get("enableDNSHostnames", True):
                         tmpl["spec"]["template"]["spec"].setdefault("subdomain", name)
                     self.create("jobs", ns, tmpl)
@@ -489,18 +506,26 @@ class FakeCluster:
         for _, o in pods:
             if o["spec"].get("nodeName") and o["status"].get("phase") not in TERMINAL:
                 on_node.setdefault(o["spec"]["nodeName"], []).append(o)
+        by_label: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for node in nodes:
+            for kv in (node["metadata"].get("labels") or {}).items():
+                by_label.setdefault(kv, []).append(node)
         for (_, ns, _), pod in pending:
-            reasons: dict[str, int] = {}
-            for node in nodes:
+            # Only nodes with the pod's first selector label can fit: the same placement as
+            # trying every node, in far fewer checks on a large fake cluster.
+            first = list((pod["spec"].get("nodeSelector") or {}).items())[:1]
+            for node in by_label.get(first[0], []) if first else nodes:
                 here = on_node.setdefault(node["metadata"]["name"], [])
-                why = self._unfit(pod, node, here)
-                if why is None:
+                if self._unfit(pod, node, here) is None:
                     here.append(pod)
                     pod["spec"]["nodeName"] = node["metadata"]["name"]
                     pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}]
                     break
-                reasons[why] = reasons.get(why, 0) + 1
             else:
+                reasons: dict[str, int] = {}
+                for node in nodes:
+                    why = self._unfit(pod, node, on_node.get(node["metadata"]["name"], []))
+                    reasons[str(why)] = reasons.get(str(why), 0) + 1
                 detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
                 message = (f"0/{len(nodes)} nodes are available: {detail}. preemption: "
                            f"0/{len(nodes)} nodes are available: {len(nodes)} Preemption is "
@@ -826,5 +851,10 @@ class _Handler(BaseHTTPRequestHandler):
             c.delete_collection(plural, ns, q.get("labelSelector", ""), propagation)
             return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
         if method == "PATCH" and name:
+            kind = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+            if kind not in ("application/merge-patch+json",
+                            "application/strategic-merge-patch+json"):
+                raise ApiError(415, "UnsupportedMediaType", f"the fake server takes merge and "
+                               f"strategic merge patches, not {kind or 'no content type'}")
             return c.patch(plural, ns, name, body)
         raise ApiError(405, "MethodNotAllowed", f"{method} not supported here")
