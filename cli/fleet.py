@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cli._errors import command
-from cli._output import console, num, print_json, print_table
+from cli._output import console, print_json, print_table
 
 if TYPE_CHECKING:
     from fleet.model import ResolvedPool
@@ -48,8 +48,11 @@ def validate(
     """Check a stack's fleet against the catalog and the rules; print its pools.
 
     Exit 0 when valid, 2 with every problem named (pool, field, value, fix) when not. Each
-    cluster's system pool is listed with its cost, paid by the platform.
+    cluster's system pool is listed with its cost, paid by the platform. Costs are monthly
+    ranges, from the fewest to the most nodes a pool can have (budgets check the most), at list
+    prices or the stack's own `prices:`; a pool with no price says "unpriced".
     """
+    from cli._costs import pool_usd, price_source, team_words
     from fleet import load_fleet
     from fleet.model import PLATFORM_TEAM
 
@@ -58,17 +61,19 @@ def validate(
     user = [_row(p) for p in fleet.pools]
     system = [_row(p) for p in fleet.system_pools]
     rows = user + system
-    platform_usd, platform_unpriced = fleet.team_monthly_usd(PLATFORM_TEAM)
+    platform_usd, _ = fleet.team_monthly_usd(PLATFORM_TEAM)
+    teams = {t.name: t.summary() for t in fleet.team_costs()}
     if as_json:
         print_json({"stack": str(path), "valid": True, "pools": user, "system_pools": system,
                     "platform_monthly_usd": round(platform_usd, 2),
+                    "teams": list(teams.values()),
                     "warnings": [w.render() for w in fleet.warnings]})
         return
     from rich.table import Table
 
     table = Table(title=f"{path}: {len(user)} pools and {len(system)} system pools, valid")
     for col in ("pool", "team", "cluster", "machine", "accelerator", "topology", "nodes",
-                "devices", "zones", "capacity", "fabric", "$/month"):
+                "devices", "zones", "capacity", "fabric", "$/month", "price"):
         table.add_column(col, overflow="fold",
                          justify="right" if col in ("nodes", "devices", "$/month")
                          else "left")
@@ -76,18 +81,13 @@ def validate(
         table.add_row(r["name"], r["team"], r["cluster"] or "(tpu-vm)", r["machine_type"],
                       r["accelerator"], r["topology"] or "-", str(r["nodes"]), str(r["devices"]),
                       ",".join(r["zones"]), r["capacity"], r["gpu_networking"] or "-",
-                      num(r["monthly_usd"]))
+                      pool_usd(r), price_source(r))
     out = console()
     print_table(out, table)
     for team in fleet.spec.teams:
-        cost, unpriced = fleet.team_monthly_usd(team.name)
-        budget = num(team.monthly_budget_usd)
-        note = f" ({unpriced} pool(s) without a public price)" if unpriced else ""
-        out.print(f"team {team.name}: about ${cost:,.0f}/month at list price, budget "
-                  f"${budget}{note}")
+        out.print(f"team {team.name}: {team_words(teams[team.name])}")
     if system and PLATFORM_TEAM not in {t.name for t in fleet.spec.teams}:
-        note = f" ({platform_unpriced} without a public price)" if platform_unpriced else ""
         out.print(f"platform (the system pools of {', '.join(r['cluster'] for r in system)}): "
-                  f"about ${platform_usd:,.0f}/month at list price{note}")
+                  f"{team_words(teams[PLATFORM_TEAM])}")
     for w in fleet.warnings:
         out.print(f"warning: {w.render()}")

@@ -26,7 +26,8 @@ def plan(
                                              show_default=False)] = None,
 ) -> None:
     """Run the stack's Pulumi program offline (Pulumi's mocks: no CLI, no credentials) and
-    show every resource it would create, grouped by cluster and pool, with list-price costs.
+    show every resource it would create, grouped by cluster and pool, with each pool's and
+    team's monthly cost range (list prices, or the stack's `prices:`).
 
     Exit 0 with the plan; 2 when the stack file is missing or its fleet is invalid.
     """
@@ -55,6 +56,7 @@ def render(result: Plan) -> str:
     from rich.console import Console
     from rich.tree import Tree
 
+    from cli._costs import UNPRICED, pool_usd, price_source, team_words
     from fleet.model import PLATFORM_TEAM
 
     data = result.to_dict()
@@ -77,7 +79,9 @@ def render(result: Plan) -> str:
         p = pools.get(urn)
         if p is not None:
             topo = f" {p['topology']}" if p["topology"] else ""
-            cost = f", ~${p['monthly_usd']:,.0f}/month" if p["monthly_usd"] is not None else ""
+            usd = pool_usd(p)
+            cost = (f", {UNPRICED}" if usd == UNPRICED
+                    else f", ~${usd.replace('..', '..$')}/month ({price_source(p)})")
             text += (f": {p['machine_type']}{topo} x{p['nodes']} nodes, {p['capacity']}"
                      f"{', ' + p['gpu_networking'] if p['gpu_networking'] else ''}{cost}")
         return text
@@ -97,13 +101,8 @@ def render(result: Plan) -> str:
     with console.capture() as cap:
         console.print(tree)
         for t in data["teams"]:
-            note = f" ({t['unpriced_pools']} pool(s) without a public price)" \
-                if t["unpriced_pools"] else ""
-            budget = (f", budget ${t['monthly_budget_usd']:,.0f}"
-                      if t["monthly_budget_usd"] is not None else "")
             paid = " (the system pools)" if t["name"] == PLATFORM_TEAM else ""
-            console.print(f"team {t['name']}{paid}: ~${t['monthly_usd']:,.0f}/month at list "
-                          f"price{budget}{note}")
+            console.print(f"team {t['name']}{paid}: {team_words(t, prefix='~$')}")
         for w in data["warnings"]:
             console.print(f"warning: {w}")
     return cap.get()

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fleet.errors import AccelfleetError, InputError
-from fleet.model import PLATFORM_TEAM, SYSTEM_POOL, Fleet
+from fleet.model import SYSTEM_POOL, Fleet
 
 PROGRAM = Path(__file__).resolve().parent.parent / "stacks" / "__main__.py"
 PROJECT = "accelfleet"
@@ -135,21 +135,14 @@ class Plan:
         per_pool = self.pool_resources()
         pools = [{**p.summary(), "resources": len(per_pool.get(p.name, []))}
                  for p in self.fleet.pools]
-        teams = []
-        for t in self.fleet.spec.teams:
-            cost, unpriced = self.fleet.team_monthly_usd(t.name)
-            teams.append({"name": t.name, "monthly_usd": _money(cost),
-                          "unpriced_pools": unpriced,
-                          "monthly_budget_usd": t.monthly_budget_usd})
+        # every team's cost: at the declared size and its range; the platform pays the
+        # system pools unless a team of that name is declared
+        teams = [t.summary() for t in self.fleet.team_costs()]
         systems = []
         for p in self.fleet.system_pools:
             comp = self.system_pool_component(p.cluster.name) if p.cluster else None
             made = [d for d in self.descendants(comp.urn) if d.custom] if comp else []
             systems.append({**p.summary(), "resources": len(made)})
-        if systems and PLATFORM_TEAM not in {t.name for t in self.fleet.spec.teams}:
-            cost, unpriced = self.fleet.team_monthly_usd(PLATFORM_TEAM)
-            teams.append({"name": PLATFORM_TEAM, "monthly_usd": _money(cost),
-                          "unpriced_pools": unpriced, "monthly_budget_usd": None})
         return {
             "schema_version": SCHEMA_VERSION, "stack": self.stack,
             "summary": {"resources": sum(counts.values()), "by_type": counts},
@@ -162,10 +155,6 @@ class Plan:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
-
-
-def _money(value: float | None) -> float | None:
-    return None if value is None else round(value, 2)
 
 
 def stack_config(path: str | Path) -> tuple[str, dict[str, str], Fleet]:

@@ -7,9 +7,9 @@ so that components only turn them into resources and the CLI only puts them into
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from fleet.catalog import Cloud, GpuNetworking, Shape
+from fleet.catalog import HOURS_PER_MONTH, Cloud, GpuNetworking, Shape
 from fleet.errors import Problem
 from fleet.spec import Cluster, FleetSpec, Pool, Team
 
@@ -20,6 +20,75 @@ ACCELERATOR_LABEL = "accelfleet.io/accelerator"
 # platform pays for it: it is reported under this team, never under a team that owns pools.
 SYSTEM_POOL = "system"
 PLATFORM_TEAM = "platform"
+
+
+PriceSource = Literal["list", "stack rate", "capacity block", "unpriced"]
+
+
+@dataclass(frozen=True)
+class PoolCost:
+    """What a pool costs a month, from its fewest to its most nodes (`fleet.costs` decides it).
+
+    source: "list" (the catalog's public list price), "stack rate" (the stack's `prices:`),
+    "capacity block" (the catalog's EC2 Capacity Block rate) or "unpriced" (no price is known:
+    never counted as $0). nodes: as declared (`nodes`, else the autoscaling minimum);
+    min_nodes..max_nodes: the autoscaling range, all node pools of the pool together.
+    """
+
+    source: PriceSource
+    usd_per_node_hour: float | None
+    nodes: int
+    min_nodes: int
+    max_nodes: int
+    detail: str = ""  # the rate's origin in words: capacity kind, source note
+    region: str | None = None  # where the list price was read (it may differ from the pool's)
+    as_of: str | None = None
+
+    def _monthly(self, nodes: int) -> float | None:
+        if self.usd_per_node_hour is None:
+            return None
+        return self.usd_per_node_hour * nodes * HOURS_PER_MONTH
+
+    @property
+    def monthly_usd(self) -> float | None:
+        return self._monthly(self.nodes)
+
+    @property
+    def min_monthly_usd(self) -> float | None:
+        return self._monthly(self.min_nodes)
+
+    @property
+    def max_monthly_usd(self) -> float | None:
+        return self._monthly(self.max_nodes)
+
+    def price_summary(self) -> dict[str, Any]:
+        """Where the pool's rate comes from, JSON-ready."""
+        return {"source": self.source, "detail": self.detail, "region": self.region,
+                "as_of": self.as_of, "usd_per_node_hour": _money(self.usd_per_node_hour, 6)}
+
+
+def _money(value: float | None, digits: int = 2) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+@dataclass(frozen=True)
+class TeamCost:
+    """What a team's pools cost a month: at their declared size and from their fewest to their
+    most nodes (budgets check the most), and which of its pools have no price at all."""
+
+    name: str
+    monthly_usd: float
+    min_monthly_usd: float
+    max_monthly_usd: float
+    unpriced: tuple[str, ...]
+    monthly_budget_usd: float | None
+
+    def summary(self) -> dict[str, Any]:
+        return {"name": self.name, "monthly_usd": _money(self.monthly_usd),
+                "min_monthly_usd": _money(self.min_monthly_usd),
+                "max_monthly_usd": _money(self.max_monthly_usd),
+                "unpriced_pools": len(self.unpriced), "unpriced": list(self.unpriced),
+                "monthly_budget_usd": self.monthly_budget_usd}
 
 
 @dataclass(frozen=True)
@@ -33,8 +102,13 @@ class ResolvedPool:
     shape: Shape
     placement: str
     networking: GpuNetworking | None
-    monthly_usd: float | None
+    cost: PoolCost | None = None  # set by `fleet.costs` once every pool is resolved
     system: bool = False  # the cluster's system pool (spec synthesised from `system_pool`)
+
+    @property
+    def monthly_usd(self) -> float | None:
+        """Monthly cost at the declared size; None when no price is known (never $0)."""
+        return self.cost.monthly_usd if self.cost else None
 
     @property
     def name(self) -> str:
@@ -93,6 +167,16 @@ class ResolvedPool:
         return (auto.min_nodes, auto.max_nodes) if auto else None
 
     @property
+    def node_range(self) -> tuple[int, int]:
+        """(fewest, most) nodes of the whole pool, every node pool (slice) together: what it
+        costs at its smallest and at its largest. A fixed pool's range is its node count."""
+        scaling = self.scaling
+        if scaling is None:
+            return (self.node_count, self.node_count)
+        node_pools = self.spec.multislice if self.shape.tpu is not None else 1
+        return (scaling[0] * node_pools, scaling[1] * node_pools)
+
+    @property
     def initial_nodes(self) -> int:
         """Nodes of each node pool (one slice) at creation: none for flex-start and queued
         pools, whose nodes come when workloads ask for them."""
@@ -122,7 +206,10 @@ class ResolvedPool:
             "nodes": self.node_count,
             "capacity": self.spec.capacity.label,
             "gpu_networking": self.networking.kind if self.networking else None,
-            "monthly_usd": None if self.monthly_usd is None else round(self.monthly_usd, 2),
+            "monthly_usd": _money(self.monthly_usd),
+            "min_monthly_usd": _money(self.cost.min_monthly_usd if self.cost else None),
+            "max_monthly_usd": _money(self.cost.max_monthly_usd if self.cost else None),
+            "price": self.cost.price_summary() if self.cost else None,
         }
 
     @property
@@ -165,14 +252,34 @@ class Fleet:
         return next(t for t in self.spec.teams if t.name == name)
 
     def team_monthly_usd(self, team: str) -> tuple[float, int]:
-        """(known monthly cost of a team's pools, how many of its pools have no price).
-        The system pools count for `PLATFORM_TEAM`."""
-        total, unpriced = 0.0, 0
+        """(known monthly cost of a team's pools at their declared size, how many of its pools
+        have no price). The system pools count for `PLATFORM_TEAM`."""
+        cost = self.team_cost(team)
+        return cost.monthly_usd, len(cost.unpriced)
+
+    def team_cost(self, team: str) -> TeamCost:
+        """A team's monthly cost: declared size, range, unpriced pools. The system pools count
+        for `PLATFORM_TEAM`."""
+        declared = low = high = 0.0
+        unpriced: list[str] = []
         for pool in (*self.pools, *self.system_pools):
             if pool.team != team:
                 continue
-            if pool.monthly_usd is None:
-                unpriced += 1
-            else:
-                total += pool.monthly_usd
-        return total, unpriced
+            cost = pool.cost
+            if cost is None or cost.usd_per_node_hour is None:
+                unpriced.append(f"{pool.cluster.name}/{pool.name}" if pool.system and
+                                pool.cluster else pool.name)
+                continue
+            declared += cost.monthly_usd or 0.0
+            low += cost.min_monthly_usd or 0.0
+            high += cost.max_monthly_usd or 0.0
+        budget = next((t.monthly_budget_usd for t in self.spec.teams if t.name == team), None)
+        return TeamCost(team, declared, low, high, tuple(unpriced), budget)
+
+    def team_costs(self) -> list[TeamCost]:
+        """Every declared team's cost, then the platform's (the system pools) when no team of
+        that name is declared, sorted by name."""
+        names = [t.name for t in self.spec.teams]
+        if self.system_pools and PLATFORM_TEAM not in names:
+            names.append(PLATFORM_TEAM)
+        return sorted((self.team_cost(n) for n in names), key=lambda c: c.name)

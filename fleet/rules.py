@@ -9,12 +9,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from pydantic import ValidationError
 
 from fleet.catalog import Catalog, Cloud, GpuNetworking, Shape, load_catalog
+from fleet.costs import check_budgets, priced, stack_rates
 from fleet.errors import AccelfleetError, Problem, SpecError, suggest
 from fleet.model import Fleet, ResolvedPool
 from fleet.spec import Cluster, FleetSpec, Pool
@@ -109,7 +109,11 @@ class _Checker:
             if r is not None:
                 resolved.append(r)
         self.system_pools, self.warnings = system_pools(self, self.spec)
-        self._budgets(resolved + self.system_pools)  # a `platform` team's budget covers these
+        rates = stack_rates(self, self.spec)  # the stack's `prices:`, checked
+        resolved = priced(resolved, self.catalog, rates)
+        self.system_pools = priced(self.system_pools, self.catalog, rates)
+        # a `platform` team's budget covers the system pools
+        check_budgets(self, self.spec, resolved + self.system_pools)
         self._rdma_zones(resolved)
         return resolved
 
@@ -177,12 +181,8 @@ class _Checker:
         networking = shape.networking if pool.fabric == "auto" else None
         placement = self._placement(pool, at, shape, networking is not None)
         self._zonal(pool, at, networking, placement)
-        resolved = ResolvedPool(spec=pool, cloud=cloud, region=region, cluster=cluster,
-                                shape=shape, placement=placement, networking=networking,
-                                monthly_usd=None)
-        monthly = self.catalog.monthly_usd(shape, resolved.units, spot=pool.capacity.spot,
-                                           capacity_block=pool.capacity.block)
-        return replace(resolved, monthly_usd=monthly)
+        return ResolvedPool(spec=pool, cloud=cloud, region=region, cluster=cluster,
+                            shape=shape, placement=placement, networking=networking)
 
     def _placement_target(self, pool: Pool, at: str) -> tuple[Cloud | None, Cluster | None]:
         if pool.runtime == "tpu-vm":
@@ -417,24 +417,6 @@ class _Checker:
                      f"a {kind} reservation ({pool.capacity.reservation}) holds capacity in one "
                      f"zone, and this pool spans {zones}: nodes outside that zone never launch",
                      "list only the reservation's zone under `zone`")
-
-    def _budgets(self, pools: list[ResolvedPool]) -> None:
-        for team in self.spec.teams:
-            if team.monthly_budget_usd is None:
-                continue
-            cost = sum(p.monthly_usd or 0.0 for p in pools if p.team == team.name)
-            if cost > team.monthly_budget_usd:
-                listing = ", ".join(
-                    f"{p.name} ${p.monthly_usd:,.0f}" for p in pools
-                    if p.team == team.name and p.monthly_usd
-                )
-                self.add(
-                    f"teams {team.name!r}.monthly_budget_usd",
-                    f"the team's pools cost about ${cost:,.0f} a month at list price "
-                    f"({listing}), over its budget of ${team.monthly_budget_usd:,.0f}",
-                    "shrink or remove a pool, use spot capacity, or raise the budget",
-                )
-
 
     def _rdma_zones(self, pools: list[ResolvedPool]) -> None:
         # A GKE cluster's RDMA VPC uses a zonal network profile: its RDMA pools share one zone.

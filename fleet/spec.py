@@ -200,6 +200,20 @@ class Smoke(_Model):
     jax_image: str | None = None
 
 
+class StackRate(_Model):
+    """A rate the stack pays (negotiated, committed-use), which wins over the catalog's list
+    price: `usd_per_hour` for a machine type, or `usd_per_chip_hour` for a TPU generation;
+    `capacity` limits it to on-demand, spot or reservation pools (default: all of them).
+    `fleet.costs` checks the names and the figures against the catalog."""
+
+    machine_type: str | None = None
+    tpu: str | None = None
+    usd_per_hour: float | None = None
+    usd_per_chip_hour: float | None = None
+    capacity: Literal["on-demand", "spot", "reservation"] | None = None
+    note: str = ""
+
+
 class FleetSpec(_Model):
     """The whole fleet as one stack declares it."""
 
@@ -207,4 +221,5 @@ class FleetSpec(_Model):
     clusters: list[Cluster] = Field(default_factory=list)
     teams: list[Team] = Field(default_factory=list)
     pools: list[Pool] = Field(default_factory=list)
+    prices: list[StackRate] = Field(default_factory=list)
     smoke: Smoke = Smoke()

@@ -14,7 +14,6 @@ paid by the platform (`PLATFORM_TEAM`), never by a team that owns accelerators.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Protocol
 
 from fleet.catalog import Catalog, Cloud, Shape
@@ -116,10 +115,9 @@ def _resolve(checks: Checks, cluster: Cluster, region: str, pools: Sequence[Pool
                 disk_size_gb=sp.disk_size_gb or defaults.disk_size_gb)
     checks._zones(pool, at, cloud, region)
     checks._nodes_per_zone(pool, at, cloud)
-    resolved = ResolvedPool(spec=pool, cloud=cloud, region=region, cluster=cluster,
-                            shape=shape, placement="none", networking=None, monthly_usd=None,
-                            system=True)
-    return replace(resolved, monthly_usd=checks.catalog.monthly_usd(shape, resolved.node_count))
+    # costed with every other pool by `fleet.costs` (stack rates, list prices)
+    return ResolvedPool(spec=pool, cloud=cloud, region=region, cluster=cluster, shape=shape,
+                        placement="none", networking=None, system=True)
 
 
 def check_cpu_pool(checks: Checks, pool: Pool, at: str, shape: Shape) -> None:

@@ -320,8 +320,12 @@ def load_prices() -> list[Price]:
         price = _build(Price, f"prices.yaml {raw.get('machine')}", dict(raw))
         if price.cloud not in CLOUDS:
             raise CatalogError(f"prices.yaml {price.machine}: unknown cloud {price.cloud!r}")
-        if not price.source:
-            raise CatalogError(f"prices.yaml {price.machine}: every price needs a source")
+        if not price.source or not price.as_of:
+            raise CatalogError(f"prices.yaml {price.machine}: every price needs a source and "
+                               "a date")
+        if price.on_demand_usd is None and not price.note:
+            raise CatalogError(f"prices.yaml {price.machine}: say in `note` why no on-demand "
+                               "price could be confirmed")
         for value in (price.on_demand_usd, price.spot_usd):
             if value is not None and value <= 0:
                 raise CatalogError(f"prices.yaml {price.machine}: prices must be positive")

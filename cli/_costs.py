@@ -1,0 +1,43 @@
+"""Costs in words, shared by `fleet validate` and `plan`: a pool's or a team's monthly range
+(fewest to most nodes: budgets check the most) and where its price comes from. A pool with no
+price says "unpriced", never $0."""
+
+from __future__ import annotations
+
+from typing import Any
+
+UNPRICED = "unpriced"
+
+
+def usd_range(low: float | None, high: float | None) -> str:
+    """`1,234` or `0..5,678` (no dollar sign), or "unpriced"."""
+    if low is None or high is None:
+        return UNPRICED
+    if round(low) == round(high):
+        return f"{high:,.0f}"
+    return f"{low:,.0f}..{high:,.0f}"
+
+
+def pool_usd(row: dict[str, Any]) -> str:
+    """A pool summary's monthly cost cell."""
+    return usd_range(row.get("min_monthly_usd"), row.get("max_monthly_usd"))
+
+
+def price_source(row: dict[str, Any]) -> str:
+    """Where a pool summary's rate comes from: list, stack rate, capacity block; "-" if none."""
+    price = row.get("price") or {}
+    source = price.get("source") or UNPRICED
+    return "-" if source == UNPRICED else str(source)
+
+
+def team_words(team: dict[str, Any], *, prefix: str = "$") -> str:
+    """`$1,234..$5,678/month, budget $9,000; unpriced: a, b` for a team summary."""
+    low, high = team["min_monthly_usd"], team["max_monthly_usd"]
+    span = (f"{prefix}{high:,.0f}" if round(low) == round(high)
+            else f"{prefix}{low:,.0f}..${high:,.0f}")
+    text = f"{span}/month"
+    if team.get("monthly_budget_usd") is not None:
+        text += f", budget ${team['monthly_budget_usd']:,.0f}"
+    if team.get("unpriced"):
+        text += f"; unpriced: {', '.join(team['unpriced'])} (no price: not counted)"
+    return text

@@ -1,0 +1,93 @@
+"""Costs as `fleet validate` and `plan` report them: ranges, price sources, "unpriced" (never
+$0), and a budgeted team's unpriced pool refused with exit 2 and the fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from cli.main import app
+from fleet.stackfile import EXAMPLE_STACK
+
+runner = CliRunner()
+
+
+def _stack(tmp_path: Path, old: str, new: str) -> Path:
+    text = EXAMPLE_STACK.read_text(encoding="utf-8")
+    assert old in text
+    path = tmp_path / "Pulumi.costs.yaml"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return path
+
+
+def test_validate_json_shows_ranges_sources_and_team_totals() -> None:
+    result = runner.invoke(app, ["fleet", "validate", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    pools = {p["name"]: p for p in data["pools"]}
+    v5p = pools["v5p-slice"]
+    assert v5p["monthly_usd"] == round(64 * 4.20 * 730, 2)
+    assert v5p["price"]["source"] == "list" and v5p["price"]["as_of"]
+    l4 = pools["l4-spot"]  # spot, autoscaling 0..4
+    assert l4["min_monthly_usd"] == 0 and l4["max_monthly_usd"] > l4["monthly_usd"] > 0
+    teams = {t["name"]: t for t in data["teams"]}
+    assert teams["vision"]["max_monthly_usd"] > teams["vision"]["min_monthly_usd"]
+    assert teams["research"]["unpriced"] == [] and "platform" in teams
+
+
+def test_validate_table_shows_the_range_and_the_source() -> None:
+    result = runner.invoke(app, ["fleet", "validate"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    assert "0..3,284" in result.output  # l4-spot: 0..4 x g2-standard-24 at spot
+    assert "196,224" in result.output and "list" in result.output
+    assert "team vision: $" in result.output and ".." in result.output
+
+
+def test_budgeted_team_with_an_unpriced_pool_exits_2_naming_pool_and_fix(tmp_path: Path
+                                                                          ) -> None:
+    stack = _stack(tmp_path, "accelerator: a3-highgpu-8g\n", "accelerator: a3-ultragpu-8g\n")
+    result = runner.invoke(app, ["fleet", "validate", str(stack)])
+    assert result.exit_code == 2
+    assert "pools 'h100-train'" in result.output and "has no price" in result.output
+    assert "prices:" in result.output and "monthly_budget_usd" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_unbudgeted_unpriced_pool_says_unpriced_never_zero(tmp_path: Path) -> None:
+    stack = _stack(tmp_path, "accelerator: a3-highgpu-8g\n", "accelerator: a3-ultragpu-8g\n")
+    text = stack.read_text().replace("        monthly_budget_usd: 450000\n", "", 1)
+    stack.write_text(text)
+    result = runner.invoke(app, ["fleet", "validate", str(stack), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    h100 = next(p for p in data["pools"] if p["name"] == "h100-train")
+    assert h100["monthly_usd"] is None and h100["price"]["source"] == "unpriced"
+    research = next(t for t in data["teams"] if t["name"] == "research")
+    assert research["unpriced"] == ["h100-train"]
+    table = runner.invoke(app, ["fleet", "validate", str(stack)], env={"COLUMNS": "250"})
+    assert "unpriced" in table.output
+
+
+def test_stack_rates_win_and_show_as_the_source(tmp_path: Path) -> None:
+    stack = _stack(tmp_path, "    smoke:\n", "    prices:\n"
+                   "      - {tpu: v5p, usd_per_chip_hour: 2.5, capacity: reservation}\n"
+                   "    smoke:\n")
+    data = json.loads(runner.invoke(app, ["fleet", "validate", str(stack), "--json"]).output)
+    v5p = next(p for p in data["pools"] if p["name"] == "v5p-slice")
+    assert v5p["price"]["source"] == "stack rate"
+    assert v5p["monthly_usd"] == round(64 * 2.5 * 730, 2)
+
+
+def test_plan_shows_pool_ranges_sources_and_team_ranges() -> None:
+    result = runner.invoke(app, ["plan"])
+    assert result.exit_code == 0, result.output
+    assert "l4-spot (GpuNodePool, 1 resource): g2-standard-24 x1 nodes, spot, ~$0..$3,284/month" \
+        " (list)" in result.output
+    assert "team vision: ~$" in result.output and "budget $150,000" in result.output
+    data = json.loads(runner.invoke(app, ["plan", "--json"]).output)
+    teams = {t["name"]: t for t in data["teams"]}
+    assert teams["vision"]["min_monthly_usd"] < teams["vision"]["max_monthly_usd"]
+    v5p = next(p for p in data["pools"] if p["name"] == "v5p-slice")
+    assert v5p["price"]["source"] == "list" and v5p["monthly_usd"] > 0
