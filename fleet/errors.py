@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from difflib import get_close_matches
+from typing import Any
 
 EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -74,8 +75,14 @@ class Problem:
 class SpecError(InputError):
     """A fleet spec breaks one or more rules; `.problems` lists each of them."""
 
-    def __init__(self, problems: Sequence[Problem], *, source: str = "fleet spec") -> None:
+    def __init__(self, problems: Sequence[Problem], *, source: str = "fleet spec",
+                 partial: Any = None, records: Sequence[dict[str, Any]] = ()) -> None:
         self.problems = tuple(problems)
+        # What could still be worked out: the fleet as far as it resolved (`fleet.model.Fleet`,
+        # for team totals; None when the spec did not parse), and each problem as a record
+        # (where, pool, field, value, message, accepted, fix) for `fleet validate --json`.
+        self.partial = partial
+        self.records = tuple(records)
         count = len(self.problems)
         lines = [f"{source}: {count} problem{'s' if count != 1 else ''} found"]
         lines += [f"  - {p.render()}" for p in self.problems]

@@ -7,27 +7,30 @@ fix; all problems are reported together in one `SpecError`.
 from __future__ import annotations
 
 import re
-from collections import Counter
-from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
 from fleet.catalog import Catalog, Cloud, GpuNetworking, Shape, load_catalog
+from fleet.cloud_limits import check_cluster_nodes, check_pool_bounds, check_zones, known_regions
 from fleet.costs import check_budgets, priced, stack_rates
 from fleet.errors import AccelfleetError, Problem, SpecError, suggest
 from fleet.model import Fleet, ResolvedPool
-from fleet.spec import Cluster, FleetSpec, Pool
-from fleet.system_pools import check_cpu_pool, system_pools
-
-DNS_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
-LABEL_KEY = re.compile(
-    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+from fleet.names import (
+    POOL_PLACES,
+    check_cluster_names,
+    check_gce_reservation,
+    check_labels,
+    check_name,
+    check_namespace,
+    check_pool_name,
+    check_team_names,
+    check_unique,
 )
-LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
-RESERVED_LABEL_PREFIXES = ("accelfleet.io/", "cloud.google.com/", "kubernetes.io/",
-                           "k8s.io/", "eks.amazonaws.com/")
+from fleet.network_rules import check_capacity, check_cluster_ranges
+from fleet.spec import Cluster, FleetSpec, Pool
+from fleet.spec_errors import from_pydantic, record
+from fleet.system_pools import check_cpu_pool, system_pools
 
 
 def validate_fleet(
@@ -38,49 +41,22 @@ def validate_fleet(
     try:
         spec = FleetSpec.model_validate(raw)
     except ValidationError as exc:
-        raise SpecError(_from_pydantic(exc, raw), source=source) from None
+        problems = from_pydantic(exc, raw)
+        raise SpecError(problems, source=source, records=_records(problems, raw)) from None
     checker = _Checker(spec, catalog)
     pools = checker.run()
     if checker.problems:
-        raise SpecError(checker.problems, source=source)
+        partial = Fleet(spec=spec, pools=tuple(pools), source=source,
+                        system_pools=tuple(checker.system_pools),
+                        warnings=tuple(checker.warnings))
+        raise SpecError(checker.problems, source=source, partial=partial,
+                        records=_records(checker.problems, raw))
     return Fleet(spec=spec, pools=tuple(pools), source=source,
                  system_pools=tuple(checker.system_pools), warnings=tuple(checker.warnings))
 
 
-def _from_pydantic(exc: ValidationError, raw: object) -> list[Problem]:
-    problems = []
-    for err in exc.errors(include_url=False):
-        where = _where(err["loc"], raw)
-        value = err.get("input")
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown field"
-            hint = "remove it, or check its spelling against the README's stack format"
-        elif err["type"] == "missing":
-            msg = "is required"
-            hint = "add it"
-        else:
-            shown = repr(value)
-            msg = f"{msg} (got {shown[:60]}{'...' if len(shown) > 60 else ''})"
-            hint = "correct the value"
-        problems.append(Problem(where=where, message=msg, hint=hint))
-    return problems
-
-
-def _where(loc: tuple[int | str, ...], raw: object) -> str:
-    """('pools', 2, 'nodes') -> "pools[2] 'h100-train'.nodes", naming the item where known."""
-    out = ""
-    node: Any = raw
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-            node = node[part] if isinstance(node, list) and part < len(node) else None
-            if isinstance(node, Mapping) and isinstance(node.get("name"), str):
-                out += f" {node['name']!r}"
-        else:
-            out += f".{part}" if out else str(part)
-            node = node.get(part) if isinstance(node, Mapping) else None
-    return out or "spec"
+def _records(problems: list[Problem], raw: object) -> tuple[dict[str, Any], ...]:
+    return tuple(record(p, raw) for p in problems)
 
 
 class _Checker:
@@ -92,15 +68,23 @@ class _Checker:
         self.teams = {t.name: t for t in spec.teams}
         self.system_pools: list[ResolvedPool] = []  # see fleet.system_pools
         self.warnings: list[Problem] = []
+        self.regions_known: set[Cloud] = set()  # clouds whose declared region exists
 
     def add(self, where: str, message: str, hint: str = "", accepted: tuple[str, ...] = ()
             ) -> None:
         self.problems.append(Problem(where, message, hint, accepted))
 
     def run(self) -> list[ResolvedPool]:
-        self._names("clusters", [c.name for c in self.spec.clusters])
-        self._names("teams", [t.name for t in self.spec.teams], dns=False)
-        self._names("pools", [p.name for p in self.spec.pools])
+        check_cluster_names(self, self.spec)
+        check_team_names(self, self.spec, _team_clouds(self.spec))
+        pool_names = [p.name for p in self.spec.pools]
+        check_unique(self, "pools", pool_names)
+        for pool in self.spec.pools:
+            check_name(self, f"pools {pool.name!r}.name", "pool name", pool.name, POOL_PLACES,
+                       pool_names)
+        check_namespace(self, self.spec)
+        self.regions_known = known_regions(self, self.spec)
+        check_cluster_ranges(self, self.spec)
         for cluster in self.spec.clusters:
             self._cluster(cluster)
         resolved = []
@@ -115,22 +99,18 @@ class _Checker:
         # a `platform` team's budget covers the system pools
         check_budgets(self, self.spec, resolved + self.system_pools)
         self._rdma_zones(resolved)
+        self._limits(resolved + self.system_pools)
         return resolved
 
-    def _names(self, what: str, names: list[str], *, dns: bool = True) -> None:
-        for name, count in Counter(names).items():
-            if count > 1:
-                self.add(f"{what} {name!r}", f"the name {name!r} is used {count} times",
-                         "give each a unique name")
-        if dns:
-            for name in names:
-                if not DNS_NAME.match(name):
-                    self.add(
-                        f"{what} {name!r}.name",
-                        f"{name!r} is not DNS-safe",
-                        "use 1-40 lower-case letters, digits and '-', starting with a letter "
-                        "and not ending with '-' (e.g. " + _dns_fix(name) + ")",
-                    )
+    def _limits(self, pools: list[ResolvedPool]) -> None:
+        """Upper bounds and address ranges, every pool at its largest (fleet.cloud_limits,
+        fleet.network_rules); a default quota the account can raise is a warning."""
+        warnings: list[Problem] = []
+        for p in pools:
+            check_pool_bounds(self, p, warnings)
+        check_cluster_nodes(self, self.spec, pools)
+        check_capacity(self, self.spec, pools)
+        self.warnings = [*self.warnings, *warnings]
 
     def _cluster(self, cluster: Cluster) -> None:
         if getattr(self.spec.clouds, cluster.cloud) is None:
@@ -177,7 +157,12 @@ class _Checker:
         self._capacity_block(pool, at, shape)
         check_cpu_pool(self, pool, at, shape)
         self._cloud_fields(pool, at, cloud)
-        self._labels(pool, at)
+        check_labels(self, pool, at)
+        if shape.tpu is not None:
+            check_pool_name(self, pool, at, [p.name for p in self.spec.pools],
+                            tpu_slices=pool.multislice, runtime=pool.runtime or "gke")
+        if cloud == "gcp":
+            check_gce_reservation(self, pool, at)
         networking = shape.networking if pool.fabric == "auto" else None
         placement = self._placement(pool, at, shape, networking is not None)
         self._zonal(pool, at, networking, placement)
@@ -214,18 +199,8 @@ class _Checker:
         return c.region
 
     def _zones(self, pool: Pool, at: str, cloud: Cloud, region: str) -> None:
-        if not pool.zones:
-            example = f"{region}-a" if cloud == "gcp" else f"{region}a"
-            self.add(f"{at}.zone", "is required", f"add `zone: {example}`")
-        pattern = (rf"^{re.escape(region)}-[a-z]$" if cloud == "gcp"
-                   else rf"^{re.escape(region)}[a-z]$")
-        for i, zone in enumerate(pool.zones):
-            if not re.match(pattern, zone):
-                example = f"{region}-a" if cloud == "gcp" else f"{region}a"
-                self.add(f"{at}.zones[{i}]", f"zone {zone!r} is not in region {region}",
-                         f"use a zone of {region}, such as {example}, or change the region")
-        if len(set(pool.zones)) != len(pool.zones):
-            self.add(f"{at}.zones", "a zone is listed twice", "list each zone once")
+        if cloud in self.regions_known:  # an unknown region is reported once, not per pool
+            check_zones(self, pool, at, cloud, region)
 
     def _runtime(self, pool: Pool, at: str, cloud: Cloud, is_tpu: bool) -> None:
         runtime = pool.runtime
@@ -350,21 +325,6 @@ class _Checker:
             self.add(f"{at}.ami", "`ami` is for EKS node groups",
                      "remove it; GKE pools choose the driver with `driver`")
 
-    def _labels(self, pool: Pool, at: str) -> None:
-        for key, value in pool.labels.items():
-            if not LABEL_KEY.match(key) or any(key.startswith(p) for p in
-                                                RESERVED_LABEL_PREFIXES):
-                self.add(f"{at}.labels", f"{key!r} is not a label key a pool may set",
-                         "use a DNS-style key outside accelfleet.io/, kubernetes.io/ and the "
-                         "clouds' own prefixes, e.g. example.com/owner")
-            if not LABEL_VALUE.match(value):
-                self.add(f"{at}.labels.{key}", f"{value!r} is not a valid label value",
-                         "use up to 63 letters, digits, '-', '_' and '.'")
-        for i, taint in enumerate(pool.taints):
-            if not LABEL_KEY.match(taint.key):
-                self.add(f"{at}.taints[{i}].key", f"{taint.key!r} is not a valid taint key",
-                         "use a DNS-style key such as example.com/dedicated")
-
     def _placement(self, pool: Pool, at: str, shape: Shape, fabric: bool) -> str:
         multi_host = shape.multi_host
         refusal = self._compact_refusal(pool, shape)
@@ -439,8 +399,12 @@ class _Checker:
                 )
 
 
-def _dns_fix(name: str) -> str:
-    fixed = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
-    if not fixed or not fixed[0].isalpha():
-        fixed = "p-" + fixed
-    return fixed[:40].rstrip("-")
+def _team_clouds(spec: FleetSpec) -> dict[str, set[Cloud]]:
+    """The clouds each team's pools run on (a tpu-vm pool: gcp)."""
+    clusters = {c.name: c.cloud for c in spec.clusters}
+    out: dict[str, set[Cloud]] = {}
+    for p in spec.pools:
+        cloud = "gcp" if p.runtime == "tpu-vm" else clusters.get(p.cluster or "")
+        if cloud is not None:
+            out.setdefault(p.team, set()).add(cloud)
+    return out

@@ -18,18 +18,42 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+class SpecValueError(ValueError):
+    """A value a field refuses, with the fix in words (`fleet.spec_errors` shows both)."""
+
+    def __init__(self, message: str, fix: str) -> None:
+        super().__init__(message)
+        self.fix = fix
+
+
+GCP_PROJECT = r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$"
+GCP_REGION = r"^[a-z]+-[a-z]+\d+$"
+AWS_ACCOUNT = r"^\d{12}$"
+AWS_REGION = r"^[a-z]{2}(-gov)?-[a-z]+-\d$"
+# Each pattern above in words, with an example: what a refusal says instead of the regex.
+PATTERN_WORDS = {
+    GCP_PROJECT: ("a Google Cloud project id: 6-30 lower-case letters, digits and '-', starting "
+                  "with a letter and not ending with '-'", "acme-ml-prod"),
+    GCP_REGION: ("a Google Cloud region such as us-central1 (a zone like us-central1-a goes "
+                 "under a pool's `zone`)", "us-central1"),
+    AWS_ACCOUNT: ("an AWS account id: exactly 12 digits, in quotes", '"123456789012"'),
+    AWS_REGION: ("an AWS region such as us-east-1 (an Availability Zone like us-east-1a goes "
+                 "under a pool's `zone`)", "us-east-1"),
+}
+
+
 class GcpCloud(_Model):
     """A Google Cloud project and the region the fleet lives in."""
 
-    project: str = Field(pattern=r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
-    region: str = Field(pattern=r"^[a-z]+-[a-z]+\d+$")
+    project: str = Field(pattern=GCP_PROJECT)
+    region: str = Field(pattern=GCP_REGION)
 
 
 class AwsCloud(_Model):
     """An AWS account and the region the fleet lives in."""
 
-    account: str = Field(pattern=r"^\d{12}$")
-    region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
+    account: str = Field(pattern=AWS_ACCOUNT)
+    region: str = Field(pattern=AWS_REGION)
 
 
 class Clouds(_Model):
@@ -41,7 +65,14 @@ def _cidr(value: str) -> str:
     try:
         ipaddress.ip_network(value)
     except ValueError:
-        raise ValueError(f"{value!r} is not a CIDR block such as 10.0.0.0/16") from None
+        try:
+            loose = ipaddress.ip_network(value, strict=False)
+        except ValueError:
+            raise SpecValueError(f"{value!r} is not an address range",
+                                 "write a CIDR block: an address and a prefix length, such as "
+                                 "10.0.0.0/16") from None
+        raise SpecValueError(f"{value!r} has host bits set after its /{loose.prefixlen}",
+                             f"write the range's first address: {loose}") from None
     return value
 
 
@@ -93,9 +124,10 @@ class Capacity(_Model):
                 "queued": {"queued": True},
             }
             if value not in table:
-                raise ValueError(
-                    f"{value!r} is not a capacity; use one of {', '.join(table)} or a mapping "
-                    "with spot / reservation / flex_start / queued"
+                raise SpecValueError(
+                    f"{value!r} is not a capacity",
+                    f"use one of {', '.join(table)}, or a mapping with spot / reservation / "
+                    "flex_start / queued",
                 )
             return table[value]
         return value
@@ -123,7 +155,8 @@ def _zone_shorthand(value: Any) -> Any:
         value = dict(value)
         zone = value.pop("zone")
         if "zones" in value:
-            raise ValueError("give either `zone` or `zones`, not both")
+            raise SpecValueError("both `zone` and `zones` are given",
+                                 "keep one: `zone: Z` is short for `zones: [Z]`")
         value["zones"] = [zone]
     return value
 
@@ -179,7 +212,8 @@ class Pool(_Model):
             value = dict(value)
             zone = value.pop("zone")
             if "zones" in value:
-                raise ValueError("give either `zone` or `zones`, not both")
+                raise SpecValueError("both `zone` and `zones` are given",
+                                     "keep one: `zone: Z` is short for `zones: [Z]`")
             value["zones"] = [zone]
         return value
 
@@ -193,7 +227,7 @@ class Team(_Model):
 class Smoke(_Model):
     """How `accelfleet smoke run` tests the fleet."""
 
-    max_tier: int = Field(default=2, ge=0, le=4)
+    max_tier: int = Field(default=2, ge=0, le=3)  # 0 inventory .. 3 fabric
     namespace: str = "accelfleet-smoke"
     timeout_s: int = Field(default=900, ge=30)
     torch_image: str | None = None

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from math import prod
-from typing import Any
+from typing import Any, NoReturn
 
 from fleet.catalog import _tpu
 from fleet.catalog._aws import (
@@ -20,6 +20,14 @@ from fleet.catalog._aws import (
     EksAddonPins,
     load_capacity_block_prices,
     load_eks_addons,
+)
+from fleet.catalog._limits import (
+    Bound,
+    NameRule,
+    NetworkFacts,
+    Regions,
+    load_limits,
+    load_regions,
 )
 from fleet.catalog._load import (
     as_str_dict,
@@ -52,12 +60,13 @@ from fleet.catalog._records import (
     Taint,
     TpuGeneration,
 )
-from fleet.errors import CatalogError, InputError, UnknownNameError
+from fleet.errors import CatalogError, InputError, UnknownNameError, suggest
 
 __all__ = [
     "CLOUDS",
     "HOURS_PER_MONTH",
     "Accelerator",
+    "Bound",
     "CapacityBlockPrice",
     "Catalog",
     "Cloud",
@@ -70,8 +79,11 @@ __all__ = [
     "Kind",
     "KubeFacts",
     "MachineType",
+    "NameRule",
+    "NetworkFacts",
     "PodInterface",
     "Price",
+    "Regions",
     "Shape",
     "SystemPoolDefaults",
     "Taint",
@@ -130,6 +142,9 @@ class Catalog:
         self.prices = {(p.cloud, p.machine): p for p in load_prices()}
         self.capacity_block_prices: dict[str, CapacityBlockPrice] = load_capacity_block_prices(
             read_yaml("prices.yaml").get("capacity_block_prices"))
+        # What the clouds refuse: naming rules, upper bounds, address ranges, regions, zones.
+        self.names, self.bounds, self.network = load_limits()
+        self.regions: dict[Cloud, Regions] = load_regions()
         self._alias: dict[str, str] = {}
         for acc in self.accelerators.values():
             if acc.kind == "cpu":  # a CPU pool names its machine type, never just "cpu"
@@ -187,12 +202,14 @@ class Catalog:
                     f"{cloud} (`accelfleet catalog list --cloud {cloud}`)",
                 )
             return tpu
+        machine = self._resolve_machine(text, cloud)
+        if topology and machine is None:
+            self._unknown_tpu(words, text, cloud)
         if topology:
             raise InputError(
                 f"{words!r} is not a TPU, so it takes no topology (got {topology!r})",
                 hint="remove `topology`, or name a TPU generation such as v5p or v6e",
             )
-        machine = self._resolve_machine(text, cloud)
         if machine is None:
             scope = f" on {cloud}" if cloud else ""
             raise UnknownNameError(
@@ -204,6 +221,26 @@ class Catalog:
                 hint=f"choose one from `accelfleet catalog list --cloud {cloud}`",
             )
         return self.gpu_shape(machine)
+
+    def _unknown_tpu(self, words: str, text: str, cloud: Cloud | None) -> NoReturn:
+        """A name the catalog does not know, given with a `topology`: a TPU was meant, so
+        suggest the nearest TPU generations (v5q -> v5p), never "remove topology"."""
+        generations = [g.key for g in self.tpus.values()]
+        head = text.split()[0]
+        near = suggest(head, generations) or suggest(head, self._tpu_names)
+        if not near:
+            scope = f" on {cloud}" if cloud else ""
+            raise UnknownNameError(
+                f"accelerator or machine type{scope}", words, self._names_for(cloud),
+                hint=f"`topology` is set, so a TPU slice is meant: name its generation "
+                f"({', '.join(generations)}); for a GPU pool, remove `topology` and see "
+                "`accelfleet catalog list`")
+        near = list(dict.fromkeys(self._tpu_names.get(n, n) for n in near))
+        raise UnknownNameError(
+            "TPU generation", words, generations, suggestions=near,
+            hint=f"`topology` is set, so this pool is a TPU slice: write `accelerator: "
+            f"{near[0]}` (TPU generations: {', '.join(generations)}); for a GPU pool, remove "
+            "`topology`")
 
     def gpu_shape(self, machine: MachineType) -> Shape:
         return Shape(

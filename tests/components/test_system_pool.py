@@ -38,7 +38,8 @@ STACK: dict[str, Any] = {
                          "autoscaling": {"min_nodes": 1, "max_nodes": 3},
                          "disk_size_gb": 150}},
         {"name": "eks", "cloud": "aws", "kubernetes_version": "1.33"},
-        {"name": "bare", "cloud": "gcp", "system_pool": {"enabled": False}},
+        {"name": "bare", "cloud": "gcp", "system_pool": {"enabled": False},
+         "network": {"cidr": "10.1.0.0/16", "pods_cidr": "10.4.0.0/14"}},
     ],
     "teams": [{"name": "ml"}],
     "pools": [

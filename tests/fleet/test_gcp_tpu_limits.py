@@ -47,6 +47,8 @@ def test_v5p_beyond_6144_chips_is_refused(spec) -> None:
     spec["pools"] = [pool(name="big", accelerator="v5p-16384", nodes=None)]
     assert "v5p-16384" in only(spec, "pools 'big'.accelerator").message
     spec["pools"] = [pool(name="ok", accelerator="v5p", topology="16x16x24", nodes=None)]
+    # 1,536 hosts (and the system pool) need a pod range of more than 1,024 /24s
+    spec["clusters"][0]["network"] = {"pods_cidr": "10.64.0.0/13"}
     assert validate_fleet(spec).pools[0].node_count == 1536
 
 

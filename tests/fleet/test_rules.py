@@ -51,7 +51,8 @@ def test_pool_names_unique(spec):
 def test_pool_names_dns_safe(spec, bad):
     spec["pools"][0]["name"] = bad
     p = only(spec, f"pools {bad!r}.name")
-    assert "DNS-safe" in p.message and "lower-case" in p.hint
+    assert "GKE node pool name" in p.message and "lower-case" in p.message
+    assert p.hint.startswith("rename it, e.g.")
 
 
 def test_zone_inside_region(spec):
@@ -221,7 +222,8 @@ def test_type_errors_name_the_pool_and_field(spec):
 def test_unknown_field_is_reported(spec):
     spec["pools"][0]["node_count"] = 2
     p = only(spec, "pools[0] 'h100'.node_count")
-    assert p.message == "unknown field"
+    assert p.message.startswith("unknown field") and "'nodes'" in p.message
+    assert p.hint == "rename it to 'nodes'"
 
 
 def test_all_problems_reported_together(spec):

@@ -1,0 +1,130 @@
+"""Where a fleet may live and how large it may grow: regions and zones the clouds offer, and the
+upper bounds of nodes, disks and slices (catalog regions.yaml and limits.yaml `bounds`).
+
+A bound of kind `limit` is refused (the cloud refuses it); a default `quota` the account can
+raise is a warning naming the quota; accelfleet's own bounds (where the provider states none)
+are refused too, far beyond any real fleet. Each refusal names the pool, the field, the value,
+the bound and its source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fleet.catalog import CLOUDS, Bound, Cloud
+from fleet.errors import Problem, suggest
+from fleet.model import ResolvedPool
+from fleet.names import Reporter
+from fleet.spec import FleetSpec, Pool
+
+
+def known_regions(r: Reporter, spec: FleetSpec) -> set[Cloud]:
+    """Report a region the cloud does not offer; the clouds whose region is known."""
+    ok: set[Cloud] = set()
+    for cloud in CLOUDS:
+        declared = getattr(spec.clouds, cloud)
+        if declared is None:
+            continue
+        regions = r.catalog.regions[cloud]
+        if declared.region in regions.zones:
+            ok.add(cloud)
+            continue
+        near = suggest(declared.region, regions.zones)
+        r.add(f"clouds.{cloud}.region",
+              f"{declared.region!r} is not a {'Google Cloud' if cloud == 'gcp' else 'AWS'} "
+              "region" + (f"; did you mean {', '.join(map(repr, near))}?" if near else ""),
+              f"use a region the cloud offers (catalog regions.yaml, from {regions.source})",
+              tuple(near) or tuple(sorted(regions.zones))[:12])
+    return ok
+
+
+def check_zones(r: Reporter, pool: Pool, at: str, cloud: Cloud, region: str) -> None:
+    """Every zone of the pool is a zone of the fleet's region that the cloud offers."""
+    regions = r.catalog.regions[cloud]
+    offered = regions.zones.get(region, ())
+    example = offered[0] if offered else (f"{region}-a" if cloud == "gcp" else f"{region}a")
+    if not pool.zones:
+        r.add(f"{at}.zone", "is required", f"add `zone: {example}`", offered)
+    for i, zone in enumerate(pool.zones):
+        if regions.region_of(zone) != region:
+            r.add(f"{at}.zones[{i}]", f"zone {zone!r} is not in region {region}",
+                  f"use a zone of {region}, such as {example}, or change the region", offered)
+        elif offered and not regions.zone_ok(zone):
+            near = suggest(zone, offered)
+            r.add(f"{at}.zones[{i}]", f"{region} has no zone {zone!r}"
+                  + (f"; did you mean {', '.join(map(repr, near))}?" if near else ""),
+                  f"use one of the region's zones (catalog regions.yaml, from {regions.source})",
+                  offered)
+    if len(set(pool.zones)) != len(pool.zones):
+        r.add(f"{at}.zones", "a zone is listed twice", "list each zone once")
+
+
+def most_nodes(pool: ResolvedPool) -> int:
+    """The most nodes the pool may run, every slice and zone together: a TPU pool's hosts
+    times its slices; an autoscaling pool's maximum; else its node count."""
+    spec = pool.spec
+    if pool.shape.tpu is not None:
+        return pool.shape.hosts * spec.multislice
+    if spec.autoscaling is not None:
+        return spec.autoscaling.max_nodes
+    return spec.nodes or 0
+
+
+def _at(pool: ResolvedPool) -> str:
+    if pool.system and pool.cluster is not None:
+        return f"clusters {pool.cluster.name!r}.system_pool"
+    return f"pools {pool.name!r}"
+
+
+def _refuse(r: Reporter, where: str, what: str, value: int, bound: Bound, fix: str,
+            unit: str = "", detail: str = "") -> None:
+    r.add(where, f"{what} is {value:,}{unit}{detail}, over the {bound.value:,}{unit} "
+          f"{'accelfleet allows' if bound.kind == 'accelfleet' else 'the cloud allows'} "
+          f"({bound.source})", fix)
+
+
+def check_pool_bounds(r: Reporter, pool: ResolvedPool, warnings: list[Problem]) -> None:
+    """Disk size, slices, and nodes per GKE node pool zone / EKS node group."""
+    spec, at, b = pool.spec, _at(pool), r.catalog.bounds
+    disk = b[f"{pool.cloud}_disk_gb"]
+    if spec.disk_size_gb > disk.value:
+        _refuse(r, f"{at}.disk_size_gb", "the boot disk", spec.disk_size_gb, disk,
+                f"use at most {disk.value:,} GB, and keep datasets on shared storage", " GB")
+    slices = b["tpu_slices_per_pool"]
+    if pool.shape.tpu is not None and spec.multislice > slices.value:
+        _refuse(r, f"{at}.multislice", "multislice", spec.multislice, slices,
+                "split the slices over several pools, or check for a typo")
+    most = most_nodes(pool)
+    field = "autoscaling.max_nodes" if spec.autoscaling is not None else "nodes"
+    if pool.cloud == "gcp" and pool.shape.tpu is None:
+        zone = b["gke_nodes_per_pool_zone"]
+        zones = max(len(spec.zones), 1)
+        per_zone = -(-most // zones)
+        if per_zone > zone.value:
+            _refuse(r, f"{at}.{field}", "a GKE node pool's nodes per zone", per_zone, zone,
+                    f"use at most {zone.value * zones:,} nodes over these {zones} zone(s), add "
+                    "zones, or split the pool", detail=f" ({most:,} nodes over {zones} zone(s))")
+    if pool.cloud == "aws":
+        group = b["eks_nodes_per_node_group"]
+        if most > group.value:
+            warnings.append(Problem(
+                f"{at}.{field}", f"{most:,} nodes is above EKS's default quota of "
+                f"{group.value:,} nodes per managed node group ({group.source})",
+                f"request an increase of {group.quota} before `pulumi up`, or split the pool"))
+
+
+def check_cluster_nodes(r: Reporter, spec: FleetSpec, pools: Sequence[ResolvedPool]) -> None:
+    """A GKE cluster holds at most `gke_nodes_per_cluster` nodes, every pool at its largest."""
+    bound = r.catalog.bounds["gke_nodes_per_cluster"]
+    for cluster in spec.clusters:
+        if cluster.cloud != "gcp":
+            continue
+        members = [p for p in pools if p.cluster is not None and p.cluster.name == cluster.name]
+        total = sum(most_nodes(p) for p in members)
+        if total > bound.value:
+            largest = sorted(members, key=most_nodes, reverse=True)[:3]
+            listing = ", ".join(f"{p.name} {most_nodes(p):,}" for p in largest)
+            _refuse(r, f"clusters {cluster.name!r}", "the cluster's nodes, every pool at its "
+                    "largest,", total, bound,
+                    "move pools to another cluster, or lower their node counts",
+                    detail=f" (largest: {listing})")

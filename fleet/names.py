@@ -1,0 +1,218 @@
+"""Names that land in the clouds: every value of a stack that becomes a resource name, a label,
+a taint or a tag is checked against the rules of every place it lands (catalog limits.yaml
+`names`), and the names accelfleet derives from them are decided here, once, so that the rules
+check what the components build.
+
+    pool name     a GKE node pool (and, with multislice, NAME-s0 .. NAME-sN-1), an EKS node
+                  group, a Cloud TPU VM (NAME-0 ..), a workload policy (NAME-wp), the
+                  accelfleet.io/pool node label, the accelfleet-pool resource label, a tag
+    team name     the accelfleet.io/team node label, the accelfleet-team resource label (GKE
+                  nodes, TPU VMs), the accelfleet.io/team tag (EKS)
+    cluster name  a GKE or EKS cluster, and the VPC, subnet, router, NAT and firewall names
+                  derived from it
+    labels, taints, smoke.namespace, a GCE reservation: Kubernetes and Compute Engine rules
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol
+
+from fleet.catalog import Catalog, Cloud, NameRule
+from fleet.spec import FleetSpec, NodeTaint, Pool
+
+# Where a value lands, in words for the message.
+PLACES = {
+    "gke_cluster": "a GKE cluster name",
+    "gke_node_pool": "a GKE node pool name",
+    "gce_resource": "a Compute Engine resource name",
+    "gce_label_value": "a Compute Engine label value",
+    "k8s_label_value": "a Kubernetes label value",
+    "k8s_label_name": "the name part of a Kubernetes label key",
+    "k8s_label_prefix": "the prefix of a Kubernetes label key",
+    "k8s_namespace": "a Kubernetes namespace",
+    "eks_cluster": "an EKS cluster name",
+    "eks_node_group": "an EKS node group name",
+    "aws_tag_value": "an AWS tag value",
+}
+# A pool or cluster name is the same on both clouds: GKE's rule (1-40, lower case) is the
+# strictest place either lands, and it keeps every derived Compute Engine name within 63.
+POOL_PLACES = {
+    "gke_node_pool": "its node pool (a pool is named alike on both clouds)",
+    "k8s_label_value": "the accelfleet.io/pool label of its nodes",
+    "gce_label_value": "the accelfleet-pool label of its Google Cloud nodes",
+    "eks_node_group": "its EKS node group",
+    "aws_tag_value": "the accelfleet.io/pool tag of its AWS nodes",
+}
+CLUSTER_PLACES = {
+    "gke_cluster": "the cluster (a cluster is named alike on both clouds)",
+    "eks_cluster": "the EKS cluster",
+    "aws_tag_value": "the accelfleet.io/cluster tag",
+}
+RESERVED_LABEL_PREFIXES = ("accelfleet.io/", "cloud.google.com/", "kubernetes.io/",
+                           "k8s.io/", "eks.amazonaws.com/")
+MAX_TAINTS = 50  # EKS managed node groups: "a maximum of 50 taints per node group"
+
+
+class Reporter(Protocol):
+    catalog: Catalog
+
+    def add(self, where: str, message: str, hint: str = "",
+            accepted: tuple[str, ...] = ()) -> None: ...
+
+
+# -- the names accelfleet derives ---------------------------------------------------------
+def slice_pool_names(pool: str, slices: int) -> list[str]:
+    """The GKE node pools of a TPU pool: one per slice, NAME-s0.. when there are several."""
+    return [pool] if slices <= 1 else [f"{pool}-s{i}" for i in range(slices)]
+
+
+def tpu_vm_names(pool: str, slices: int) -> list[str]:
+    """The Cloud TPU VM node ids of a tpu-vm pool: NAME, or NAME-0.. for a multislice."""
+    return [pool] if slices <= 1 else [f"{pool}-{i}" for i in range(slices)]
+
+
+def workload_policy_name(pool: str) -> str:
+    """The Compute Engine workload policy of a multi-host slice that needs one."""
+    return f"{pool}-wp"
+
+
+# -- checks --------------------------------------------------------------------------------
+def first_problem(catalog: Catalog, value: str, places: Iterable[str]
+                  ) -> tuple[NameRule, str] | None:
+    """The first place `value` does not fit, with why, or None."""
+    for place in places:
+        rule = catalog.names[place]
+        why = rule.problem(value)
+        if why:
+            return rule, why
+    return None
+
+
+def fixed_name(value: str, rule: NameRule, taken: Iterable[str] = ()) -> str | None:
+    """A name like `value` that fits `rule` and is not taken, or None."""
+    base = re.sub(r"[^a-z0-9-]+", "-", value.lower()).strip("-")
+    base = re.sub(r"-{2,}", "-", base)
+    if base and not base[0].isalpha() and rule.pattern.pattern.startswith("[a-z]"):
+        base = f"x-{base}"
+    taken = set(taken)
+    for n in range(1, 100):
+        suffix = "" if n == 1 else f"-{n}"
+        candidate = base[:rule.max - len(suffix)].rstrip("-") + suffix
+        if candidate and candidate not in taken and not rule.problem(candidate):
+            return candidate
+    return None
+
+
+def check_name(r: Reporter, where: str, what: str, value: str,
+               places: Sequence[str] | Mapping[str, str], taken: Iterable[str] = ()) -> bool:
+    """Report `value` where it does not fit one of `places` (a mapping gives each place the
+    words saying where the value lands); True when it fits them all."""
+    found = first_problem(r.catalog, value, places)
+    if found is None:
+        return True
+    rule, why = found
+    lands = places.get(rule.place, "") if isinstance(places, Mapping) else ""
+    fix = fixed_name(value, rule, taken)
+    example = fix if fix else rule.example
+    r.add(where, f"{what} {value!r} {why} for {lands or PLACES[rule.place]} "
+          f"({PLACES[rule.place]}: {rule.words})",
+          f"rename it, e.g. {example!r}" if what.endswith("name") else f"use e.g. {example!r}")
+    return False
+
+
+def check_unique(r: Reporter, section: str, names: Sequence[str]) -> None:
+    """Names used twice; the fix proposes a free name, never a taken one."""
+    for name, count in Counter(names).items():
+        if count > 1:
+            free = next(f"{name}-{n}" for n in range(2, 10_000) if f"{name}-{n}" not in names)
+            r.add(f"{section} {name!r}", f"the name {name!r} is used {count} times",
+                  f"give each a unique name (e.g. rename the second to {free!r})")
+
+
+def check_pool_name(r: Reporter, pool: Pool, at: str, taken: Sequence[str], *,
+                    tpu_slices: int | None, runtime: str) -> None:
+    """The pool name, and the names derived from it on GKE (slice node pools) and as Cloud
+    TPU VMs."""
+    if not check_name(r, f"{at}.name", "pool name", pool.name, POOL_PLACES, taken):
+        return
+    if tpu_slices is None or tpu_slices <= 1:
+        return
+    if runtime == "tpu-vm":
+        derived, place = tpu_vm_names(pool.name, tpu_slices)[-1], "gce_resource"
+    else:
+        derived, place = slice_pool_names(pool.name, tpu_slices)[-1], "gke_node_pool"
+    rule = r.catalog.names[place]
+    if rule.problem(derived):
+        room = rule.max - (len(derived) - len(pool.name))
+        r.add(f"{at}.name",
+              f"with multislice {tpu_slices}, the pool's slices are named {derived!r} and "
+              f"alike ({len(derived)} characters), over the {rule.max} of {PLACES[place]}",
+              f"shorten the pool name to {room} characters or fewer (e.g. "
+              f"{pool.name[:room].rstrip('-')!r})")
+
+
+def check_team_names(r: Reporter, spec: FleetSpec, clouds: Mapping[str, set[Cloud]]) -> None:
+    """A team name is a node label everywhere, a Compute Engine label where the team has
+    Google Cloud pools and a tag where it has AWS pools."""
+    names = [t.name for t in spec.teams]
+    check_unique(r, "teams", names)
+    for team in spec.teams:
+        places = {"k8s_label_value": "the accelfleet.io/team label of its nodes"}
+        if "gcp" in clouds.get(team.name, set()):
+            places["gce_label_value"] = "the accelfleet-team label of its Google Cloud nodes"
+        if "aws" in clouds.get(team.name, set()):
+            places["aws_tag_value"] = "the accelfleet.io/team tag of its AWS nodes"
+        check_name(r, f"teams {team.name!r}.name", "team name", team.name, places, names)
+
+
+def check_cluster_names(r: Reporter, spec: FleetSpec) -> None:
+    names = [c.name for c in spec.clusters]
+    check_unique(r, "clusters", names)
+    for c in spec.clusters:
+        check_name(r, f"clusters {c.name!r}.name", "cluster name", c.name, CLUSTER_PLACES,
+                   names)
+
+
+def check_labels(r: Reporter, pool: Pool, at: str) -> None:
+    for key, value in pool.labels.items():
+        _label_key(r, f"{at}.labels", key, "label key")
+        if any(key.startswith(p) for p in RESERVED_LABEL_PREFIXES):
+            r.add(f"{at}.labels", f"label key {key!r} uses a prefix that accelfleet or the "
+                  "clouds set on nodes themselves",
+                  "use a prefix of your own, e.g. example.com/owner", RESERVED_LABEL_PREFIXES)
+        check_name(r, f"{at}.labels.{key}", "label value", value, ("k8s_label_value",))
+    if len(pool.taints) > MAX_TAINTS:
+        r.add(f"{at}.taints", f"{len(pool.taints)} taints; an EKS node group takes at most "
+              f"{MAX_TAINTS}", "keep the taints the pool's workloads need")
+    for i, taint in enumerate(pool.taints):
+        _taint(r, f"{at}.taints[{i}]", taint)
+
+
+def _taint(r: Reporter, at: str, taint: NodeTaint) -> None:
+    _label_key(r, f"{at}.key", taint.key, "taint key")
+    check_name(r, f"{at}.value", "taint value", taint.value, ("k8s_label_value",))
+
+
+def _label_key(r: Reporter, where: str, key: str, what: str) -> None:
+    prefix, slash, name = key.rpartition("/")
+    if slash and not prefix:
+        r.add(where, f"{what} {key!r} has an empty prefix before '/'",
+              "write prefix/name, e.g. example.com/owner, or just a name")
+        return
+    if slash:
+        check_name(r, where, f"the prefix of {what} {key!r}:", prefix, ("k8s_label_prefix",))
+    check_name(r, where, f"the name of {what} {key!r}:", name, ("k8s_label_name",))
+
+
+def check_namespace(r: Reporter, spec: FleetSpec) -> None:
+    check_name(r, "smoke.namespace", "namespace", spec.smoke.namespace, ("k8s_namespace",))
+
+
+def check_gce_reservation(r: Reporter, pool: Pool, at: str) -> None:
+    res = pool.capacity.reservation
+    if res is not None:
+        check_name(r, f"{at}.capacity.reservation", "reservation name", res,
+                   {"gce_resource": "a Compute Engine reservation"})

@@ -1,0 +1,182 @@
+"""Address ranges: a cluster's node, pod and service ranges must not overlap one another, nor the
+ranges of the fleet's other clusters on the same cloud (one project or account: their VPCs can
+only be peered if their ranges are apart), and must hold every node and pod of the cluster's
+pools at their largest (catalog limits.yaml `network`).
+
+GKE: every node takes an address of the node range (`network.cidr`, 4 addresses of a subnet are
+reserved) and a /24 of the pod range (110 Pods per node, the default). EKS: the VPC
+(`network.cidr`, /16 to /28; accelfleet cuts it in 8 blocks, one private subnet per zone) gives
+every pod an address of its node's subnet (the VPC CNI), so a zone's subnet must hold its nodes
+times their max Pods; the service range is RFC 1918, /12 to /24, apart from the VPC.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from collections.abc import Sequence
+
+from fleet.catalog import Cloud
+from fleet.cloud_limits import most_nodes
+from fleet.model import ResolvedPool
+from fleet.names import Reporter
+from fleet.spec import Cluster, FleetSpec
+
+Net = ipaddress.IPv4Network | ipaddress.IPv6Network
+# accelfleet's EKS layout (components/aws/_layout.py): the VPC in 8 blocks, one private block
+# per zone and the last cut again into the public (NAT) subnets: at most 7 zones, a /24 or larger.
+EKS_SUBNET_SPLIT_BITS = 3
+EKS_MAX_ZONES = 2**EKS_SUBNET_SPLIT_BITS - 1
+EKS_VPC_MAX_PREFIX = 24
+RANGES = ("cidr", "pods_cidr", "services_cidr")
+
+
+def _ranges(cluster: Cluster) -> dict[str, Net]:
+    """The ranges the cluster's cloud uses (EKS has no pod range: pods take VPC addresses)."""
+    n = cluster.network
+    fields = RANGES if cluster.cloud == "gcp" else ("cidr", "services_cidr")
+    return {f: ipaddress.ip_network(getattr(n, f), strict=False) for f in fields}
+
+
+def check_cluster_ranges(r: Reporter, spec: FleetSpec) -> None:
+    """Ranges of each cluster apart, IPv4, sized as the cloud accepts; clusters of one cloud
+    apart from each other."""
+    seen: dict[Cloud, list[tuple[str, str, Net]]] = {"gcp": [], "aws": []}
+    for cluster in spec.clusters:
+        at = f"clusters {cluster.name!r}.network"
+        ranges = _ranges(cluster)
+        v6 = [f for f, net in ranges.items() if net.version != 4]
+        for f in v6:
+            r.add(f"{at}.{f}", f"{ranges[f]} is an IPv6 range; accelfleet builds IPv4 "
+                  "clusters", f"give an IPv4 range, e.g. {getattr(type(cluster.network)(), f)}")
+        if v6:
+            continue
+        names = list(ranges)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                if ranges[a].overlaps(ranges[b]):
+                    r.add(f"{at}.{b}", f"{ranges[b]} overlaps the cluster's {a} {ranges[a]}",
+                          f"give {b} a range apart from {a}, e.g. "
+                          f"{_free(ranges[b].prefixlen, [*ranges.values()])}")
+        if cluster.cloud == "aws":
+            _eks_ranges(r, at, ranges)
+        taken = seen[cluster.cloud]
+        for f in ("cidr", "pods_cidr"):
+            if f not in ranges:
+                continue
+            for other, other_f, net in taken:
+                if ranges[f].overlaps(net):
+                    used = [n for _, _, n in taken] + list(ranges.values())
+                    scope = "project" if cluster.cloud == "gcp" else "account"
+                    r.add(f"{at}.{f}", f"{ranges[f]} overlaps cluster {other!r}'s {other_f} "
+                          f"{net}: clusters of one {scope} need ranges apart to be peered or "
+                          "to share a network later",
+                          f"give each cluster its own ranges, e.g. {f}: "
+                          f"{_free(ranges[f].prefixlen, used)}")
+                    break
+        taken += [(cluster.name, f, ranges[f]) for f in ("cidr", "pods_cidr") if f in ranges]
+
+
+def _eks_ranges(r: Reporter, at: str, ranges: dict[str, Net]) -> None:
+    facts = r.catalog.network
+    vpc, svc = ranges["cidr"], ranges["services_cidr"]
+    low, high = facts.aws_vpc_prefix
+    layout_max = EKS_VPC_MAX_PREFIX
+    if not low <= vpc.prefixlen <= min(high, layout_max):
+        r.add(f"{at}.cidr", f"{vpc} is a /{vpc.prefixlen}: an Amazon VPC is /{low} to /{high} "
+              f"({facts.aws_vpc_source}), and accelfleet's EKS layout (a private and a public "
+              f"subnet per zone) needs /{layout_max} or larger",
+              f"use a /{low} to /{layout_max}, e.g. "
+              f"{_with_prefix(vpc, max(low, min(vpc.prefixlen, layout_max)))}")
+    s_low, s_high = facts.eks_service_prefix
+    inside = any(svc.subnet_of(w) for w in facts.eks_service_within if svc.version == 4)
+    if not inside or not s_low <= svc.prefixlen <= s_high:
+        r.add(f"{at}.services_cidr", f"{svc} is not an EKS service range: it must lie in "
+              f"{', '.join(map(str, facts.eks_service_within))} and be /{s_low} to /{s_high} "
+              f"({facts.eks_service_source})", "use e.g. 172.20.0.0/16")
+
+
+def _with_prefix(net: Net, prefix: int) -> Net:
+    return ipaddress.ip_network((net.network_address, prefix), strict=False)
+
+
+def _free(prefix: int, used: Sequence[Net]) -> str:
+    """A private /prefix apart from every used range, in 10.0.0.0/8 (or "a range apart")."""
+    pool = ipaddress.ip_network("10.0.0.0/8")
+    if prefix < pool.prefixlen:
+        return "a range apart"
+    for candidate in pool.subnets(new_prefix=prefix):
+        if not any(candidate.overlaps(u) for u in used):
+            return str(candidate)
+    return "a range apart"
+
+
+def check_capacity(r: Reporter, spec: FleetSpec, pools: Sequence[ResolvedPool]) -> None:
+    """Every cluster's ranges hold its nodes and pods, every pool at its largest."""
+    for cluster in spec.clusters:
+        members = [p for p in pools if p.cluster is not None and p.cluster.name == cluster.name]
+        if not members:
+            continue
+        ranges = _ranges(cluster)
+        if any(net.version != 4 for net in ranges.values()):
+            continue  # reported by check_cluster_ranges
+        at = f"clusters {cluster.name!r}.network"
+        if cluster.cloud == "gcp":
+            _gke_capacity(r, at, ranges, members)
+        else:
+            _eks_capacity(r, at, ranges["cidr"], members)
+
+
+def _listing(pools: Sequence[ResolvedPool]) -> str:
+    top = sorted(pools, key=most_nodes, reverse=True)
+    shown = ", ".join(f"{p.name} {most_nodes(p):,}" for p in top[:4])
+    return shown + (", ..." if len(top) > 4 else "")
+
+
+def _gke_capacity(r: Reporter, at: str, ranges: dict[str, Net],
+                  members: Sequence[ResolvedPool]) -> None:
+    facts = r.catalog.network
+    nodes = sum(most_nodes(p) for p in members)
+    node_net, pod_net = ranges["cidr"], ranges["pods_cidr"]
+    holds = node_net.num_addresses - facts.gce_reserved
+    if nodes > holds:
+        need = 32 - math.ceil(math.log2(nodes + facts.gce_reserved))
+        r.add(f"{at}.cidr", f"the node range {node_net} holds {max(holds, 0):,} nodes "
+              f"({facts.gce_reserved} addresses of a subnet are reserved, "
+              f"{facts.gce_reserved_source}), and the cluster's pools reach {nodes:,} at their "
+              f"largest ({_listing(members)})",
+              f"use a /{need} or larger, e.g. {_with_prefix(node_net, need)}")
+    per_node = facts.gke_pod_prefix_per_node
+    pod_nodes = 2 ** (per_node - pod_net.prefixlen) if pod_net.prefixlen <= per_node else 0
+    if nodes > pod_nodes:
+        need = per_node - math.ceil(math.log2(nodes))
+        r.add(f"{at}.pods_cidr", f"the pod range {pod_net} holds the pods of {pod_nodes:,} "
+              f"nodes (a /{per_node} per node: {facts.gke_pods_source}), and the cluster's "
+              f"pools reach {nodes:,} nodes at their largest ({_listing(members)})",
+              f"use a /{need} or larger, e.g. {_with_prefix(pod_net, need)}")
+
+
+def _eks_capacity(r: Reporter, at: str, vpc: Net, members: Sequence[ResolvedPool]) -> None:
+    facts = r.catalog.network
+    zones = sorted({z for p in members for z in p.spec.zones})
+    if len(zones) > EKS_MAX_ZONES:
+        r.add(f"{at}.cidr", f"the cluster's pools span {len(zones)} zones "
+              f"({', '.join(zones)}); accelfleet's EKS VPC holds at most {EKS_MAX_ZONES}",
+              "spread the cluster's pools over fewer zones")
+        return
+    if vpc.prefixlen > EKS_VPC_MAX_PREFIX:
+        return  # a VPC too small to cut: reported by check_cluster_ranges
+    subnet = _with_prefix(vpc, vpc.prefixlen + EKS_SUBNET_SPLIT_BITS)
+    holds = subnet.num_addresses - facts.aws_reserved
+    for zone in zones:
+        users = [p for p in members if zone in p.spec.zones]
+        need = sum(-(-most_nodes(p) // len(p.spec.zones))
+                   * facts.eks_max_pods.get(p.shape.machine_type, 110) for p in users)
+        if need > holds:
+            room = 16 if vpc.prefixlen > 16 else None
+            r.add(f"{at}.cidr", f"zone {zone}'s subnet is a /{subnet.prefixlen} of {vpc} with "
+                  f"{holds:,} addresses, and its nodes at their largest may take {need:,} "
+                  f"(each node up to its max Pods, {facts.eks_max_pods_source}; "
+                  f"{_listing(users)})",
+                  (f"use a larger VPC range, e.g. {_with_prefix(vpc, room)}, or " if room
+                   else "") + "spread the pools over more zones, or make them smaller")

@@ -1,0 +1,202 @@
+"""pydantic's complaints about a stack, turned into problems a person can act on: what the
+field accepts in words (never a regex, never pydantic's "Value error," prefix), the value that
+was given, and the fix. Also the record of a problem for `fleet validate --json`."""
+
+from __future__ import annotations
+
+import math
+import re
+import types
+from collections.abc import Mapping
+from typing import Any, Union, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+
+from fleet.errors import Problem, suggest
+from fleet.spec import PATTERN_WORDS, FleetSpec, SpecValueError
+
+_NUMBER = {"int_type": "a whole number", "int_parsing": "a whole number",
+           "int_from_float": "a whole number", "float_type": "a number",
+           "float_parsing": "a number", "bool_type": "true or false",
+           "bool_parsing": "true or false", "string_type": "text",
+           "list_type": "a list (`- item` lines, or [a, b])",
+           "dict_type": "a mapping (`key: value` lines)",
+           "model_type": "a mapping (`key: value` lines)",
+           "model_attributes_type": "a mapping (`key: value` lines)"}
+
+
+def from_pydantic(exc: ValidationError, raw: object) -> list[Problem]:
+    """One problem per pydantic error, each naming the field, the value, what is accepted and
+    the fix."""
+    return [_problem(err, raw) for err in exc.errors(include_url=False)]
+
+
+def _problem(err: Any, raw: object) -> Problem:
+    loc: tuple[int | str, ...] = tuple(err["loc"])
+    where = where_of(loc, raw)
+    value = err.get("input")
+    field = next((str(p) for p in reversed(loc) if isinstance(p, str)), "value")
+    kind = err["type"]
+    ctx = err.get("ctx") or {}
+    if kind == "extra_forbidden":
+        known = _fields_at(loc[:-1])
+        near = suggest(field, known) if known else []
+        return Problem(where, "unknown field" + (f"; did you mean {', '.join(map(repr, near))}?"
+                                                 if near else ""),
+                       f"rename it to {near[0]!r}" if near else
+                       "remove it, or check its spelling against the README's stack format",
+                       tuple(sorted(known)))
+    if kind == "missing":
+        return Problem(where, "is required", f"add `{field}:` (see the README's stack format)")
+    if kind == "value_error" and isinstance(ctx.get("error"), SpecValueError):
+        error: SpecValueError = ctx["error"]
+        return Problem(where, str(error), error.fix)
+    if kind == "string_type" and field == "account" and isinstance(value, int):
+        digits = str(value)
+        lost = " and dropped its leading zeros" if len(digits) < 12 else ""
+        return Problem(where, f"YAML read the unquoted account id as the number {digits}{lost}; "
+                       "an AWS account id is 12 digits written as text",
+                       f'quote it: account: "{digits.zfill(12)}"')
+    if kind == "string_pattern_mismatch" and ctx.get("pattern") in PATTERN_WORDS:
+        words, example = PATTERN_WORDS[ctx["pattern"]]
+        return Problem(where, f"{_shown(value)} is not {words}", f"write e.g. {field}: {example}")
+    if kind == "literal_error":
+        options = tuple(re.findall(r"'([^']*)'", str(ctx.get("expected", ""))))
+        near = suggest(str(value), options) if isinstance(value, str) else []
+        return Problem(where, f"{_shown(value)} is not one of {', '.join(options)}"
+                       + (f"; did you mean {near[0]!r}?" if near else ""),
+                       f"use {near[0]!r}" if near else f"use one of {', '.join(options)}", options)
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        bound = next(iter(ctx.values()), "?")
+        side = "at least" if kind.startswith("greater") else "at most"
+        strict = " (exclusive)" if kind in ("greater_than", "less_than") else ""
+        return Problem(where, f"{_shown(value)} is out of range: {field} is {side} "
+                       f"{bound}{strict}", f"use a value {side} {bound}")
+    if kind in _NUMBER:
+        want = _NUMBER[kind]
+        quoted = isinstance(value, str) and kind not in ("string_type",)
+        fix = (f"write it without quotes, e.g. {field}: {value.strip()}"
+               if quoted and value.strip() else f"write {want} for `{field}`")
+        if kind == "string_type":
+            fix = f"write it in quotes, e.g. {field}: \"{value}\""
+        return Problem(where, f"must be {want}, not {_kind_of(value)} {_shown(value)}", fix)
+    message = str(err["msg"]).removeprefix("Value error, ")
+    return Problem(where, f"{message} (got {_shown(value)})",
+                   f"see the README's stack format for `{field}`")
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _kind_of(value: object) -> str:
+    if isinstance(value, bool):
+        return "the boolean"
+    if isinstance(value, (int, float)):
+        return "the number"
+    if isinstance(value, str):
+        return "the text"
+    if isinstance(value, list):
+        return "the list"
+    if isinstance(value, Mapping):
+        return "the mapping"
+    return "the value"
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType, list, tuple, dict) or origin is not None:
+        return [m for arg in get_args(annotation) for m in _models_in(arg)]
+    return []
+
+
+def _fields_at(loc: tuple[int | str, ...]) -> list[str]:
+    """The fields the model at `loc` declares (FleetSpec at the top), for did-you-mean."""
+    models: list[type[BaseModel]] = [FleetSpec]
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        nxt: list[type[BaseModel]] = []
+        for m in models:
+            info = m.model_fields.get(part)
+            if info is not None:
+                nxt += _models_in(info.annotation)
+        models = nxt
+    return sorted({f for m in models for f in m.model_fields})
+
+
+def where_of(loc: tuple[int | str, ...], raw: object) -> str:
+    """('pools', 2, 'nodes') -> "pools[2] 'h100-train'.nodes", naming the item where known."""
+    out = ""
+    node: Any = raw
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+            node = node[part] if isinstance(node, list) and part < len(node) else None
+            if isinstance(node, Mapping) and isinstance(node.get("name"), str):
+                out += f" {node['name']!r}"
+        else:
+            out += f".{part}" if out else str(part)
+            node = node.get(part) if isinstance(node, Mapping) else None
+    return out or "spec"
+
+
+_WHERE = re.compile(r"^(?P<section>[a-z_]+)(?:\[(?P<index>\d+)\])?(?: '(?P<name>[^']*)')?"
+                    r"(?:\.(?P<field>.*))?$")
+
+
+def record(problem: Problem, raw: object) -> dict[str, Any]:
+    """A problem as `fleet validate --json` reports it: where, the pool (or cluster, team),
+    the field, the value given, the message, what is accepted and the fix."""
+    m = _WHERE.match(problem.where)
+    section = m["section"] if m else None
+    name, field = (m["name"], m["field"]) if m else (None, None)
+    if m and section in ("clouds", "smoke"):
+        field = f"{section}.{field}" if field else section
+    value = _value_at(raw, m) if m else None
+    return {"where": problem.where, "section": section, "name": name,
+            "pool": name if section == "pools" else None, "field": field,
+            "value": value, "message": problem.message, "accepted": list(problem.accepted),
+            "fix": problem.hint}
+
+
+def _value_at(raw: object, m: re.Match[str]) -> Any:
+    """The value the stack gave where a problem points, or None."""
+    node: Any = raw.get(m["section"]) if isinstance(raw, Mapping) else None
+    if m["index"] is not None or m["name"] is not None:
+        if not isinstance(node, list):
+            return None
+        if m["index"] is not None:
+            i = int(m["index"])
+            node = node[i] if i < len(node) else None
+        else:
+            node = next((i for i in node if isinstance(i, Mapping) and i.get("name") == m["name"]),
+                        None)
+    if m["field"] is None:
+        return None if m["name"] is not None else _plain(node)
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", m["field"]):
+        if part.startswith("["):
+            i = int(part[1:-1])
+            node = node[i] if isinstance(node, list) and i < len(node) else None
+        else:
+            if isinstance(node, Mapping) and part == "zones" and part not in node \
+                    and "zone" in node:
+                node = {"zones": [node["zone"]]}  # `zone: Z` is short for `zones: [Z]`
+            node = node.get(part) if isinstance(node, Mapping) else None
+    return _plain(node)
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """A JSON-ready copy, small: scalars as they are, anything else as text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value if not isinstance(value, str) or len(value) <= 200 else value[:200] + "..."
+    if depth < 2 and isinstance(value, list) and len(value) <= 20:
+        return [_plain(v, depth + 1) for v in value]
+    if depth < 2 and isinstance(value, Mapping) and len(value) <= 20:
+        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
+    return _shown(value)
