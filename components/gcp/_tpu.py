@@ -18,6 +18,7 @@ from components.gcp._pins import TPU_VM_RUNTIME
 from fleet.catalog import Catalog, Shape
 from fleet.errors import InputError
 from fleet.model import ResolvedPool
+from fleet.names import slice_pool_names, tpu_vm_names, workload_policy_name
 
 SLICE_TYPE = "accelfleet:gcp:TpuSlice"
 VM_TYPE = "accelfleet:gcp:TpuVm"
@@ -53,18 +54,19 @@ class TpuSlice(pulumi.ComponentResource):
         policy_name: pulumi.Input[str] | None = None
         if shape.multi_host and tpu.placement == "workload-policy":
             policy = gcp.compute.ResourcePolicy(
-                f"{name}-workload-policy", name=f"{pool.name}-wp", project=args.project,
+                f"{name}-workload-policy", name=workload_policy_name(pool.name),
+                project=args.project,
                 region=pool.region,
                 workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(
                     type="HIGH_THROUGHPUT", accelerator_topology=shape.topology_str),
                 opts=child)
             policy_name = policy.name
-        slices = pool.spec.multislice
         self.node_pools = []
-        for i in range(slices):
-            suffix = f"-s{i}" if slices > 1 else ""
+        # named by fleet.names, whose rules check that every slice's name fits GKE's
+        for pool_name in slice_pool_names(pool.name, pool.spec.multislice):
+            suffix = pool_name[len(pool.name):]
             self.node_pools.append(C.NodePool(
-                f"{name}{suffix}-pool", name=f"{pool.name}{suffix}", project=args.project,
+                f"{name}{suffix}-pool", name=pool_name, project=args.project,
                 cluster=args.cluster, location=pool.region, node_locations=list(pool.spec.zones),
                 **node_counts(pool, shape.hosts),
                 autoscaling=autoscaling(pool),
@@ -133,10 +135,8 @@ class TpuVm(pulumi.ComponentResource):
         runtime = TPU_VM_RUNTIME[tpu.key]
         acc_type = accelerator_type(shape)
         labels = {"accelfleet-team": pool.team, "accelfleet-pool": pool.name}
-        names = []
-        for i in range(pool.spec.multislice):
-            node_id = f"{pool.name}-{i}" if pool.spec.multislice > 1 else pool.name
-            names.append(node_id)
+        names = tpu_vm_names(pool.name, pool.spec.multislice)
+        for i, node_id in enumerate(names):
             gcp.tpu.V2Vm(
                 f"{name}-{i}-vm", name=node_id, project=args.project, zone=zone,
                 accelerator_type=acc_type, runtime_version=runtime, labels=labels,
