@@ -11,6 +11,7 @@ from cli._errors import command
 from cli._output import console, print_json, print_table
 
 if TYPE_CHECKING:
+    from fleet.errors import SpecError
     from fleet.model import ResolvedPool
 
 app = typer.Typer(rich_markup_mode="markdown",
@@ -31,6 +32,18 @@ def _row(p: ResolvedPool) -> dict[str, Any]:
         "zones": list(p.spec.zones), "placement": p.placement,
         "bf16_tflops_total": tflops * p.devices if tflops and p.devices else None,
     }
+
+
+def _invalid(path: str, exc: SpecError) -> dict[str, Any]:
+    """An invalid stack as `--json` reports it: every problem (pool, field, value, accepted,
+    fix), and the team totals of the pools that could be resolved (none when the spec did
+    not parse)."""
+    partial = exc.partial
+    teams = [t.summary() for t in partial.team_costs()] if partial is not None else None
+    return {"stack": path, "valid": False, "problems": list(exc.records),
+            "teams": teams, "teams_note": None if partial is not None else
+            "the stack did not parse far enough to cost its pools",
+            "warnings": [w.render() for w in partial.warnings] if partial is not None else []}
 
 
 def stack_path(stack_file: Path | None) -> Path:
@@ -57,7 +70,16 @@ def validate(
     from fleet.model import PLATFORM_TEAM
 
     path = stack_path(stack_file)
-    fleet = load_fleet(str(path))
+    if as_json:
+        from fleet.errors import EXIT_BAD_INPUT, SpecError
+
+        try:
+            fleet = load_fleet(str(path))
+        except SpecError as exc:
+            print_json(_invalid(str(path), exc))
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+    else:
+        fleet = load_fleet(str(path))
     user = [_row(p) for p in fleet.pools]
     system = [_row(p) for p in fleet.system_pools]
     rows = user + system

@@ -33,7 +33,7 @@ def known_regions(r: Reporter, spec: FleetSpec) -> set[Cloud]:
         r.add(f"clouds.{cloud}.region",
               f"{declared.region!r} is not a {'Google Cloud' if cloud == 'gcp' else 'AWS'} "
               "region" + (f"; did you mean {', '.join(map(repr, near))}?" if near else ""),
-              f"use a region the cloud offers (catalog regions.yaml, from {regions.source})",
+              "use a region the cloud offers (fleet/catalog/data/regions.yaml lists them)",
               tuple(near) or tuple(sorted(regions.zones))[:12])
     return ok
 
@@ -53,7 +53,7 @@ def check_zones(r: Reporter, pool: Pool, at: str, cloud: Cloud, region: str) -> 
             near = suggest(zone, offered)
             r.add(f"{at}.zones[{i}]", f"{region} has no zone {zone!r}"
                   + (f"; did you mean {', '.join(map(repr, near))}?" if near else ""),
-                  f"use one of the region's zones (catalog regions.yaml, from {regions.source})",
+                  "use one of the region's zones (fleet/catalog/data/regions.yaml lists them)",
                   offered)
     if len(set(pool.zones)) != len(pool.zones):
         r.add(f"{at}.zones", "a zone is listed twice", "list each zone once")

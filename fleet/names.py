@@ -40,16 +40,16 @@ PLACES = {
 # A pool or cluster name is the same on both clouds: GKE's rule (1-40, lower case) is the
 # strictest place either lands, and it keeps every derived Compute Engine name within 63.
 POOL_PLACES = {
-    "gke_node_pool": "its node pool (a pool is named alike on both clouds)",
-    "k8s_label_value": "the accelfleet.io/pool label of its nodes",
-    "gce_label_value": "the accelfleet-pool label of its Google Cloud nodes",
-    "eks_node_group": "its EKS node group",
-    "aws_tag_value": "the accelfleet.io/pool tag of its AWS nodes",
+    "gke_node_pool": "its GKE node pool name (pools are named alike on both clouds)",
+    "k8s_label_value": "the accelfleet.io/pool label value of its nodes",
+    "gce_label_value": "the accelfleet-pool label value of its Google Cloud nodes",
+    "eks_node_group": "its EKS node group name",
+    "aws_tag_value": "the accelfleet.io/pool tag value of its AWS nodes",
 }
 CLUSTER_PLACES = {
-    "gke_cluster": "the cluster (a cluster is named alike on both clouds)",
-    "eks_cluster": "the EKS cluster",
-    "aws_tag_value": "the accelfleet.io/cluster tag",
+    "gke_cluster": "a GKE cluster name (clusters are named alike on both clouds)",
+    "eks_cluster": "an EKS cluster name",
+    "aws_tag_value": "the accelfleet.io/cluster tag value",
 }
 RESERVED_LABEL_PREFIXES = ("accelfleet.io/", "cloud.google.com/", "kubernetes.io/",
                            "k8s.io/", "eks.amazonaws.com/")
@@ -117,8 +117,8 @@ def check_name(r: Reporter, where: str, what: str, value: str,
     lands = places.get(rule.place, "") if isinstance(places, Mapping) else ""
     fix = fixed_name(value, rule, taken)
     example = fix if fix else rule.example
-    r.add(where, f"{what} {value!r} {why} for {lands or PLACES[rule.place]} "
-          f"({PLACES[rule.place]}: {rule.words})",
+    r.add(where, f"{what} {value!r} {why}; it becomes {lands or PLACES[rule.place]}, which "
+          f"takes {rule.words}",
           f"rename it, e.g. {example!r}" if what.endswith("name") else f"use e.g. {example!r}")
     return False
 
@@ -160,11 +160,12 @@ def check_team_names(r: Reporter, spec: FleetSpec, clouds: Mapping[str, set[Clou
     names = [t.name for t in spec.teams]
     check_unique(r, "teams", names)
     for team in spec.teams:
-        places = {"k8s_label_value": "the accelfleet.io/team label of its nodes"}
+        places = {"k8s_label_value": "the accelfleet.io/team label value of its nodes"}
         if "gcp" in clouds.get(team.name, set()):
-            places["gce_label_value"] = "the accelfleet-team label of its Google Cloud nodes"
+            places["gce_label_value"] = ("the accelfleet-team label value of its Google Cloud "
+                                         "nodes")
         if "aws" in clouds.get(team.name, set()):
-            places["aws_tag_value"] = "the accelfleet.io/team tag of its AWS nodes"
+            places["aws_tag_value"] = "the accelfleet.io/team tag value of its AWS nodes"
         check_name(r, f"teams {team.name!r}.name", "team name", team.name, places, names)
 
 
@@ -215,4 +216,4 @@ def check_gce_reservation(r: Reporter, pool: Pool, at: str) -> None:
     res = pool.capacity.reservation
     if res is not None:
         check_name(r, f"{at}.capacity.reservation", "reservation name", res,
-                   {"gce_resource": "a Compute Engine reservation"})
+                   {"gce_resource": "a Compute Engine reservation name"})

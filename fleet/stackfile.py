@@ -44,9 +44,23 @@ def read_stack_document(path: str | Path) -> dict[str, Any]:
             f"stack file {p} does not exist",
             hint="pass the path of a stacks/Pulumi.<stack>.yaml file",
         ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise StackFileError(f"cannot read stack file {p}: {exc}",
-                             hint="check the path and its permissions") from None
+    except UnicodeDecodeError as exc:
+        raise StackFileError(
+            f"stack file {p} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+            f"{exc.start} cannot be read)",
+            hint="save it as UTF-8 (editors offer it under 'Save with encoding'), or check "
+            "that this is the YAML stack file and not a binary or another file") from None
+    except IsADirectoryError:
+        raise StackFileError(f"{p} is a directory, not a stack file",
+                             hint=f"pass a file in it, e.g. {p / 'Pulumi.<stack>.yaml'}") from None
+    except PermissionError:
+        raise StackFileError(f"no permission to read stack file {p}",
+                             hint="run as a user who may read it, or copy it somewhere you "
+                             "can (chmod u+r)") from None
+    except OSError as exc:
+        raise StackFileError(f"cannot read stack file {p}: {exc.strerror or exc}",
+                             hint="check the path: every part of it must exist and be a "
+                             "directory but the file itself") from None
     try:
         data = YAML(typ="safe", pure=False).load(text)
     except RecursionError:

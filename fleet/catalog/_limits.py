@@ -37,9 +37,24 @@ class NameRule:
             return "is empty"
         if self.lowercase and value != value.lower():
             return "has upper-case letters"
-        if not self.pattern.fullmatch(value):
-            return "has characters or a form not allowed"
-        return None
+        if self.pattern.fullmatch(value):
+            return None
+        bad = [c for c in dict.fromkeys(value) if not self._allows(c)]
+        if bad:
+            shown = ", ".join(repr(c) for c in bad[:5])
+            return f"has {shown}, which it may not hold"
+        starts = any(self.pattern.fullmatch(value[0] + x) for x in ("a", "1", "a1"))
+        ends = any(self.pattern.fullmatch(x + value[-1]) for x in ("a", "1", "a1"))
+        if not starts:
+            return f"starts with {value[0]!r}, which it may not start with"
+        if not ends:
+            return f"ends with {value[-1]!r}, which it may not end with"
+        return "has a form it does not take"
+
+    def _allows(self, char: str) -> bool:
+        """Whether the rule takes `char` somewhere in a name."""
+        return any(self.pattern.fullmatch(probe) for probe in
+                   (char, f"a{char}a", f"a{char}1", f"1{char}1", f"a{char}", f"{char}a"))
 
 
 @dataclass(frozen=True, slots=True)
