@@ -44,11 +44,20 @@ class NodeOutcome:
     node: str | None
     report: HostReport | None = None
     exit_code: int | None = None
+    slice: int | None = None  # a TPU pod's slice (the JobSet's job index); None elsewhere
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "pod": self.pod, "node": self.node,
-                "exit_code": self.exit_code,
+                "exit_code": self.exit_code, "slice": self.slice,
                 "report": None if self.report is None else self.report.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> NodeOutcome:
+        report = data.get("report")
+        return cls(index=int(data.get("index", 0)), pod=str(data.get("pod", "")),
+                   node=data.get("node"), exit_code=data.get("exit_code"),
+                   slice=data.get("slice"),
+                   report=None if report is None else HostReport.from_dict(report))
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,10 @@ class Check:
 
     def to_dict(self) -> dict[str, Any]:
         return {"node": self.node, "result": self.result.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Check:
+        return cls(data.get("node"), ProbeResult.from_dict(data["result"]))
 
 
 @dataclass(frozen=True)
@@ -117,6 +130,18 @@ class PoolReport:
                 "nodes": [n.to_dict() for n in self.nodes],
                 "checks": [c.to_dict() for c in self.checks]}
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PoolReport:
+        return cls(name=str(data["name"]), cluster=data.get("cluster"),
+                   accelerator=str(data.get("accelerator", "")),
+                   workload=str(data.get("workload", "")),
+                   expected_pods=int(data.get("expected_pods", 0)),
+                   status=PoolStatus(data.get("status", "done")),
+                   nodes=tuple(NodeOutcome.from_dict(n) for n in data.get("nodes") or []),
+                   checks=tuple(Check.from_dict(c) for c in data.get("checks") or []),
+                   reason=str(data.get("reason", "")),
+                   duration_s=float(data.get("duration_s", 0.0)))
+
 
 @dataclass(frozen=True)
 class RunReport:
@@ -158,6 +183,42 @@ class RunReport:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunReport:
+        """The run document back (`--json`, `--out DIR`'s run.json); InputError if it is none."""
+        from fleet.errors import InputError
+
+        if not isinstance(data, dict) or data.get("kind") != RUN_KIND or \
+                data.get("schema_version") != RUN_SCHEMA_VERSION:
+            got = data.get("kind") if isinstance(data, dict) else type(data).__name__
+            raise InputError(f"not an accelfleet smoke run document of schema "
+                             f"{RUN_SCHEMA_VERSION} (kind {got!r})",
+                             hint="produce it with `accelfleet smoke run --json` or --out DIR")
+        try:
+            return cls(run_id=str(data["run_id"]), stack=str(data.get("stack", "")),
+                       started_at=str(data.get("started_at", "")),
+                       duration_s=float(data.get("duration_s", 0.0)),
+                       thresholds_version=str(data.get("thresholds_version", "")),
+                       agent_digest=str(data.get("agent_digest", "")),
+                       pools=tuple(PoolReport.from_dict(p) for p in data.get("pools") or []),
+                       cancelled=bool(data.get("cancelled", False)),
+                       cleanup_errors=tuple(data.get("cleanup_errors") or ()))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"malformed smoke run document: {exc!r}",
+                             hint="produce it with `accelfleet smoke run --json`") from None
+
+    @classmethod
+    def of_host(cls, report: HostReport, run_id: str) -> RunReport:
+        """A `smoke local` report as a run of one pool (`local`) of one node, so that the HTML
+        report, the history and the metrics read local and cluster runs alike."""
+        return cls(run_id=run_id, stack="(local)", started_at=report.started_at,
+                   duration_s=report.duration_s, thresholds_version=report.thresholds_version,
+                   agent_digest="", pools=(PoolReport(
+                       name="local", cluster=None, accelerator=report.accelerator or
+                       report.platform, workload="smoke local", expected_pods=1,
+                       status=PoolStatus.DONE, nodes=(NodeOutcome(0, "", report.host, report),),
+                       duration_s=report.duration_s),))
 
 
 def junit(run: RunReport) -> str:

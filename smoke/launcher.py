@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 RUN_LABEL = "accelfleet.io/run"
 POOL_LABEL = "accelfleet.io/pool"
 INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+SLICE_LABEL = "jobset.sigs.k8s.io/job-index"  # a JobSet pod's replicated-job index: its slice
 JOB_NAME_LABEL = "job-name"
 JOBSET = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
 LOG_TAIL_LINES = 40
@@ -257,7 +258,8 @@ class _ClusterRun:
         except Exception as exc:
             log = f"(log unreadable: {type(exc).__name__})"
         report = parse_host_report(log)
-        outcome = NodeOutcome(index=index, pod=name, node=node, report=report, exit_code=code)
+        outcome = NodeOutcome(index=index, pod=name, node=node, report=report, exit_code=code,
+                              slice=pod.slice)
         if report is not None and code in (0, None):
             return outcome, None
         tail = " | ".join(line.strip() for line in log.strip().splitlines()[-CRASH_LINES:])
@@ -362,6 +364,7 @@ class _PodState:
     phase: str
     exit_code: int | None
     unschedulable: str  # the scheduler's message while it cannot place the pod
+    slice: int | None = None  # a TPU pod's slice
 
     @classmethod
     def of(cls, pod: Mapping[str, Any]) -> _PodState:
@@ -371,7 +374,9 @@ class _PodState:
                    node=(pod.get("spec") or {}).get("nodeName"),
                    index=int(labels.get(INDEX_LABEL, "0") or 0),
                    phase=status.get("phase", "Pending"), exit_code=_exit_code(status),
-                   unschedulable=_unschedulable(status))
+                   unschedulable=_unschedulable(status),
+                   slice=int(labels[SLICE_LABEL]) if str(labels.get(SLICE_LABEL, "")).isdigit()
+                   else None)
 
 
 def _unschedulable(status: Mapping[str, Any]) -> str:

@@ -1,0 +1,366 @@
+"""The smoke history: every run (local or cluster) appended to SQLite; per node, each figure's
+trend, its last verdict, and drift.
+
+    with History.open(path) as h:
+        h.append(run, kind="cluster")
+        trends = h.trends(pool="h100-train", window=10)
+
+Schema version 1 (`PRAGMA user_version`), one row per run and one per device and probe:
+    runs(seq, run_id UNIQUE, kind, stack, started_at, duration_s, thresholds_version, ok,
+         recorded_at)
+    results(run_seq -> runs.seq, cluster, pool, node, accelerator, device, probe, tier, unit,
+            measured, expected, floor, verdict)
+Concurrent writers are safe: WAL journal, a busy timeout, and each run appended in one
+`BEGIN IMMEDIATE` transaction (all of it or none of it). A file of a newer schema is refused,
+never rewritten.
+
+Drift: a device (or a node's median) whose last figure fell below 0.9 of its own median over
+its previous runs (three to five of them) warns, even when still above the catalog floor.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import statistics
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from fleet.errors import InputError
+from smoke._results import Verdict
+from smoke._run import RunReport
+
+SCHEMA_VERSION = 1
+DEFAULT_PATH = Path(".accelfleet") / "history.sqlite"
+ENV = "ACCELFLEET_HISTORY"  # overrides the default path (tests, CI runners)
+BUSY_TIMEOUT_S = 30.0
+TREND_PROBES = ("matmul_tflops", "memory_gbps", "allreduce_busbw", "fabric_busbw")
+DRIFT_RATIO = 0.90  # below this fraction of its own recent median: drift
+DRIFT_RUNS = 5  # the recent median is over at most this many previous runs ...
+DRIFT_MIN_RUNS = 3  # ... and needs at least this many
+DEFAULT_WINDOW = 10
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    stack TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    duration_s REAL NOT NULL,
+    thresholds_version TEXT NOT NULL,
+    ok INTEGER NOT NULL,
+    recorded_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS results (
+    run_seq INTEGER NOT NULL REFERENCES runs(seq),
+    cluster TEXT NOT NULL,
+    pool TEXT NOT NULL,
+    node TEXT NOT NULL,
+    accelerator TEXT NOT NULL,
+    device TEXT NOT NULL,
+    probe TEXT NOT NULL,
+    tier INTEGER NOT NULL,
+    unit TEXT NOT NULL,
+    measured REAL,
+    expected REAL,
+    floor REAL,
+    verdict TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS results_by_node ON results(node, probe, run_seq);
+CREATE INDEX IF NOT EXISTS results_by_pool ON results(pool, probe, run_seq);
+CREATE INDEX IF NOT EXISTS results_by_run ON results(run_seq);
+"""
+
+
+def default_path() -> Path:
+    return Path(os.environ.get(ENV) or DEFAULT_PATH)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run of one node's figure: the median over its devices, and the worst verdict."""
+
+    run_id: str
+    started_at: str
+    value: float | None
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Trend:
+    """One node's figure over its last runs (oldest first)."""
+
+    cluster: str
+    pool: str
+    node: str
+    accelerator: str
+    probe: str
+    unit: str
+    points: tuple[Point, ...]
+    recent_median: float | None  # of the node's figure over the runs before the last
+    drift: tuple[str, ...] = ()  # each device (or the node) that drifted, in words
+
+    @property
+    def last(self) -> Point:
+        return self.points[-1]
+
+    @property
+    def change(self) -> float | None:
+        """The last figure as a fraction of the recent median."""
+        if self.last.value is None or not self.recent_median:
+            return None
+        return self.last.value / self.recent_median
+
+    @property
+    def verdict(self) -> str:
+        """The last run's verdict, raised to warn by drift."""
+        v = self.last.verdict
+        return Verdict.WARN.value if self.drift and Verdict(v).rank < Verdict.WARN.rank else v
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cluster": self.cluster, "pool": self.pool, "node": self.node,
+                "accelerator": self.accelerator, "probe": self.probe, "unit": self.unit,
+                "last_verdict": self.last.verdict, "verdict": self.verdict,
+                "recent_median": self.recent_median, "change": self.change,
+                "drift": list(self.drift),
+                "points": [{"run_id": p.run_id, "started_at": p.started_at, "value": p.value,
+                            "verdict": p.verdict} for p in self.points]}
+
+
+def _drifted(series: Sequence[float | None]) -> tuple[float, float] | None:
+    """(last / recent median, recent median) when the last value drifted, else None."""
+    if not series or series[-1] is None:
+        return None
+    before = [v for v in series[:-1] if v is not None][-DRIFT_RUNS:]
+    if len(before) < DRIFT_MIN_RUNS:
+        return None
+    median = statistics.median(before)
+    if median > 0 and series[-1] < DRIFT_RATIO * median:
+        return series[-1] / median, median
+    return None
+
+
+@dataclass
+class _Series:
+    cluster: str
+    pool: str
+    node: str
+    accelerator: str
+    probe: str
+    unit: str = ""
+    runs: dict[int, tuple[str, str]] = field(default_factory=dict)  # seq -> (run_id, when)
+    values: dict[int, list[float]] = field(default_factory=dict)  # seq -> device values
+    verdicts: dict[int, str] = field(default_factory=dict)  # seq -> worst verdict
+    devices: dict[str, dict[int, float]] = field(default_factory=dict)
+
+    def add(self, seq: int, run_id: str, when: str, device: str, probe: str, unit: str,
+            measured: float | None, verdict: str) -> None:
+        self.runs[seq] = (run_id, when)
+        old = self.verdicts.get(seq)
+        if old is None or Verdict(verdict).rank > Verdict(old).rank:
+            self.verdicts[seq] = verdict
+        if probe != self.probe:  # the pool-outlier check: its verdict counts, not its figure
+            return
+        self.unit = self.unit or unit
+        if measured is not None:
+            self.values.setdefault(seq, []).append(measured)
+            self.devices.setdefault(device, {})[seq] = measured
+
+    def trend(self) -> Trend:
+        seqs = sorted(self.runs)
+        node_values = [statistics.median(self.values[s]) if s in self.values else None
+                       for s in seqs]
+        points = tuple(Point(self.runs[s][0], self.runs[s][1], v, self.verdicts[s])
+                       for s, v in zip(seqs, node_values, strict=True))
+        before = [v for v in node_values[:-1] if v is not None][-DRIFT_RUNS:]
+        drift = []
+        hit = _drifted(node_values)
+        if hit is not None:
+            drift.append(f"the node's median fell to {hit[0]:.2f} of its recent median "
+                         f"{hit[1]:,.4g} {self.unit}")
+        for device, by_seq in sorted(self.devices.items()):
+            hit = _drifted([by_seq.get(s) for s in seqs])
+            if hit is not None:
+                drift.append(f"{device} fell to {hit[0]:.2f} of its recent median "
+                             f"{hit[1]:,.4g} {self.unit}")
+        return Trend(self.cluster, self.pool, self.node, self.accelerator, self.probe,
+                     self.unit, points, statistics.median(before) if before else None,
+                     tuple(drift))
+
+
+class History:
+    """An open history file. Use as a context manager, or call close()."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.conn, self.path = conn, path
+
+    @classmethod
+    def open(cls, path: Path, *, create: bool = True) -> History:
+        if not create and not path.exists():
+            raise InputError(f"no smoke history at {path}",
+                             hint="`accelfleet smoke run` and `smoke local` record one (by "
+                             f"default in {DEFAULT_PATH}); or pass --history PATH")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            raise InputError(f"cannot open the smoke history {path}: {exc}",
+                             hint="choose a writable --history PATH, or --no-history") from None
+        h = cls(conn, path)
+        try:
+            h._prepare()
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise InputError(f"{path} is not a usable smoke history: {exc}",
+                             hint="move it aside, or pass another --history PATH") from None
+        except BaseException:
+            conn.close()
+            raise
+        return h
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def _prepare(self) -> None:
+        c = self.conn
+        c.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        for attempt in range(50):  # switching to WAL needs a moment with no other writer
+            try:
+                if c.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() == "wal":
+                    break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == 49:
+                    raise
+            time.sleep(0.05)
+        c.execute("PRAGMA synchronous = NORMAL")  # durable at each checkpoint; safe in WAL
+        version = c.execute("PRAGMA user_version").fetchone()[0]
+        if version == SCHEMA_VERSION:
+            return
+        if version > SCHEMA_VERSION:
+            raise InputError(f"the smoke history {self.path} has schema {version}; this "
+                             f"accelfleet knows schema {SCHEMA_VERSION}",
+                             hint="use a newer accelfleet, or pass another --history PATH")
+        with self._write():
+            if c.execute("PRAGMA user_version").fetchone()[0] == 0:
+                for statement in filter(str.strip, _SCHEMA.split(";")):
+                    c.execute(statement)  # not executescript: it would commit first
+                c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    # -- writing --------------------------------------------------------------------------
+    def append(self, run: RunReport, *, kind: str) -> bool:
+        """Record `run` (one transaction); False when this run id is recorded already."""
+        rows: list[tuple[Any, ...]] = []
+        for pool in run.pools:
+            for o in pool.nodes:
+                if o.report is None:
+                    continue
+                node = o.node or o.report.host
+                acc = o.report.accelerator or pool.accelerator
+                rows += [(pool.cluster or "", pool.name, node, acc, r.device, r.probe, r.tier,
+                          r.unit, r.measured, r.expected, r.details.get("floor"),
+                          r.verdict.value) for r in o.report.results]
+            accs = {o.node: (o.report.accelerator if o.report else None) for o in pool.nodes}
+            rows += [(pool.cluster or "", pool.name, c.node, accs.get(c.node) or
+                      pool.accelerator, c.result.device, c.result.probe, c.result.tier,
+                      c.result.unit, c.result.measured, c.result.expected,
+                      c.result.details.get("floor"), c.result.verdict.value)
+                     for c in pool.checks if c.node is not None]
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        with self._write():
+            cur = self.conn.execute(
+                "INSERT OR IGNORE INTO runs (run_id, kind, stack, started_at, duration_s, "
+                "thresholds_version, ok, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (run.run_id, kind, run.stack, run.started_at or now, run.duration_s,
+                 run.thresholds_version, int(run.ok), now))
+            if cur.rowcount == 0:
+                return False
+            seq = cur.lastrowid
+            self.conn.executemany(
+                "INSERT INTO results (run_seq, cluster, pool, node, accelerator, device, "
+                "probe, tier, unit, measured, expected, floor, verdict) VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [(seq, *r) for r in rows])
+        return True
+
+    # -- reading --------------------------------------------------------------------------
+    def count(self) -> tuple[int, int]:
+        """(runs, result rows)."""
+        runs = self.conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+        rows = self.conn.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+        return int(runs), int(rows)
+
+    def trends(self, *, pool: str | None = None, node: str | None = None,
+               accelerator: Sequence[str] = (), window: int = DEFAULT_WINDOW) -> list[Trend]:
+        """Per node and figure, its last `window` runs; filters combine (AND). `accelerator`
+        lists the spellings to match (a catalog key and the words the user gave)."""
+        probes = [*TREND_PROBES, *(f"{p}_vs_pool" for p in TREND_PROBES)]
+        where = [f"r.probe IN ({', '.join('?' * len(probes))})"]
+        args: list[Any] = list(probes)
+        if pool:
+            where.append("r.pool = ?")
+            args.append(pool)
+        if node:
+            where.append("r.node = ?")
+            args.append(node)
+        if accelerator:
+            where.append(f"LOWER(r.accelerator) IN ({', '.join('?' * len(accelerator))})")
+            args += [a.lower() for a in accelerator]
+        sql = f"""
+            WITH picked AS (
+                SELECT r.*, runs.run_id, runs.started_at,
+                       DENSE_RANK() OVER (PARTITION BY r.cluster, r.pool, r.node
+                                          ORDER BY r.run_seq DESC) AS back
+                FROM results r JOIN runs ON runs.seq = r.run_seq
+                WHERE {" AND ".join(where)})
+            SELECT cluster, pool, node, accelerator, probe, device, unit, measured, verdict,
+                   run_seq, run_id, started_at
+            FROM picked WHERE back <= ?"""
+        series: dict[tuple[str, str, str, str], _Series] = {}
+        for (cluster, pool_, node_, acc, probe, device, unit, measured, verdict, seq, run_id,
+             when) in self.conn.execute(sql, [*args, window]):
+            base = probe.removesuffix("_vs_pool")
+            key = (cluster, pool_, node_, base)
+            s = series.get(key)
+            if s is None:
+                s = series[key] = _Series(cluster, pool_, node_, acc, base)
+            s.add(seq, run_id, when, device, probe, unit, measured, verdict)
+        trends = [s.trend() for _, s in sorted(series.items()) if s.values]
+        order = {p: i for i, p in enumerate(TREND_PROBES)}
+        return sorted(trends, key=lambda t: (t.cluster, t.pool, t.node, order[t.probe]))
+
+
+def record(run: RunReport, path: Path, *, kind: str) -> list[Trend]:
+    """Append `run` to the history at `path`; the trends of this run's nodes that drifted."""
+    with History.open(path) as h:
+        h.append(run, kind=kind)
+        nodes = {(p.name, o.node or (o.report.host if o.report else ""))
+                 for p in run.pools for o in p.nodes}
+        out = []
+        for pool in sorted({p for p, _ in nodes}):
+            out += [t for t in h.trends(pool=pool, window=DRIFT_RUNS + 1)
+                    if (t.pool, t.node) in nodes and t.drift
+                    and t.last.run_id == run.run_id]
+        return out
