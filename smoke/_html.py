@@ -137,9 +137,9 @@ def _chart(pool: PoolReport, rows: dict[str, list[ProbeResult]], probe: str, tit
     if not data:
         return None
     peaks = [r.expected for _, r in data if r.expected]
-    floors = [r.details.get("floor") for _, r in data if r.details.get("floor") is not None]
+    floors = [float(r.details["floor"]) for _, r in data if r.details.get("floor") is not None]
     peak = max(peaks) if peaks else None
-    floor = float(min(floors)) if floors else None
+    floor = min(floors) if floors else None
     acc = next((o.report.accelerator for o in pool.nodes if o.report is not None), None)
     band = floor * V.threshold(acc, probe).warn_band if floor is not None else None
     top = max([r.measured or 0.0 for _, r in data] + [peak or 0.0, band or 0.0]) * 1.06 or 1.0
@@ -149,7 +149,8 @@ def _chart(pool: PoolReport, rows: dict[str, list[ProbeResult]], probe: str, tit
         return round(plot * v / top, 1)
 
     verdicts = {n: _worst(r.verdict for r in rows[n]).value for n in order}
-    out_rows, groups = [], []
+    out_rows: list[Row] = []
+    groups: list[tuple[float, float, str]] = []
     y = float(TOP)
     current = None
     for node, r in data:
@@ -184,7 +185,7 @@ def _chart(pool: PoolReport, rows: dict[str, list[ProbeResult]], probe: str, tit
 def _nice_step(top: float) -> float:
     raw = top / 6
     mag = 10 ** int(f"{raw:e}".split("e")[1])
-    return next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    return float(next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw))
 
 
 def _median(rs: list[ProbeResult], probe: str) -> str:
@@ -230,8 +231,9 @@ def _fabric(rows: dict[str, list[ProbeResult]]) -> tuple[str, str]:
     if worst is Verdict.SKIPPED:
         return f"skipped: {seen[0].reason}", worst.value
     values = [r.measured for r in seen if r.measured is not None]
-    transports = sorted({t for r in seen for t in r.details.get("transports_seen") or []})
-    expected = sorted({t for r in seen for t in r.details.get("transports_expected") or []})
+    transports = sorted({str(t) for r in seen for t in r.details.get("transports_seen") or []})
+    expected = sorted({str(t) for r in seen
+                       for t in r.details.get("transports_expected") or []})
     text = (f"{_num(statistics.median(values)) if values else '-'} GB/s bus bandwidth across "
             f"{seen[0].details.get('nodes', len(seen))} nodes "
             f"({seen[0].details.get('world', '?')} ranks); transport seen: "
@@ -254,7 +256,7 @@ def _versions(run: RunReport) -> list[tuple[str, str]]:
 
 def context(run: RunReport, quarantine: ActionReport | None = None) -> dict[str, Any]:
     """Everything the template shows, computed (the template only lays it out)."""
-    failures = []
+    failures: list[dict[str, Any]] = []
     for pool in run.pools:
         for node, r in pool.verdicts():
             if r.verdict is Verdict.FAIL:
@@ -266,7 +268,7 @@ def context(run: RunReport, quarantine: ActionReport | None = None) -> dict[str,
     for p in run.pools:
         for k, v in p.counts().items():
             counts[k] += v
-    failed_nodes = sorted({f["node"] for f in failures if f["node"] != "(pool)"})
+    failed_nodes = sorted({str(f["node"]) for f in failures if f["node"] != "(pool)"})
     if run.cancelled:
         verdict, headline = "fail", "INTERRUPTED"
     elif failures or run.cleanup_errors:
