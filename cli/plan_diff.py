@@ -1,0 +1,353 @@
+"""`accelfleet plan --diff / --base-ref / --policies`: where the base plan comes from (a saved
+plan JSON, or the same stack file at a git ref, planned the same way) and how a diff and policy
+violations read as text, JSON and a pull-request comment (markdown)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from components.diff import CostDelta, PlanDiff, ResourceChange
+    from policies.rules import Violation
+
+MARKER = "<!-- accelfleet-plan -->"  # finds the sticky PR comment to update
+MAX_VALUE = 60  # characters of a value shown in a table cell or line
+MAX_LINES = 200  # field lines in the folded details of a PR comment (GitHub caps at 65,536 B)
+
+
+def load_plan_json(path: Path) -> dict[str, Any]:
+    """A saved `accelfleet plan --json` document; InputError (exit 2) when it is not one."""
+    from fleet.errors import InputError
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"base plan {path} does not exist",
+                         hint="save one with `accelfleet plan STACK --json --out FILE`") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"base plan {path} is not a plan JSON document: {exc}",
+                         hint="save one with `accelfleet plan STACK --json --out FILE`") from None
+    if not isinstance(data, dict) or "resources" not in data:
+        raise InputError(f"base plan {path} is JSON but not an `accelfleet plan --json` "
+                         "document (no `resources`)",
+                         hint="save one with `accelfleet plan STACK --json --out FILE`")
+    return data
+
+
+def _git(args: list[str], cwd: Path) -> tuple[int, str, str]:
+    import subprocess
+
+    from fleet.errors import SetupError
+
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
+                              timeout=60, check=False)
+    except FileNotFoundError:
+        raise SetupError("git is not installed, and --base-ref reads the stack file from git",
+                         hint="install git, or pass a saved plan with --diff FILE") from None
+    return done.returncode, done.stdout, done.stderr.strip()
+
+
+def stack_text_at_ref(stack_file: Path, ref: str) -> str | None:
+    """The stack file's text at a git ref, read with `git show REF:path` (argv, no shell);
+    None when the file does not exist at that ref (a new stack: everything is added)."""
+    from fleet.errors import InputError
+
+    if not ref or ref.startswith("-") or any(c in ref for c in "\0\n"):
+        raise InputError(f"--base-ref {ref!r} is not a git ref",
+                         hint="give a branch, tag or commit, e.g. origin/main")
+    where = stack_file.resolve().parent
+    if not where.is_dir():
+        raise InputError(f"stack file {stack_file} does not exist",
+                         hint="give a stacks/Pulumi.<stack>.yaml file")
+    code, top, err = _git(["rev-parse", "--show-toplevel"], where)
+    if code != 0:
+        raise InputError(f"{stack_file} is not inside a git work tree ({err})",
+                         hint="run from a clone, or pass a saved plan with --diff FILE")
+    root = Path(top.strip())
+    code, _, err = _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], root)
+    if code != 0:
+        raise InputError(f"unknown git ref {ref!r} in {root}",
+                         hint="fetch it first (e.g. `git fetch origin main`; CI: checkout "
+                         "with fetch-depth: 0) or name an existing branch, tag or commit")
+    rel = stack_file.resolve().relative_to(root.resolve()).as_posix()
+    code, _, _ = _git(["cat-file", "-e", f"{ref}:{rel}"], root)
+    if code != 0:
+        return None
+    code, text, err = _git(["show", f"{ref}:{rel}"], root)
+    if code != 0:
+        raise InputError(f"cannot read {rel} at {ref}: {err}", hint="check the ref and path")
+    return text
+
+
+def plan_at_ref(stack_file: Path, ref: str) -> dict[str, Any]:
+    """The stack file at `ref`, planned the same way (`run_plan`, today's program), as the
+    plan JSON document; an empty plan when the file is new at HEAD."""
+    import tempfile
+
+    from components.plan import run_plan
+    from fleet.errors import InputError
+
+    text = stack_text_at_ref(stack_file, ref)
+    if text is None:
+        return {"stack": stack_file.stem.removeprefix("Pulumi."), "resources": [],
+                "pools": [], "system_pools": [], "teams": []}
+    with tempfile.TemporaryDirectory(prefix="accelfleet-base-") as tmp:
+        base = Path(tmp) / stack_file.name  # the same name: the same stack
+        base.write_text(text, encoding="utf-8")
+        try:
+            result: dict[str, Any] = run_plan(base).to_dict()
+        except InputError as exc:
+            raise InputError(f"the base version of {stack_file} (at {ref}) does not plan: "
+                             f"{exc.message}".replace(str(base), f"{ref}:{stack_file.name}"),
+                             hint=exc.hint) from None
+    return json.loads(json.dumps(result, sort_keys=True))  # the JSON form, as saved plans are
+
+
+# --- rendering ------------------------------------------------------------------------------
+
+def _value(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    text = "(none)" if value is None else text
+    return text if len(text) <= MAX_VALUE else text[:MAX_VALUE - 1] + "…"
+
+
+def _nodes(value: int | None) -> str:
+    return "–" if value is None else str(value)
+
+
+def _usd(value: float | None, *, sign: bool = False) -> str:
+    if value is None:
+        return "unpriced"
+    if sign:
+        return f"{'+' if value >= 0 else '-'}${abs(value):,.0f}"
+    return f"${value:,.0f}"
+
+
+def pool_status(diff: PlanDiff, row: CostDelta) -> str:
+    """added | removed | replaced | resized | changed | same, for a pool's row."""
+    if row.status in ("added", "removed"):
+        return row.status
+    mine = [r for r in diff.resources if r.pool == row.name]
+    if any(r.replaced for r in mine):
+        return "replaced"
+    if row.nodes[0] != row.nodes[1]:
+        return "resized"
+    return "changed" if mine or row.status == "changed" else "same"
+
+
+def _replacement_lines(diff: PlanDiff) -> list[str]:
+    out = []
+    for r in diff.replacements:
+        what = f"{r.pool_kind or r.type.rsplit(':', 1)[-1]} {r.pool or r.name}"
+        why = ", ".join(f"{f.path} {_value(f.old)} -> {_value(f.new)}"
+                        for f in r.fields if f.replaces)
+        out.append(f"REPLACES {what} (its nodes are destroyed and recreated): {why}")
+    for r in diff.destroyed_pools:
+        out.append(f"DESTROYS {r.pool_kind or 'pool'} {r.pool or r.name} ({r.key})")
+    return out
+
+
+def render_text(diff: PlanDiff) -> str:
+    lines = [f"plan diff of stack {diff.stack} against {diff.base}: "
+             f"+{len(diff.of('add'))} to add, ~{len(diff.of('change'))} to change, "
+             f"-{len(diff.of('remove'))} to remove; monthly cost "
+             f"{_usd(diff.cost_delta_usd, sign=True)}"]
+    lines += _replacement_lines(diff)
+    pools = [(p, pool_status(diff, p)) for p in diff.pools]
+    if any(s != "same" for _, s in pools):
+        lines.append("pools:")
+        for p, status in pools:
+            if status != "same":
+                lines.append(f"  {p.name} ({p.team}): {status}, nodes "
+                             f"{_nodes(p.nodes[0])} -> {_nodes(p.nodes[1])}, "
+                             f"{_usd(p.old_usd)} -> {_usd(p.new_usd)}/month "
+                             f"({_usd(p.delta_usd, sign=True)})")
+    teams = [t for t in diff.teams if t.status != "same"]
+    if teams:
+        lines.append("teams:")
+        for t in teams:
+            budget = f", budget {_usd(t.budget_usd)}" if t.budget_usd is not None else ""
+            lines.append(f"  {t.name}: {_usd(t.old_usd)} -> {_usd(t.new_usd)}/month "
+                         f"({_usd(t.delta_usd, sign=True)}){budget}")
+    if diff.resources:
+        lines.append("resources:")
+    for r in diff.resources:
+        lines += _resource_lines(r, indent="  ")
+    if diff.empty:
+        lines.append("no changes")
+    return "\n".join(lines) + "\n"
+
+
+def _resource_lines(r: ResourceChange, *, indent: str, code: str = "") -> list[str]:
+    mark = {"add": "+", "remove": "-", "change": "~"}[r.action]
+    if r.replaced:
+        mark = "+-"
+    owner = f" (pool {r.pool})" if r.pool else ""
+    out = [f"{indent}{mark} {code}{r.key}{code}{owner}"]
+    for f in r.fields:
+        flag = "  [forces replacement]" if f.replaces else ""
+        out.append(f"{indent}    {code}{f.path}{code}: {code}{_value(f.old)}{code} -> "
+                   f"{code}{_value(f.new)}{code}{flag}")
+    return out
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("<", "&lt;").replace("`", "'")
+
+
+def render_markdown(diff: PlanDiff, violations: list[Violation] | None = None) -> str:
+    """A PR comment a reviewer reads in ten seconds: the verdict line, replacements, the cost
+    per pool and team; every resource and field folded in <details>."""
+    add, change, remove = len(diff.of("add")), len(diff.of("change")), len(diff.of("remove"))
+    out = [MARKER, f"### accelfleet plan: stack `{_md(diff.stack)}` vs `{_md(diff.base)}`", ""]
+    replaced = diff.replacements + diff.destroyed_pools
+    head = (f"**{add} to add, {change} to change, {remove} to remove** · monthly cost "
+            f"**{_usd(diff.cost_delta_usd, sign=True)}**")
+    if replaced:
+        head += (f" · :warning: **{len(replaced)} replacement{'s' if len(replaced) > 1 else ''}"
+                 " destroy nodes**")
+    if violations:
+        head += f" · :x: **{len(violations)} policy violation(s)**"
+    elif violations is not None:
+        head += " · policies pass"
+    out += [head if not diff.empty else "**No changes.**", ""]
+    for line in _replacement_lines(diff):
+        out.append(f"> :warning: {_md(line)}")
+    if replaced:
+        out.append("")
+    pools = [(p, pool_status(diff, p)) for p in diff.pools]
+    changed = [(p, s) for p, s in pools if s != "same"]
+    if changed:
+        out += ["| pool | team | change | nodes | $/month | delta |", "|---|---|---|--:|--:|--:|"]
+        for p, status in changed:
+            shown = f"**{status}**" if status in ("replaced", "removed") else status
+            out.append(f"| `{_md(p.name)}` | {_md(p.team or '-')} | {shown} | "
+                       f"{_nodes(p.nodes[0])} → {_nodes(p.nodes[1])} | "
+                       f"{_usd(p.new_usd if p.status != 'removed' else 0)} | "
+                       f"{_usd(p.delta_usd, sign=True)} |")
+        out.append("")
+    teams = [t for t in diff.teams if t.status != "same"]
+    if teams:
+        out += ["| team | before | after | delta | budget |", "|---|--:|--:|--:|--:|"]
+        for t in teams:
+            over = (" :x:" if t.budget_usd is not None and t.new_usd is not None
+                    and t.new_usd > t.budget_usd else "")
+            out.append(f"| {_md(t.name)} | {_usd(t.old_usd)} | {_usd(t.new_usd)} | "
+                       f"{_usd(t.delta_usd, sign=True)} | "
+                       f"{_usd(t.budget_usd) if t.budget_usd is not None else '-'}{over} |")
+        out.append("")
+    if violations:
+        out += ["<details open><summary>Policy violations</summary>", ""]
+        out += [f"- {_md(v.render())}" for v in violations]
+        out += ["", "</details>", ""]
+    if diff.resources:
+        lines: list[str] = []
+        for r in diff.resources:
+            lines += _resource_lines(r, indent="")
+        if len(lines) > MAX_LINES:
+            lines = [*lines[:MAX_LINES], f"... {len(lines) - MAX_LINES} more lines: see the "
+                     "uploaded plan JSON or `accelfleet plan --diff --format text`"]
+        out += [f"<details><summary>Resource changes ({len(diff.resources)})</summary>", "",
+                "```diff", *lines, "```", "", "</details>", ""]
+    out.append("<sub>Offline plan (Pulumi mocks) of the stack program; replacement-forcing "
+               "inputs from the providers' ForceNew fields (components/data/replacements.yaml); "
+               "costs at list prices or the stack's rates.</sub>")
+    return "\n".join(out) + "\n"
+
+
+def render_violations_text(violations: list[Violation], *, stack: str) -> str:
+    from policies.rules import POLICIES
+
+    if not violations:
+        return (f"policies: stack {stack} passes all {len(POLICIES)} policies "
+                f"({', '.join(p.name for p in POLICIES)})\n")
+    lines = [f"policy violation: {v.render()}" for v in violations]
+    return "\n".join(lines) + "\n"
+
+
+# --- the command's diff and policy path -----------------------------------------------------
+
+FORMATS = ("text", "json", "markdown")
+
+
+def output_format(fmt: str | None, as_json: bool) -> str:
+    """`--format` (default text), with `--json` as the old spelling of `--format json`."""
+    from fleet.errors import InputError, suggest
+
+    if fmt is not None and fmt not in FORMATS:
+        near = suggest(fmt, FORMATS)
+        raise InputError(f"unknown --format {fmt!r} (accepted: {', '.join(FORMATS)})",
+                         hint=f"did you mean {near[0]!r}?" if near else "use text, json or "
+                         "markdown")
+    if as_json and fmt not in (None, "json"):
+        raise InputError(f"--json and --format {fmt} disagree", hint="give one of them")
+    return "json" if as_json else fmt or "text"
+
+
+def report(stack_file: Path, *, diff: Path | None, base_ref: str | None, fmt: str,
+           policies: bool, out: Path | None) -> None:
+    """Plan the stack; diff it against the base and/or check its policies; print or save the
+    result in `fmt`. Raises CheckFailed (exit 1) after printing when a policy is broken."""
+    import typer
+
+    from cli._output import save
+    from components.diff import diff_plans
+    from components.plan import run_plan
+    from fleet.errors import CheckFailed, InputError
+
+    if diff is not None and base_ref is not None:
+        raise InputError("--diff and --base-ref both name a base", hint="give one of them")
+    base: dict[str, Any] | None = None
+    label = ""
+    if diff is not None:  # checked before the (slower) plan
+        base, label = load_plan_json(diff), str(diff)
+    plan = json.loads(run_plan(stack_file).to_json())
+    if base_ref is not None:
+        base, label = plan_at_ref(stack_file, base_ref), base_ref
+    found: list[Violation] | None = None
+    if policies:
+        from policies.rules import check_plan
+
+        found = check_plan(plan)
+    changes = diff_plans(base, plan, base=label) if base is not None else None
+    if fmt == "json":
+        doc: dict[str, Any] = changes.to_dict() if changes else {"stack": plan.get("stack")}
+        if found is not None:
+            from policies.rules import POLICIES
+
+            doc["policies"] = [p.name for p in POLICIES]
+            doc["violations"] = [v.to_dict() for v in found]
+        text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    elif fmt == "markdown":
+        text = render_markdown(changes, found) if changes else _policies_markdown(
+            found or [], stack=str(plan.get("stack")))
+    else:
+        text = render_text(changes) if changes else ""
+        if found is not None:
+            text += render_violations_text(found, stack=str(plan.get("stack")))
+    if out is not None:
+        problem = save(out, text)
+        if problem:
+            raise InputError(problem, hint="choose another --out path")
+        typer.echo(f"wrote the {'diff' if changes else 'policy report'} of stack "
+                   f"{plan.get('stack')} to {out}")
+    else:
+        typer.echo(text, nl=False)
+    if found:
+        raise CheckFailed(f"{len(found)} policy violation(s) in stack {plan.get('stack')}",
+                          hint="fix the resources named above (each line names the policy); "
+                          "docs/plan.md lists the policies")
+
+
+def _policies_markdown(violations: list[Violation], *, stack: str) -> str:
+    from policies.rules import POLICIES
+
+    if not violations:
+        return f"{MARKER}\n**accelfleet policies:** stack `{_md(stack)}` passes all " \
+               f"{len(POLICIES)} policies.\n"
+    lines = [MARKER, f"**accelfleet policies:** stack `{_md(stack)}` has "
+             f":x: {len(violations)} violation(s)", ""]
+    return "\n".join([*lines, *[f"- {_md(v.render())}" for v in violations]]) + "\n"

@@ -1,0 +1,328 @@
+"""The difference between two offline plans (`accelfleet plan --diff`): resources added, removed
+and changed (each changed input with its old and new value), the changes that replace a node
+pool, node group or TPU slice (its nodes are destroyed), and the monthly cost delta per pool and
+per team.
+
+Pure: it reads two plan documents (the JSON of `accelfleet plan --json`, as dicts) and the
+table of replacement-forcing inputs in `components/data/replacements.yaml` (provider ForceNew
+fields, each with its source). It imports no Pulumi.
+
+    >>> from components.diff import diff_plans
+    >>> d = diff_plans(old_plan_dict, new_plan_dict)
+    >>> d.replacements, d.cost_delta_usd, d.to_dict()
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fleet.errors import CatalogError, InputError
+
+TABLE = Path(__file__).resolve().parent / "data" / "replacements.yaml"
+COMPUTED = "<computed>"
+# Components that hold one pool (as components/plan.py names them), and what to call them.
+POOL_KINDS = {"GpuNodePool": "node pool", "CpuNodePool": "node pool", "TpuSlice": "TPU slice",
+              "TpuVm": "TPU VM slice", "GpuNodeGroup": "node group",
+              "CpuNodeGroup": "node group"}
+_INDEX = re.compile(r"\[\d+\]")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Why a change to `path` replaces a resource of `type`: the provider field and source."""
+
+    type: str
+    path: str
+    terraform: str
+    kind: str  # "force_new" | "block" | "no_update_path"
+    source: str
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    path: str  # `nodeConfig.guestAccelerators[0].count`
+    old: Any
+    new: Any
+    replaces: Rule | None = None
+
+
+@dataclass
+class ResourceChange:
+    key: str  # "<type>::<name>"
+    type: str
+    name: str
+    action: str  # "add" | "remove" | "change"
+    pool: str | None  # the pool whose component holds it, if any
+    pool_kind: str | None  # node pool | node group | TPU slice | TPU VM slice
+    fields: list[FieldChange] = field(default_factory=list)
+
+    @property
+    def replaced(self) -> bool:
+        return self.action == "change" and any(f.replaces for f in self.fields)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "type": self.type, "name": self.name, "action": self.action,
+                "pool": self.pool, "pool_kind": self.pool_kind, "replaced": self.replaced,
+                "fields": [{"path": f.path, "old": f.old, "new": f.new,
+                            "replaces": None if f.replaces is None else {
+                                "terraform": f.replaces.terraform, "kind": f.replaces.kind,
+                                "source": f.replaces.source}}
+                           for f in self.fields]}
+
+
+@dataclass(frozen=True)
+class CostDelta:
+    """One pool's or team's monthly cost before and after (None: no price known)."""
+
+    name: str
+    team: str | None
+    old_usd: float | None
+    new_usd: float | None
+    old_max_usd: float | None = None
+    new_max_usd: float | None = None
+    status: str = "changed"  # added | removed | changed | same
+    nodes: tuple[int | None, int | None] = (None, None)
+    budget_usd: float | None = None
+
+    @property
+    def delta_usd(self) -> float | None:
+        if self.status == "added":
+            return self.new_usd
+        if self.status == "removed":
+            return None if self.old_usd is None else -self.old_usd
+        if self.old_usd is None or self.new_usd is None:
+            return None
+        return round(self.new_usd - self.old_usd, 2)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "team": self.team, "status": self.status,
+                "old_monthly_usd": self.old_usd, "new_monthly_usd": self.new_usd,
+                "old_max_monthly_usd": self.old_max_usd,
+                "new_max_monthly_usd": self.new_max_usd,
+                "delta_monthly_usd": self.delta_usd, "old_nodes": self.nodes[0],
+                "new_nodes": self.nodes[1], "monthly_budget_usd": self.budget_usd}
+
+
+@dataclass
+class PlanDiff:
+    stack: str
+    base: str  # where the old plan came from (a file, `git:<ref>`)
+    resources: list[ResourceChange]
+    pools: list[CostDelta]
+    teams: list[CostDelta]
+
+    def of(self, action: str) -> list[ResourceChange]:
+        return [r for r in self.resources if r.action == action]
+
+    @property
+    def replacements(self) -> list[ResourceChange]:
+        return [r for r in self.resources if r.replaced]
+
+    @property
+    def destroyed_pools(self) -> list[ResourceChange]:
+        """Pool resources removed outright (their nodes go too)."""
+        return [r for r in self.of("remove") if r.type in replacement_table()]
+
+    @property
+    def cost_delta_usd(self) -> float | None:
+        """The fleet's monthly delta over every team (None when a changed pool is unpriced)."""
+        deltas = [t.delta_usd for t in self.teams if t.status != "same"]
+        if any(d is None for d in deltas):
+            return None
+        return round(sum(d for d in deltas if d is not None), 2)
+
+    @property
+    def empty(self) -> bool:
+        return not self.resources and all(p.status == "same" for p in self.pools)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stack": self.stack, "base": self.base,
+            "summary": {"added": len(self.of("add")), "removed": len(self.of("remove")),
+                        "changed": len(self.of("change")),
+                        "replaced": [r.key for r in self.replacements],
+                        "destroyed": [r.key for r in self.destroyed_pools],
+                        "delta_monthly_usd": self.cost_delta_usd},
+            "resources": [r.to_dict() for r in self.resources],
+            "pools": [p.to_dict() for p in self.pools],
+            "teams": [t.to_dict() for t in self.teams],
+        }
+
+
+@functools.cache
+def replacement_table() -> dict[str, list[Rule]]:
+    """Resource type -> the rules that make a change replace it (from the YAML data)."""
+    from ruamel.yaml import YAML
+
+    try:
+        data = YAML(typ="safe").load(TABLE.read_text(encoding="utf-8"))
+        out: dict[str, list[Rule]] = {}
+        for type_, entry in data["types"].items():
+            src = entry["source"]
+            source = f"{src['repo']}@{src['commit'][:12]} ({', '.join(src['files'])})"
+            rules = [Rule(type_, p, tf, "force_new", source)
+                     for p, tf in (entry.get("replace_on_change") or {}).items()]
+            rules += [Rule(type_, p, tf, "block", source)
+                      for p, tf in (entry.get("replace_on_block") or {}).items()]
+            rules += [Rule(type_, p, v["terraform"], "no_update_path", source, v["why"])
+                      for p, v in (entry.get("no_update_path") or {}).items()]
+            out[type_] = rules
+        return out
+    except (OSError, KeyError, TypeError, AttributeError) as exc:
+        raise CatalogError(f"cannot read the replacement table {TABLE}: {exc}") from None
+
+
+def rule_for(type_: str, path: str, old: Any, new: Any) -> Rule | None:
+    """The rule that makes this change replace a resource of `type_`, or None."""
+    plain = _INDEX.sub("", path)
+    for rule in replacement_table().get(type_, ()):
+        if rule.kind == "block":
+            if plain == rule.path and (old is None or new is None or _lengths_differ(old, new)):
+                return rule
+        elif plain == rule.path or plain.startswith(rule.path + ".") \
+                or rule.path.startswith(plain + "."):
+            return rule
+    return None
+
+
+def _lengths_differ(old: Any, new: Any) -> bool:
+    return isinstance(old, list) and isinstance(new, list) and len(old) != len(new)
+
+
+def diff_values(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, Any]]:
+    """Every leaf (or whole list / missing key) where `old` and `new` differ, with its path."""
+    if old == new:
+        return []
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[tuple[str, Any, Any]] = []
+        for key in sorted(set(old) | set(new)):
+            sub = f"{path}.{key}" if path else str(key)
+            out += diff_values(old.get(key), new.get(key), sub)
+        return out
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new) \
+            and all(isinstance(o, dict) and isinstance(n, dict)
+                    for o, n in zip(old, new, strict=True)):
+        out = []
+        for i, (o, n) in enumerate(zip(old, new, strict=True)):
+            out += diff_values(o, n, f"{path}[{i}]")
+        return out
+    return [(path, old, new)]
+
+
+def _resources(plan: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for r in plan.get("resources") or []:
+        key = f"{r.get('type')}::{r.get('name')}"
+        if key in out:  # the same type and name under two parents: keep both apart
+            key = f"{key}@{r.get('parent')}"
+        out[key] = r
+    return out
+
+
+def pool_owners(plan: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """Resource key -> (pool, pool kind) for everything under a pool's component."""
+    pools = plan.get("pools") or []
+    names: dict[str, str] = {}
+    for p in pools:
+        names[p["name"]] = p["name"]
+        if p.get("cluster"):
+            names[f"{p['cluster']}-{p['name']}"] = p["name"]
+    for s in plan.get("system_pools") or []:
+        if s.get("cluster"):
+            names[f"{s['cluster']}-{s.get('name', 'system')}"] = \
+                f"{s['cluster']}/{s.get('name', 'system')}"
+    res = plan.get("resources") or []
+    parent = {f"{r['type']}::{r['name']}": r.get("parent") for r in res}
+    out: dict[str, tuple[str, str]] = {}
+    for key in parent:
+        seen: set[str] = set()
+        cur: str | None = key
+        while cur and cur not in seen:
+            seen.add(cur)
+            type_, _, name = cur.partition("::")
+            kind = type_.rsplit(":", 1)[-1]
+            if type_.startswith("accelfleet:") and kind in POOL_KINDS and name in names:
+                out[key] = (names[name], POOL_KINDS[kind])
+                break
+            cur = parent.get(cur)
+    return out
+
+
+def _num(value: Any) -> float | None:
+    """A cost field read defensively: a number, or None (missing, null, not a number)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, dict):  # a richer cost record: its monthly figure
+        return _num(value.get("monthly_usd"))
+    return None
+
+
+def _cost_rows(plan: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    rows = {p["name"]: p for p in plan.get("pools") or []}
+    for s in plan.get("system_pools") or []:
+        rows[f"{s.get('cluster')}/{s.get('name', 'system')}"] = s
+    return rows
+
+
+def _delta(name: str, old: dict[str, Any] | None, new: dict[str, Any] | None,
+           nodes: bool = True) -> CostDelta:
+    status = "added" if old is None else "removed" if new is None else "changed"
+    o, n = old or {}, new or {}
+    row = CostDelta(
+        name=name, team=(n or o).get("team"), old_usd=_num(o.get("monthly_usd")),
+        new_usd=_num(n.get("monthly_usd")), old_max_usd=_num(o.get("max_monthly_usd")),
+        new_max_usd=_num(n.get("max_monthly_usd")), status=status,
+        nodes=(o.get("nodes"), n.get("nodes")) if nodes else (None, None),
+        budget_usd=_num((n or o).get("monthly_budget_usd")))
+    if status == "changed" and row.old_usd == row.new_usd and row.nodes[0] == row.nodes[1] \
+            and row.old_max_usd == row.new_max_usd:
+        row = dataclasses.replace(row, status="same")
+    return row
+
+
+def diff_plans(old: dict[str, Any], new: dict[str, Any], *, base: str = "base") -> PlanDiff:
+    """What applying `new` over `old` adds, removes and changes, and what it costs."""
+    for which, plan in (("base", old), ("new", new)):
+        if not isinstance(plan, dict) or not isinstance(plan.get("resources", []), list):
+            raise InputError(f"the {which} plan is not an `accelfleet plan --json` document",
+                             hint="save one with `accelfleet plan STACK --json --out plan.json`")
+    before, after = _resources(old), _resources(new)
+    owners_before, owners_after = pool_owners(old), pool_owners(new)
+    changes: list[ResourceChange] = []
+    for key in sorted(set(before) | set(after)):
+        o, n = before.get(key), after.get(key)
+        r = n or o
+        assert r is not None
+        if not r.get("custom", True):
+            continue  # a component: no inputs of its own; its resources say what changed
+        pool, kind = (owners_after.get(key) or owners_before.get(key) or (None, None))
+        if o is None or n is None:
+            changes.append(ResourceChange(key, r["type"], r["name"],
+                                          "add" if o is None else "remove", pool, kind))
+            continue
+        fields = [FieldChange(p, a, b, rule_for(r["type"], p, a, b))
+                  for p, a, b in diff_values(o.get("inputs") or {}, n.get("inputs") or {})
+                  if not (a == COMPUTED and b == COMPUTED)]
+        for attr in ("parent", "provider"):
+            if o.get(attr) != n.get(attr):
+                fields.append(FieldChange(f"({attr})", o.get(attr), n.get(attr)))
+        if fields:
+            changes.append(ResourceChange(key, r["type"], r["name"], "change", pool, kind,
+                                          fields))
+    rows_old, rows_new = _cost_rows(old), _cost_rows(new)
+    pools = [_delta(name, rows_old.get(name), rows_new.get(name))
+             for name in sorted(set(rows_old) | set(rows_new))]
+    teams_old = {t["name"]: t for t in old.get("teams") or []}
+    teams_new = {t["name"]: t for t in new.get("teams") or []}
+    teams = [_delta(name, teams_old.get(name), teams_new.get(name), nodes=False)
+             for name in sorted(set(teams_old) | set(teams_new))]
+    return PlanDiff(stack=str(new.get("stack") or old.get("stack") or "?"), base=base,
+                    resources=changes, pools=pools, teams=teams)
