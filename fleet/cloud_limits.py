@@ -31,7 +31,7 @@ def known_regions(r: Reporter, spec: FleetSpec) -> set[Cloud]:
             continue
         near = suggest(declared.region, regions.zones)
         r.add(f"clouds.{cloud}.region",
-              f"{declared.region!r} is not a {'Google Cloud' if cloud == 'gcp' else 'AWS'} "
+              f"{declared.region!r} is not {'a Google Cloud' if cloud == 'gcp' else 'an AWS'} "
               "region" + (f"; did you mean {', '.join(map(repr, near))}?" if near else ""),
               "use a region the cloud offers (fleet/catalog/data/regions.yaml lists them)",
               tuple(near) or tuple(sorted(regions.zones))[:12])

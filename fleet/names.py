@@ -93,8 +93,8 @@ def first_problem(catalog: Catalog, value: str, places: Iterable[str]
 
 def fixed_name(value: str, rule: NameRule, taken: Iterable[str] = ()) -> str | None:
     """A name like `value` that fits `rule` and is not taken, or None."""
-    base = re.sub(r"[^a-z0-9-]+", "-", value.lower()).strip("-")
-    base = re.sub(r"-{2,}", "-", base)
+    base = "".join(c if rule.allows(c) else "-" for c in value.lower())
+    base = re.sub(r"-{2,}", "-", base).strip("-._")
     if base and not base[0].isalpha() and rule.pattern.pattern.startswith("[a-z]"):
         base = f"x-{base}"
     taken = set(taken)

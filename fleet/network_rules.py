@@ -176,7 +176,7 @@ def _eks_capacity(r: Reporter, at: str, vpc: Net, members: Sequence[ResolvedPool
             room = 16 if vpc.prefixlen > 16 else None
             r.add(f"{at}.cidr", f"zone {zone}'s subnet is a /{subnet.prefixlen} of {vpc} with "
                   f"{holds:,} addresses, and its nodes at their largest may take {need:,} "
-                  f"(each node up to its max Pods, {facts.eks_max_pods_source}; "
-                  f"{_listing(users)})",
+                  "(the VPC CNI gives each pod an address: each node up to its max Pods, "
+                  f"limits.yaml eks_max_pods; {_listing(users)})",
                   (f"use a larger VPC range, e.g. {_with_prefix(vpc, room)}, or " if room
                    else "") + "spread the pools over more zones, or make them smaller")

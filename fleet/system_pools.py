@@ -113,7 +113,8 @@ def _resolve(checks: Checks, cluster: Cluster, region: str, pools: Sequence[Pool
                 cluster=cluster.name, nodes=nodes, autoscaling=auto,
                 zones=list(sp.zones) or default_zones(cloud, region, pools),
                 disk_size_gb=sp.disk_size_gb or defaults.disk_size_gb)
-    checks._zones(pool, at, cloud, region)
+    if sp.zones:  # defaulted zones are the pools' (checked there) or the padding letters
+        checks._zones(pool, at, cloud, region)
     checks._nodes_per_zone(pool, at, cloud)
     # costed with every other pool by `fleet.costs` (stack rates, list prices)
     return ResolvedPool(spec=pool, cloud=cloud, region=region, cluster=cluster, shape=shape,

@@ -39,7 +39,7 @@ class NameRule:
             return "has upper-case letters"
         if self.pattern.fullmatch(value):
             return None
-        bad = [c for c in dict.fromkeys(value) if not self._allows(c)]
+        bad = [c for c in dict.fromkeys(value) if not self.allows(c)]
         if bad:
             shown = ", ".join(repr(c) for c in bad[:5])
             return f"has {shown}, which it may not hold"
@@ -51,7 +51,7 @@ class NameRule:
             return f"ends with {value[-1]!r}, which it may not end with"
         return "has a form it does not take"
 
-    def _allows(self, char: str) -> bool:
+    def allows(self, char: str) -> bool:
         """Whether the rule takes `char` somewhere in a name."""
         return any(self.pattern.fullmatch(probe) for probe in
                    (char, f"a{char}a", f"a{char}1", f"1{char}1", f"a{char}", f"{char}a"))
