@@ -101,9 +101,11 @@ def check_pool_bounds(r: Reporter, pool: ResolvedPool, warnings: list[Problem]) 
         zones = max(len(spec.zones), 1)
         per_zone = -(-most // zones)
         if per_zone > zone.value:
+            spread = f"{most:,} nodes over {zones} zones" if zones > 1 else \
+                f"{most:,} nodes in one zone"
             _refuse(r, f"{at}.{field}", "a GKE node pool's nodes per zone", per_zone, zone,
-                    f"use at most {zone.value * zones:,} nodes over these {zones} zone(s), add "
-                    "zones, or split the pool", detail=f" ({most:,} nodes over {zones} zone(s))")
+                    f"use at most {zone.value:,} nodes per zone ({zone.value * zones:,} in "
+                    "all), add zones, or split the pool", detail=f" ({spread})")
     if pool.cloud == "aws":
         group = b["eks_nodes_per_node_group"]
         if most > group.value:

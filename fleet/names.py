@@ -205,7 +205,9 @@ def _label_key(r: Reporter, where: str, key: str, what: str) -> None:
         return
     if slash:
         check_name(r, where, f"the prefix of {what} {key!r}:", prefix, ("k8s_label_prefix",))
-    check_name(r, where, f"the name of {what} {key!r}:", name, ("k8s_label_name",))
+        check_name(r, where, f"the name part of {what} {key!r}:", name, ("k8s_label_name",))
+    else:
+        check_name(r, where, what, key, {"k8s_label_name": f"a Kubernetes {what}"})
 
 
 def check_namespace(r: Reporter, spec: FleetSpec) -> None:
