@@ -17,13 +17,13 @@ from fleet.catalog import image_ref_problem, load_catalog
 from fleet.errors import InputError, UnknownNameError
 from fleet.inventory import Inventory
 from smoke._bundle import MOUNT_PATH, configmap_data
+from smoke._templates import _environment, render_text
 from smoke._workload import (
     NAME_MAX,
     RUN_LABEL,
     TPU_VM_SKIP,
     RenderedRun,
     RenderOptions,
-    _environment,
     load_images,
     render_run,
     workload_name,
@@ -366,7 +366,7 @@ def test_placeholders_give_the_objects_the_full_text_parses_to(
     fast = render_run(inv, RenderOptions(run_id="r1"))
 
     def whole_text(template: str, context: dict[str, Any]) -> list[dict[str, Any]]:
-        text = workload.render_text(template, context)
+        text = render_text(template, context)
         return [d for d in YAML(typ="safe", pure=True).load_all(text) if d is not None]
 
     monkeypatch.setattr(workload, "_render", whole_text)
