@@ -14,9 +14,10 @@ Per cluster, a Namespace (shared by every run) and a ConfigMap with the agent's 
   the exclusive-topology annotation keeps each slice on its own node pool.
 - Cloud TPU VMs (`runtime: tpu-vm`) and pools with no node are skipped, with the reason.
 
-The manifests come from jinja2 templates (`smoke/templates`, `smoke/_templates.py`) in which every value is inserted
-through `tojson` (the environment refuses anything else), so a hostile name or label value
-stays data; the text is parsed back into dicts with a YAML 1.2 safe loader.
+The manifests come from jinja2 templates (`smoke/templates`, rendered by `smoke/_templates.py`)
+in which every value is inserted through `tojson` (the environment refuses anything else), so a
+hostile name or label value stays data; the text is parsed back into dicts with a YAML 1.2 safe
+loader.
 """
 
 from __future__ import annotations
