@@ -24,21 +24,44 @@ def plan(
                        ] = False,
     out: Annotated[Path | None, typer.Option("--out", help="Write the plan to FILE instead.",
                                              show_default=False)] = None,
+    diff: Annotated[Path | None, typer.Option(
+        "--diff", metavar="BASE", show_default=False,
+        help="Show what changed against BASE, a saved `plan --json` file: resources added, "
+        "removed and changed, replacements that destroy nodes, cost per pool and team.")] = None,
+    base_ref: Annotated[str | None, typer.Option(
+        "--base-ref", metavar="REF", show_default=False,
+        help="Diff against the same stack file at git REF (e.g. origin/main), planned the "
+        "same way.")] = None,
+    fmt: Annotated[str | None, typer.Option(
+        "--format", metavar="text|json|markdown", show_default=False,
+        help="Output format (default text); markdown is a pull-request comment.")] = None,
+    policies: Annotated[bool, typer.Option(
+        "--policies", help="Check the plan against accelfleet's policies (policies/rules.py): "
+        "one line per violation, exit 1 when any.")] = False,
 ) -> None:
     """Run the stack's Pulumi program offline (Pulumi's mocks: no CLI, no credentials) and
     show every resource it would create, grouped by cluster and pool, with each pool's and
     team's monthly cost range (list prices, or the stack's `prices:`).
 
-    Exit 0 with the plan; 2 when the stack file is missing or its fleet is invalid.
+    Exit 0 with the plan (or the diff); 1 when `--policies` finds a violation; 2 when the
+    stack file, the base plan or the git ref is missing or invalid; 3 on an internal error.
     """
     from cli._output import save, writable
+    from cli.plan_diff import output_format, report
     from components.plan import run_plan
     from fleet.errors import InputError
     from fleet.stackfile import EXAMPLE_STACK
 
     writable(out)  # before any work
+    style = output_format(fmt, as_json)
+    if diff is not None or base_ref is not None or policies:
+        report(stack_file or EXAMPLE_STACK, diff=diff, base_ref=base_ref, fmt=style,
+               policies=policies, out=out)
+        return
     result = run_plan(stack_file or EXAMPLE_STACK)
-    text = result.to_json() if as_json else render(result)
+    text = result.to_json() if style == "json" else render(result)
+    if style == "markdown":
+        text = f"```text\n{text}```\n"
     if out is not None:
         problem = save(out, text)
         if problem:

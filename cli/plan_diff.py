@@ -103,7 +103,8 @@ def plan_at_ref(stack_file: Path, ref: str) -> dict[str, Any]:
             raise InputError(f"the base version of {stack_file} (at {ref}) does not plan: "
                              f"{exc.message}".replace(str(base), f"{ref}:{stack_file.name}"),
                              hint=exc.hint) from None
-    return json.loads(json.dumps(result, sort_keys=True))  # the JSON form, as saved plans are
+    saved: dict[str, Any] = json.loads(json.dumps(result, sort_keys=True))  # as saved plans are
+    return saved
 
 
 # --- rendering ------------------------------------------------------------------------------
@@ -207,15 +208,16 @@ def render_markdown(diff: PlanDiff, violations: list[Violation] | None = None) -
     head = (f"**{add} to add, {change} to change, {remove} to remove** · monthly cost "
             f"**{_usd(diff.cost_delta_usd, sign=True)}**")
     if replaced:
-        head += (f" · :warning: **{len(replaced)} replacement{'s' if len(replaced) > 1 else ''}"
-                 " destroy nodes**")
+        many = len(replaced) > 1
+        head += (f" · :warning: **{len(replaced)} replacement{'s' if many else ''} "
+                 f"destroy{'' if many else 's'} nodes**")
     if violations:
         head += f" · :x: **{len(violations)} policy violation(s)**"
     elif violations is not None:
         head += " · policies pass"
     out += [head if not diff.empty else "**No changes.**", ""]
     for line in _replacement_lines(diff):
-        out.append(f"> :warning: {_md(line)}")
+        out.append(f"> :warning: {_md(line).replace(' -> ', ' → ')}")
     if replaced:
         out.append("")
     pools = [(p, pool_status(diff, p)) for p in diff.pools]

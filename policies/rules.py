@@ -63,8 +63,11 @@ class Violation:
 
 
 def get(value: Any, path: str, default: Any = None) -> Any:
-    """`get(inputs, "nodeConfig.shieldedInstanceConfig.enableSecureBoot")`: None-safe."""
+    """`get(inputs, "nodeConfig.shieldedInstanceConfig.enableSecureBoot")`: None-safe; under
+    a computed value, computed."""
     for key in path.split("."):
+        if value == COMPUTED:
+            return COMPUTED
         if not isinstance(value, Mapping) or key not in value:
             return default
         value = value[key]
@@ -170,14 +173,15 @@ def public_endpoint_needs_cidrs(type_: str, inputs: Mapping[str, Any]) -> list[s
     if type_ == GKE_CLUSTER:
         if _truthy(get(inputs, "privateClusterConfig.enablePrivateEndpoint")):
             return []
-        cidrs = [b.get("cidrBlock") for b in
-                 get(inputs, "masterAuthorizedNetworksConfig.cidrBlocks") or []
-                 if isinstance(b, Mapping)]
+        blocks = get(inputs, "masterAuthorizedNetworksConfig.cidrBlocks") or []
+        cidrs = [COMPUTED] if blocks == COMPUTED else [
+            b.get("cidrBlock") if isinstance(b, Mapping) else b for b in blocks]
         where = "masterAuthorizedNetworksConfig.cidrBlocks"
     else:  # EKS: the public endpoint is on unless endpointPublicAccess is false
         if _falsy(get(inputs, "vpcConfig.endpointPublicAccess")):
             return []
-        cidrs = list(get(inputs, "vpcConfig.publicAccessCidrs") or [])
+        listed = get(inputs, "vpcConfig.publicAccessCidrs")
+        cidrs = [] if listed is None else [COMPUTED] if listed == COMPUTED else list(listed)
         where = "vpcConfig.publicAccessCidrs"
     if any(c == COMPUTED for c in cidrs):
         return []
