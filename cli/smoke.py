@@ -5,6 +5,7 @@ torch and jax are imported only inside the command, by the chosen backend.
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -12,6 +13,17 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cli._errors import command
+from cli.smoke_options import (
+    ContextOpt,
+    HistoryOpt,
+    HtmlOpt,
+    KubeconfigOpt,
+    MetricsOpt,
+    NoHistoryOpt,
+    OutputsOpt,
+    StackArg,
+    check_outputs,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -19,12 +31,14 @@ if TYPE_CHECKING:
     from rich.progress import TaskID
     from rich.table import Table
 
+    from smoke._quarantine import Cap
     from smoke._sources import RunSource
     from smoke._workload import RenderedRun
 
 app = typer.Typer(rich_markup_mode="markdown",
                   help="Prove accelerators perform: run smoke probes here (local) or on every "
-                  "node of a deployed fleet (run, render).", no_args_is_help=True)
+                  "node of a deployed fleet (run, render); act on the verdict (release, "
+                  "status) and follow each node over time (history).", no_args_is_help=True)
 
 
 class BackendOpt(StrEnum):
@@ -72,6 +86,10 @@ def local(
         min=0, help="Fail any device whose bf16 matmul is below this many TFLOP/s.")] = None,
     min_gbps: Annotated[float | None, typer.Option(
         min=0, help="Fail any device whose memory bandwidth is below this many GB/s.")] = None,
+    html: HtmlOpt = None,
+    metrics: MetricsOpt = None,
+    history: HistoryOpt = None,
+    no_history: NoHistoryOpt = False,
 ) -> None:
     """Run the smoke probes on this machine's devices and judge each device.
 
@@ -88,6 +106,7 @@ def local(
     from smoke.report import summary, table
 
     writable(junit)
+    check_outputs(html, metrics, history, no_history)
     err = Console(stderr=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   console=err, transient=True, disable=not err.is_terminal) as bar:
@@ -102,8 +121,14 @@ def local(
         out.print(table(report))
         out.print(summary(report))
     from cli._output import save
+    from cli.smoke_options import keep
+    from smoke._run import RunReport
+    from smoke.launcher import new_run_id
 
     unsaved = save(junit, junit_xml(report)) if junit is not None else None
+    kept = keep(RunReport.of_host(report, "l" + new_run_id()[1:]), kind="local", html=html,
+                metrics=metrics, history=history, no_history=no_history)
+    unsaved = "; ".join([unsaved, *kept] if unsaved else kept) or None
     if not report.ok:
         names = ", ".join(f"{r.device} {r.probe}" for r in report.failures)
         raise CheckFailed(f"{len(report.failures)} smoke check(s) failed on {report.host}: "
@@ -111,8 +136,8 @@ def local(
                           hint="see each failure's reason above; rerun one tier "
                           "with --tier to narrow it down")
     if unsaved:
-        raise InputError(unsaved, hint="the results are printed above; choose a writable "
-                         "path for --junit next time")
+        raise InputError(unsaved, hint="the results are printed above; choose writable "
+                         "paths for --junit, --html, --metrics and --history next time")
 
 
 class _LiveTable:
@@ -156,12 +181,6 @@ def _pool_names(value: str | None) -> list[str] | None:
     return None if not value else [p.strip() for p in value.split(",") if p.strip()]
 
 
-StackArg = Annotated[Path | None, typer.Argument(
-    help="A `stacks/Pulumi.<stack>.yaml` file (default: the example stack, unless --outputs).",
-    show_default=False)]
-OutputsOpt = Annotated[Path | None, typer.Option(
-    "--outputs", metavar="FILE", help="A saved `pulumi stack output --json --show-secrets`: "
-    "the deployed inventory and the clusters' kubeconfigs.", show_default=False)]
 PoolsOpt = Annotated[str | None, typer.Option(
     "--pools", metavar="A,B", help="Only these pools (comma-separated names).", show_default=False)]
 TierOpt = Annotated[int | None, typer.Option(
@@ -232,12 +251,8 @@ def render(
 def run(
     stack_file: StackArg = None,
     outputs: OutputsOpt = None,
-    kubeconfig: Annotated[Path | None, typer.Option(
-        "--kubeconfig", metavar="FILE", help="Kubeconfig to read contexts from (default: "
-        "$KUBECONFIG or ~/.kube/config).", show_default=False)] = None,
-    context: Annotated[list[str] | None, typer.Option(
-        "--context", metavar="CLUSTER=CTX", help="Reach cluster CLUSTER through kubeconfig "
-        "context CTX. Repeatable.", show_default=False)] = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
     pools: PoolsOpt = None,
     tier: TierOpt = None,
     timeout_s: TimeoutOpt = None,
@@ -251,13 +266,27 @@ def run(
         "--out", metavar="DIR", help="Keep the run here: run.json, junit.xml and the "
         "submitted manifests.",
         show_default=False)] = None,
+    quarantine: Annotated[bool, typer.Option(
+        "--quarantine", help="Cordon, taint (accelfleet.io/smoke=failed:NoSchedule), label "
+        "and annotate every node that failed, with an Event saying why; a TPU slice goes "
+        "whole. Never on warn or skipped.")] = False,
+    max_quarantine: Annotated[str | None, typer.Option(
+        "--max-quarantine", metavar="N|P%", help="At most this many nodes per pool (slices "
+        "for TPU pools), counting those quarantined already; default 10% of the pool, at "
+        "least one. Past it nothing more is quarantined and the run exits 1.",
+        show_default=False)] = None,
+    html: HtmlOpt = None,
+    metrics: MetricsOpt = None,
+    history: HistoryOpt = None,
+    no_history: NoHistoryOpt = False,
 ) -> None:
     """Run the smoke probes on every node the stack provisioned, in parallel on every cluster
     and pool, and judge every node, device and fabric.
 
     Exit 0 when nothing failed (warnings are fine); 1 when something failed (each failure is
-    named: pool, node, device, probe); 2 for bad input or a cluster that cannot be reached;
-    130 when interrupted (every object the run created is deleted first).
+    named: pool, node, device, probe) or a pool's quarantine cap was reached; 2 for bad input
+    or a cluster that cannot be reached; 130 when interrupted (every object the run created
+    is deleted first).
     """
     import signal
     import threading
@@ -274,6 +303,8 @@ def run(
 
     writable(junit)
     writable(out, directory=True)
+    check_outputs(html, metrics, history, no_history)
+    cap = _cap(quarantine, max_quarantine)
     rendered, source, timeout = _render(stack_file, outputs, pools, tier, timeout_s, image)
     used = sorted({w.cluster for w in rendered.pools if w.kind != "skipped"})
     clients = connect([source.clusters[c] for c in used], kubeconfig=kubeconfig,
@@ -295,8 +326,18 @@ def run(
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+    taken = None
+    if cap is not None and not report.cancelled:
+        from smoke._quarantine import quarantine as take_out
+
+        taken = take_out(report, clients, pools={p.name: p for p in source.inventory.pools},
+                         cap=cap)
+    doc = json.dumps({**report.to_dict(), **({"quarantine": taken.to_dict()} if taken else {})},
+                     indent=2, sort_keys=True)
     if as_json:
-        typer.echo(report.to_json())
+        typer.echo(doc)
+        for line in taken.lines() if taken else []:
+            typer.echo(line, err=True)
     else:
         from cli._output import console
         from smoke.report import run_summary, run_table
@@ -304,19 +345,27 @@ def run(
         c = console()
         c.print(run_table(report))
         c.print(run_summary(report))
+        for line in taken.lines() if taken else []:
+            c.print(line, markup=False)
     from cli._output import save
+    from cli.smoke_options import keep
 
     files = {junit: junit_xml(report)} if junit is not None else {}
     if out is not None:
-        files |= {out / "run.json": report.to_json(), out / "junit.xml": junit_xml(report)}
+        files |= {out / "run.json": doc, out / "junit.xml": junit_xml(report)}
     unsaved = [p for p in (save(path, text) for path, text in files.items()) if p]
+    if not report.cancelled:
+        unsaved += keep(report, kind="cluster", html=html, metrics=metrics, history=history,
+                        no_history=no_history, quarantine=taken)
     if report.cancelled:
         typer.echo(f"interrupted: run {report.run_id} stopped; every object it created was "
                    "deleted" if not report.cleanup_errors else "; ".join(report.cleanup_errors),
                    err=True)
         raise typer.Exit(130)
-    if not report.ok:
+    if not report.ok or (taken is not None and not taken.ok):
         lines = [f.line() for f in report.failures] + list(report.cleanup_errors) + unsaved
+        if taken is not None:
+            lines += [a.line() for a in taken.of("error")] + [f"CAP {c}" for c in taken.capped]
         raise CheckFailed(f"{len(lines)} smoke check(s) failed in run {report.run_id}:\n  "
                           + "\n  ".join(lines[:50]), hint="read each reason above; rerun one "
                           "pool with --pools, or lower --tier to narrow it down")
@@ -325,9 +374,27 @@ def run(
                          "writable path for --junit / --out next time")
 
 
+def _cap(quarantine: bool, max_quarantine: str | None) -> Cap | None:
+    from fleet.errors import InputError
+    from smoke._quarantine import DEFAULT_CAP, Cap
+
+    if max_quarantine is not None and not quarantine:
+        raise InputError("--max-quarantine only applies with --quarantine",
+                         hint="add --quarantine, or leave --max-quarantine out")
+    return Cap.parse(max_quarantine or DEFAULT_CAP) if quarantine else None
+
+
 class _Null:
     def __enter__(self) -> None:
         return None
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+# The commands that act on a run's verdict and read the history live beside this module.
+from cli import smoke_history, smoke_nodes  # noqa: E402
+
+app.command()(smoke_nodes.release)
+app.command()(smoke_nodes.status)
+app.command()(smoke_history.history)

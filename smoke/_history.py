@@ -290,6 +290,15 @@ class History:
                       c.result.details.get("floor"), c.result.verdict.value)
                      for c in pool.checks if c.node is not None]
         now = datetime.now(UTC).isoformat(timespec="seconds")
+        try:
+            return self._insert(run, kind, rows, now)
+        except sqlite3.Error as exc:
+            raise InputError(f"cannot write the smoke history {self.path}: {exc}",
+                             hint="check the disk and the file's permissions, or pass "
+                             "--history PATH / --no-history") from None
+
+    def _insert(self, run: RunReport, kind: str, rows: list[tuple[Any, ...]], now: str
+                ) -> bool:
         with self._write():
             cur = self.conn.execute(
                 "INSERT OR IGNORE INTO runs (run_id, kind, stack, started_at, duration_s, "

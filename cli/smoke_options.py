@@ -1,0 +1,93 @@
+"""Options the `accelfleet smoke` commands share, and what every run keeps afterwards: the
+HTML report, the OpenMetrics file and the history record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from smoke._quarantine import ActionReport
+    from smoke._run import RunReport
+
+StackArg = Annotated[Path | None, typer.Argument(
+    help="A `stacks/Pulumi.<stack>.yaml` file (default: the example stack, unless --outputs).",
+    show_default=False)]
+OutputsOpt = Annotated[Path | None, typer.Option(
+    "--outputs", metavar="FILE", help="A saved `pulumi stack output --json --show-secrets`: "
+    "the deployed inventory and the clusters' kubeconfigs.", show_default=False)]
+KubeconfigOpt = Annotated[Path | None, typer.Option(
+    "--kubeconfig", metavar="FILE", help="Kubeconfig to read contexts from (default: "
+    "$KUBECONFIG or ~/.kube/config).", show_default=False)]
+ContextOpt = Annotated[list[str] | None, typer.Option(
+    "--context", metavar="CLUSTER=CTX", help="Reach cluster CLUSTER through kubeconfig "
+    "context CTX. Repeatable.", show_default=False)]
+HtmlOpt = Annotated[Path | None, typer.Option(
+    "--html", metavar="FILE", help="Write the report as one self-contained HTML file (charts "
+    "of every device against its peak and floor; opens with no network).",
+    show_default=False)]
+MetricsOpt = Annotated[Path | None, typer.Option(
+    "--metrics", metavar="FILE", help="Write this run as OpenMetrics text, for "
+    "node-exporter's textfile collector or a Pushgateway (written atomically).",
+    show_default=False)]
+HistoryOpt = Annotated[Path | None, typer.Option(
+    "--history", metavar="PATH", help="The SQLite smoke history to append this run to "
+    "(default: .accelfleet/history.sqlite, or $ACCELFLEET_HISTORY).", show_default=False)]
+NoHistoryOpt = Annotated[bool, typer.Option(
+    "--no-history", help="Do not record this run in the smoke history.")]
+
+
+def check_outputs(html: Path | None, metrics: Path | None, history: Path | None,
+                  no_history: bool) -> None:
+    """Refuse unusable output paths before any work."""
+    from cli._output import writable
+    from fleet.errors import InputError
+
+    writable(html)
+    writable(metrics)
+    if history is not None and no_history:
+        raise InputError("--history and --no-history contradict each other",
+                         hint="keep one of them")
+    if not no_history:
+        from smoke._history import default_path
+
+        writable(history or default_path())
+
+
+def keep(run: RunReport, *, kind: str, html: Path | None, metrics: Path | None,
+         history: Path | None, no_history: bool,
+         quarantine: ActionReport | None = None) -> list[str]:
+    """Write the HTML report and metrics, append to the history, and print on stderr what the
+    history says drifted. Returns what could not be kept, in words (the results are shown
+    already, so nothing measured is lost)."""
+    from cli._output import save
+    from fleet.errors import AccelfleetError
+
+    problems = []
+    if html is not None:
+        from smoke._html import render_html
+
+        problem = save(html, render_html(run, quarantine=quarantine))
+        if problem:
+            problems.append(problem)
+    if metrics is not None:
+        from smoke._metrics import write_metrics
+
+        problem = write_metrics(run, metrics)
+        if problem:
+            problems.append(problem)
+    if not no_history:
+        from smoke._history import default_path, record
+
+        try:
+            drifted = record(run, history or default_path(), kind=kind)
+        except AccelfleetError as exc:
+            problems.append(f"not recorded in the history: {exc.message}")
+        else:
+            for t in drifted:
+                typer.echo(f"DRIFT {t.pool} {t.node} {t.probe}: " + "; ".join(t.drift)
+                           + " (still judged by the catalog floor; `accelfleet smoke history "
+                           f"--node {t.node}` shows the trend)", err=True)
+    return problems
