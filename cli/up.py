@@ -1,0 +1,168 @@
+"""`accelfleet up` and `accelfleet preview`: the stack through Pulumi's Automation API, then
+smoke on the pools that changed. Pulumi is imported only inside the commands."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from cli._errors import command
+
+if TYPE_CHECKING:
+    from components.deploy import Engine
+
+StackArg = Annotated[Path | None, typer.Argument(
+    help="A `stacks/Pulumi.<stack>.yaml` file of this project (default: the example stack).",
+    show_default=False)]
+PolicyOpt = Annotated[bool, typer.Option(
+    "--policy-pack", help="Run accelfleet's CrossGuard pack (policies/, needs the `policy` "
+    "extra) with the engine.")]
+# Tests swap these: an engine that replays recorded events, a smoke runner that records argv.
+engine_factory: Callable[[str, list[str]], Engine] | None = None
+smoke_runner: Callable[[Sequence[str]], int] | None = None
+
+
+def _engine(stack: str, packs: list[str]) -> Engine:
+    from components.deploy import AutomationEngine, require_pulumi_cli
+
+    if engine_factory is not None:
+        return engine_factory(stack, packs)
+    require_pulumi_cli()
+    return AutomationEngine(stack=stack, policy_packs=packs)
+
+
+def _stack(stack_file: Path | None) -> tuple[Path, str, dict[str, Any]]:
+    """(stack file, stack name, offline plan JSON) of a valid stack Pulumi can select."""
+    import json
+
+    from components.deploy import PROJECT_DIR
+    from components.plan import run_plan
+    from fleet.errors import InputError
+    from fleet.stackfile import EXAMPLE_STACK, stack_name
+
+    path = stack_file or EXAMPLE_STACK
+    name = stack_name(path)
+    expected = (PROJECT_DIR / "stacks" / f"Pulumi.{name}.yaml").resolve()
+    if path.resolve() != expected:
+        raise InputError(f"Pulumi reads stack {name!r} from {expected}, not {path}",
+                         hint="put the stack file in this project's stacks/ directory")
+    return path, name, json.loads(run_plan(path).to_json())  # validates first (exit 2)
+
+
+def _packs(policy_pack: bool) -> list[str]:
+    from components.deploy import PROJECT_DIR
+
+    return [str(PROJECT_DIR / "policies")] if policy_pack else []
+
+
+def _printer(events: list[Any]) -> Callable[[Any], None]:
+    def on_event(event: Any) -> None:
+        events.append(event)
+
+    return on_event
+
+
+@command
+def preview(stack_file: StackArg = None, policy_pack: PolicyOpt = False) -> None:
+    """Preview the stack with the Pulumi engine (Automation API; needs the Pulumi CLI and
+    credentials): what `up` would create, update and replace.
+
+    Exit 0; 1 when the engine or a policy refuses; 2 when the stack is invalid or the Pulumi CLI
+    is missing (with how to install it).
+    """
+    from components.deploy import engine_error
+
+    _, name, _ = _stack(stack_file)
+    engine = _engine(name, _packs(policy_pack))
+    try:
+        counts = engine.preview(on_event=_printer([]), on_output=typer.echo)
+    except Exception as exc:
+        if type(exc).__module__.startswith("pulumi.automation"):
+            raise engine_error(exc) from None
+        raise
+    typer.echo(f"preview of stack {name}: {_counts(counts)}")
+
+
+def _counts(counts: dict[str, int]) -> str:
+    shown = [f"{n} to {op}" for op, n in sorted(counts.items()) if op != "same" and n]
+    return ", ".join(shown) or "no changes"
+
+
+@command
+def up(
+    stack_file: StackArg = None,
+    yes: Annotated[bool, typer.Option("--yes", help="Deploy without asking (CI).")] = False,
+    smoke: Annotated[str, typer.Option(
+        "--smoke", metavar="changed|all|none", help="After the update, run `smoke run` on "
+        "the pools whose resources changed (default), on every pool, or on none.")
+    ] = "changed",
+    policy_pack: PolicyOpt = False,
+    junit: Annotated[Path | None, typer.Option(
+        "--junit", metavar="FILE", help="Smoke's JUnit XML.", show_default=False)] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", metavar="DIR", help="Keep the smoke run (report, JUnit, manifests) here.",
+        show_default=False)] = None,
+) -> None:
+    """Deploy the stack (Automation API: preview, confirm, `up` with streamed progress), then
+    prove it: `accelfleet smoke run` on the pools whose resources changed (or all).
+
+    Exit 0 when deployed and proven; 1 when the update or smoke fails; 2 when the stack is
+    invalid, the Pulumi CLI is missing (with how to install it) or no terminal can confirm
+    (pass --yes); 130 when interrupted.
+    """
+    import json
+    import sys
+    import tempfile
+
+    from cli._output import writable
+    from components.deploy import changed_pools, engine_error, pools_to_smoke, smoke_argv
+    from fleet.errors import CheckFailed, InputError
+
+    pools_to_smoke(smoke, set(), [])  # the choice is checked before any work
+    writable(junit)
+    writable(out, directory=True)
+    path, name, plan = _stack(stack_file)
+    engine = _engine(name, _packs(policy_pack))
+    events: list[Any] = []
+    try:
+        counts = engine.preview(on_event=_printer([]), on_output=typer.echo)
+        typer.echo(f"preview of stack {name}: {_counts(counts)}")
+        if not yes:
+            if not sys.stdin.isatty():
+                raise InputError("no terminal to confirm the update",
+                                 hint="pass --yes to deploy without asking (CI)")
+            if not typer.confirm(f"deploy stack {name}?", default=False):
+                typer.echo("not deployed")
+                return
+        outputs = engine.up(on_event=_printer(events), on_output=typer.echo)
+    except Exception as exc:
+        if type(exc).__module__.startswith("pulumi.automation"):
+            raise engine_error(exc) from None
+        raise
+    every = [str(p["name"]) for p in plan.get("pools") or []]
+    chosen = pools_to_smoke(smoke, changed_pools(events, plan), every)
+    if not chosen:
+        typer.echo("smoke: nothing to prove" + (" (--smoke none)" if smoke == "none" else
+                                                " (no pool changed)"))
+        return
+    typer.echo(f"smoke: {', '.join(chosen)}")
+    with tempfile.TemporaryDirectory(prefix="accelfleet-up-") as tmp:
+        saved = Path(tmp) / "outputs.json"  # secrets (kubeconfigs): never left behind
+        saved.write_text(json.dumps(outputs, default=str), encoding="utf-8")
+        extra = [*(["--junit", str(junit)] if junit else []), *(["--out", str(out)] if out
+                                                                 else [])]
+        argv = smoke_argv(path, saved, chosen, extra)
+        code = (smoke_runner or _run)(argv)
+    if code != 0:
+        raise CheckFailed(f"smoke failed on stack {name} (exit {code})",
+                          hint="the smoke report above names each failing node and probe")
+    typer.echo(f"stack {name}: deployed and proven ({len(chosen)} pool(s))")
+
+
+def _run(argv: Sequence[str]) -> int:
+    import subprocess
+
+    return subprocess.run(list(argv), check=False).returncode
