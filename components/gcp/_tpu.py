@@ -76,8 +76,12 @@ class TpuSlice(pulumi.ComponentResource):
                 if pool.spec.capacity.queued else None,
                 network_config=C.NodePoolNetworkConfigArgs(enable_private_nodes=True),
                 node_config=node_config(pool, args.catalog, args.service_account),
+                # a slice's topology has no in-place update (the provider ignores it): replace
+                # (components/data/replacements.yaml, no_update_path)
                 opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]
-                                            if pool.scaling else None)))
+                                            if pool.scaling else None,
+                                            replace_on_changes=["placementPolicy"]
+                                            if shape.multi_host else None)))
         self.register_outputs({"node_pools": [p.name for p in self.node_pools],
                                "topology": shape.topology_str, "hosts": shape.hosts})
 
