@@ -1,4 +1,9 @@
-"""Generated fleets for benchmarks: N pools spread over a GKE and an EKS cluster."""
+"""Generated fleets for benchmarks: N pools spread over a GKE cluster and EKS clusters.
+
+The fleets are valid under every rule, the address-range ones included: the GKE cluster's
+ranges hold its nodes at their largest (a /16 node range, a /10 pod range: 16,384 nodes' /24s),
+and the EKS pools go 50 to a cluster, each cluster its own /16 VPC over six zones (the VPC CNI
+gives every pod a VPC address: a /16 cannot hold 500 GPU pools' pods)."""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from typing import Any
 GCP_ACCELERATORS = ["a3-highgpu-8g", "g2-standard-24", "v5p-128", "v6e 2x2", "a3-megagpu-8g",
                     "v5e 4x4", "a2-ultragpu-8g", "tpu7x 2x2x1"]
 AWS_ACCELERATORS = ["p5.48xlarge", "g6.12xlarge", "p4d.24xlarge", "g6e.xlarge"]
+EKS_POOLS_PER_CLUSTER = 50
 
 
 def generated_fleet(pools: int, *, clouds: tuple[str, ...] = ("gcp", "aws")) -> dict[str, Any]:
@@ -16,10 +22,13 @@ def generated_fleet(pools: int, *, clouds: tuple[str, ...] = ("gcp", "aws")) -> 
             "gcp": {"project": "acme-bench", "region": "us-central1"},
             "aws": {"account": "123456789012", "region": "us-east-1"},
         },
-        "clusters": [{"name": "gke", "cloud": "gcp"}, {"name": "eks", "cloud": "aws"}],
+        "clusters": [{"name": "gke", "cloud": "gcp",
+                      "network": {"cidr": "10.0.0.0/16", "pods_cidr": "10.128.0.0/10"}}],
         "teams": [{"name": f"team-{i}"} for i in range(10)],
         "pools": [],
     }
+    eks: list[dict[str, Any]] = []
+    aws_pools = 0
     for i in range(pools):
         cloud = clouds[i % len(clouds)]
         if cloud == "gcp":
@@ -27,9 +36,16 @@ def generated_fleet(pools: int, *, clouds: tuple[str, ...] = ("gcp", "aws")) -> 
             pool: dict[str, Any] = {"cluster": "gke", "zone": "us-central1-" + "abc"[i % 3]}
         else:
             acc = AWS_ACCELERATORS[i % len(AWS_ACCELERATORS)]
-            pool = {"cluster": "eks", "zone": "us-east-1" + "ab"[i % 2]}
+            k = aws_pools // EKS_POOLS_PER_CLUSTER
+            if k == len(eks):
+                eks.append({"name": f"eks-{k}", "cloud": "aws",
+                            "network": {"cidr": f"172.{16 + k % 16}.0.0/16" if k < 16
+                                        else f"10.{1 + k}.0.0/16"}})
+            aws_pools += 1
+            pool = {"cluster": f"eks-{k}", "zone": "us-east-1" + "abcdef"[aws_pools % 6]}
         pool.update(name=f"pool-{i:03d}", team=f"team-{i % 10}", accelerator=acc)
         if not any(t in acc for t in ("v5p", "v6e", "v5e", "tpu7x")):
             pool["nodes"] = 1 + i % 3
         spec["pools"].append(pool)
+    spec["clusters"] += eks
     return spec

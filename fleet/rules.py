@@ -69,6 +69,7 @@ class _Checker:
         self.system_pools: list[ResolvedPool] = []  # see fleet.system_pools
         self.warnings: list[Problem] = []
         self.regions_known: set[Cloud] = set()  # clouds whose declared region exists
+        self.pool_names = [p.name for p in spec.pools]
 
     def add(self, where: str, message: str, hint: str = "", accepted: tuple[str, ...] = ()
             ) -> None:
@@ -77,11 +78,10 @@ class _Checker:
     def run(self) -> list[ResolvedPool]:
         check_cluster_names(self, self.spec)
         check_team_names(self, self.spec, _team_clouds(self.spec))
-        pool_names = [p.name for p in self.spec.pools]
-        check_unique(self, "pools", pool_names)
+        check_unique(self, "pools", self.pool_names)
         for pool in self.spec.pools:
             check_name(self, f"pools {pool.name!r}.name", "pool name", pool.name, POOL_PLACES,
-                       pool_names)
+                       self.pool_names)
         check_namespace(self, self.spec)
         self.regions_known = known_regions(self, self.spec)
         check_cluster_ranges(self, self.spec)
@@ -159,8 +159,8 @@ class _Checker:
         self._cloud_fields(pool, at, cloud)
         check_labels(self, pool, at)
         if shape.tpu is not None:
-            check_pool_name(self, pool, at, [p.name for p in self.spec.pools],
-                            tpu_slices=pool.multislice, runtime=pool.runtime or "gke")
+            check_pool_name(self, pool, at, self.pool_names, tpu_slices=pool.multislice,
+                            runtime=pool.runtime or "gke")
         if cloud == "gcp":
             check_gce_reservation(self, pool, at)
         networking = shape.networking if pool.fabric == "auto" else None
