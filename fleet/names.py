@@ -53,7 +53,9 @@ CLUSTER_PLACES = {
 }
 RESERVED_LABEL_PREFIXES = ("accelfleet.io/", "cloud.google.com/", "kubernetes.io/",
                            "k8s.io/", "eks.amazonaws.com/")
-MAX_TAINTS = 50  # EKS managed node groups: "a maximum of 50 taints per node group"
+# EKS user guide node-taints-managed-node-groups (awsdocs/amazon-eks-user-guide@4d52b4d):
+# "A maximum of 50 taints are allowed per node group."
+MAX_TAINTS = 50
 
 
 class Reporter(Protocol):

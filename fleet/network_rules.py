@@ -60,6 +60,9 @@ def check_cluster_ranges(r: Reporter, spec: FleetSpec) -> None:
                           f"{_free(ranges[b].prefixlen, [*ranges.values()])}")
         if cluster.cloud == "aws":
             _eks_ranges(r, at, ranges)
+            if not cluster.private_endpoint:
+                _eks_public_access(r, f"clusters {cluster.name!r}.authorized_cidrs",
+                                   cluster.authorized_cidrs)
         taken = seen[cluster.cloud]
         for f in ("cidr", "pods_cidr"):
             if f not in ranges:
@@ -94,6 +97,26 @@ def _eks_ranges(r: Reporter, at: str, ranges: dict[str, Net]) -> None:
         r.add(f"{at}.services_cidr", f"{svc} is not an EKS service range: it must lie in "
               f"{', '.join(map(str, facts.eks_service_within))} and be /{s_low} to /{s_high} "
               f"({facts.eks_service_source})", "use e.g. 172.20.0.0/16")
+
+
+def _eks_public_access(r: Reporter, at: str, cidrs: Sequence[str]) -> None:
+    """An EKS public endpoint's allow-list: at most 40 ranges, none of them reserved."""
+    facts = r.catalog.network
+    if len(cidrs) > facts.eks_public_access_max:
+        r.add(at, f"{len(cidrs)} ranges; an EKS public endpoint takes at most "
+              f"{facts.eks_public_access_max} ({facts.eks_public_access_source})",
+              "merge ranges into larger blocks, or set `private_endpoint: true` and reach the "
+              "cluster through the VPC")
+    for i, cidr in enumerate(cidrs):
+        net = ipaddress.ip_network(cidr, strict=False)
+        within = next((w for w in facts.eks_public_access_refused
+                       if net.version == 4 and net.subnet_of(w)), None)  # type: ignore[arg-type]
+        if within is not None:
+            r.add(f"{at}[{i}]", f"{cidr} is a private range (in {within}): no client reaches "
+                  f"a public endpoint from it, and EKS refuses reserved addresses "
+                  f"({facts.eks_public_access_source})",
+                  "list the public addresses clients come from (a NAT gateway's, an office's); "
+                  "traffic from inside the VPC uses the private endpoint")
 
 
 def _with_prefix(net: Net, prefix: int) -> Net:

@@ -84,6 +84,9 @@ class NetworkFacts:
     eks_service_source: str
     eks_max_pods: Mapping[str, int]
     eks_max_pods_source: str
+    eks_public_access_max: int
+    eks_public_access_refused: tuple[ipaddress.IPv4Network, ...]
+    eks_public_access_source: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +184,10 @@ def load_network(data: Mapping[str, Any]) -> NetworkFacts:
             eks_service_source=str(raw["eks_service_source"]),
             eks_max_pods={str(k): int(v) for k, v in dict(raw["eks_max_pods"]).items()},
             eks_max_pods_source=str(raw["eks_max_pods_source"]),
+            eks_public_access_max=int(raw["eks_public_access_cidrs_max"]),
+            eks_public_access_refused=tuple(ipaddress.IPv4Network(str(c)) for c in
+                                            raw["eks_public_access_refused"]),
+            eks_public_access_source=str(raw["eks_public_access_source"]),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise CatalogError(f"{where}: {exc}") from None

@@ -246,3 +246,17 @@ def test_every_aws_machine_has_its_max_pods() -> None:
     aws = [m for m in cat.machines.values() if m.cloud == "aws"]
     assert {m.name for m in aws} <= set(cat.network.eks_max_pods)
     assert all(0 < v <= 250 for v in cat.network.eks_max_pods.values())
+
+
+def test_eks_public_endpoint_allow_list(spec: dict[str, Any]) -> None:
+    spec["clusters"][1]["authorized_cidrs"] = ["10.0.0.0/8", "203.0.114.0/24"]
+    p = only(spec, "clusters 'eks'.authorized_cidrs[0]")
+    assert "private range (in 10.0.0.0/8)" in p.message
+    spec["clusters"][1]["authorized_cidrs"] = ["0.0.0.0/0", "203.0.113.0/24"]
+    validate_fleet(spec)
+    spec["clusters"][1]["authorized_cidrs"] = [f"8.8.{i}.0/24" for i in range(41)]
+    assert "at most 40" in only(spec, "clusters 'eks'.authorized_cidrs").message
+    spec["clusters"][1]["private_endpoint"] = True  # no public endpoint to restrict
+    validate_fleet(spec)
+    spec["clusters"][0]["authorized_cidrs"] = ["10.0.0.0/8"]  # GKE takes private ranges
+    validate_fleet(spec)

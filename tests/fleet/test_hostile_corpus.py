@@ -166,6 +166,8 @@ CORPUS: dict[str, Case] = {
         at("clusters.1.network", {"cidr": "10.20.0.0/20"}),
         pool0(cluster="eks", accelerator="p5.48xlarge", zone="us-east-1a", nodes=6)),
         "zone us-east-1a's subnet", "max Pods"),
+    "eks-private-allow-list": case("ranges", at("clusters.1.authorized_cidrs", ["10.0.0.0/8"]),
+                                   "private range", "public addresses"),
     "host-bits": case("ranges", at("clusters.0.network", {"cidr": "10.0.0.1/16"}),
                       "host bits", "10.0.0.0/16"),
     "ipv6": case("ranges", at("clusters.0.network", {"cidr": "fd00::/64"}), "IPv6"),
