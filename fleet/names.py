@@ -28,6 +28,7 @@ PLACES = {
     "gke_cluster": "a GKE cluster name",
     "gke_node_pool": "a GKE node pool name",
     "gce_resource": "a Compute Engine resource name",
+    "gcp_service_account": "a service account ID",
     "gce_label_value": "a Compute Engine label value",
     "k8s_label_value": "a Kubernetes label value",
     "k8s_label_name": "the name part of a Kubernetes label key",

@@ -92,6 +92,12 @@ def test_every_derived_name_fits_its_place(plan: Plan) -> None:
     groups = [r.inputs["nodeGroupName"] for r in plan.resources
               if r.type == "aws:eks/nodeGroup:NodeGroup"]
     assert groups and all(rules["eks_node_group"].problem(g) is None for g in groups)
+    accounts = [r.inputs["accountId"] for r in plan.resources
+                if r.type == "gcp:serviceaccount/account:Account"]
+    assert accounts and all(rules["gcp_service_account"].problem(a) is None for a in accounts)
+    # IAM roles are auto-named: the resource name, '-' and 7 random characters, 64 at most
+    roles = [r.name for r in plan.resources if r.type == "aws:iam/role:Role"]
+    assert roles and all(len(n) + 8 <= 64 for n in roles), roles
     names = {r.inputs["name"] for r in plan.resources
              if r.type == "gcp:container/nodePool:NodePool"}
     assert {f"{SLICED}-s{i}" for i in range(4)} <= names
