@@ -64,6 +64,18 @@ class Line:
 
 
 @dataclass
+class Group:
+    """One node's rows in a chart; `note` and `limit` mark it an outlier among its peers."""
+
+    y: float
+    height: float
+    verdict: str
+    note: str = ""
+    limit: float | None = None  # x of 0.85 x the peers' median
+    limit_label: str = ""
+
+
+@dataclass
 class Chart:
     title: str
     unit: str
@@ -71,7 +83,7 @@ class Chart:
     rows: list[Row]
     lines: list[Line]
     zones: list[tuple[float, float, str]]  # (x, width, kind)
-    groups: list[tuple[float, float, str]]  # (y, height, node verdict) of each node's rows
+    groups: list[Group]
     ticks: list[tuple[float, str]]
     note: str = ""
     left: int = LEFT
@@ -149,23 +161,32 @@ def _chart(pool: PoolReport, rows: dict[str, list[ProbeResult]], probe: str, tit
         return round(plot * v / top, 1)
 
     verdicts = {n: _worst(r.verdict for r in rows[n]).value for n in order}
+    outliers = {n: r for n in order for r in rows[n] if r.probe == f"{probe}_vs_pool"
+                and r.verdict in (Verdict.FAIL, Verdict.WARN)}
     out_rows: list[Row] = []
-    groups: list[tuple[float, float, str]] = []
+    groups: list[Group] = []
     y = float(TOP)
     current = None
     for node, r in data:
         if node != current:
             if current is not None:
                 y += GAP
-            groups.append((y - 3, 0.0, verdicts[node]))
+            group = Group(y - 3, 0.0, verdicts[node])
+            o = outliers.get(node)
+            if o is not None and o.expected:
+                limit = (V.POOL_OUTLIER.outlier_fail if o.verdict is Verdict.FAIL else
+                         V.POOL_OUTLIER.outlier_warn) or 0.0
+                group.note = f"node outlier: {o.details.get('ratio', 0):.2f} of peers"
+                group.limit = x(limit * o.expected)
+                group.limit_label = f"{limit:g} × peers' {_num(o.expected)}"
+            groups.append(group)
             current = node
         text = _num(r.measured) + (f"  ({r.measured / r.expected:.2f})" if r.expected and
                                    r.measured else "")
         out_rows.append(Row(node, r.device, r.verdict.value, r.measured or 0.0, y,
                             max(1.0, x(r.measured or 0.0)), text,
                             not out_rows or out_rows[-1].node != node, verdicts[node]))
-        gy, _, gv = groups[-1]
-        groups[-1] = (gy, y + ROW - gy + 1, gv)
+        groups[-1].height = y + ROW - groups[-1].y + 1
         y += ROW
     lines, zones = [], []
     if floor is not None:

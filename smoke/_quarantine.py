@@ -362,10 +362,13 @@ def _nodepool_members(api: CoreV1Api, host: str) -> list[str]:
     return [n["metadata"]["name"] for n in _json(resp).get("items") or []]
 
 
-def _describe(results: Sequence[ProbeResult]) -> str:
+def _describe(results: Sequence[ProbeResult], *, why: bool = False) -> str:
+    """The first failure, lowest tier first: `cuda3 matmul_tflops: 529 TFLOP/s vs floor
+    593.4 TFLOP/s` (`why`: and its reason)."""
     r = _cause(results)
     more = f" (+{len(results) - 1} more)" if len(results) > 1 else ""
-    return f"{r.device} {r.probe} {figure(r)} vs {threshold_of(r)}: {r.reason}{more}"
+    text = f"{r.device} {r.probe}: {figure(r)} vs {threshold_of(r)}"
+    return text + (f" ({r.reason})" if why else "") + more
 
 
 def _action(pool: PoolReport, node: str, unit: _Unit, state: str, detail: str = ""
@@ -408,7 +411,8 @@ def _message(run: RunReport, unit: _Unit, node: str) -> str:
     host = unit.hosts[0]
     what = "failed" if node in unit.hosts else f"is in the TPU slice of {host}, which failed"
     return (f"accelfleet smoke run {run.run_id}: node {node} {what} "
-            f"{_describe(unit.causes[host])}; cordoned and tainted {KEY}={VALUE}:{EFFECT}. "
+            f"{_describe(unit.causes[host], why=True)}; cordoned and tainted "
+            f"{KEY}={VALUE}:{EFFECT}. "
             f"Release with `accelfleet smoke release {node}`")[:1024]
 
 
@@ -581,7 +585,15 @@ def _release_one(api: CoreV1Api, cluster: str, name: str, node: dict[str, Any]) 
         kept.append(f"left its {KEY} taint: it was there before")
     note = _event(api, obj, "SmokeReleased", f"accelfleet smoke: quarantine of {name} (run "
                   f"{ann.get(PREFIX + 'run', '?')}) released")
-    return NodeAction(cluster, pool, name, "released", host, ann.get(PREFIX + "reason", ""),
+    since = ann.get(PREFIX + "since", "")
+    try:
+        held = f" {age((_now() - datetime.fromisoformat(since)).total_seconds())} ago"
+    except ValueError:
+        held = ""
+    cause = (f"quarantined{held} by run {ann.get(PREFIX + 'run', '?')} for "
+             f"{ann.get(PREFIX + 'device', '')} {ann.get(PREFIX + 'probe', '?')}: "
+             f"{ann.get(PREFIX + 'figure', '-')} vs {ann.get(PREFIX + 'threshold', '-')}")
+    return NodeAction(cluster, pool, name, "released", host, cause,
                       "; ".join([*kept, note] if note else kept))
 
 

@@ -53,8 +53,9 @@ def _plain(node: dict[str, Any] | None) -> dict[str, Any]:
 
 def _events(cluster: Any, node: str) -> list[dict[str, Any]]:
     """What `kubectl describe node` finds: Events of any namespace about the Node."""
-    return cluster.list("events", None, field_selector=f"involvedObject.kind=Node,"
-                        f"involvedObject.name={node}")["items"]
+    items = cluster.list("events", None, field_selector=f"involvedObject.kind=Node,"
+                         f"involvedObject.name={node}")["items"]
+    return sorted(items, key=lambda e: int(e["metadata"]["resourceVersion"]))  # oldest first
 
 
 def _cli(cluster: Any, tmp_path: Path, *args: str) -> Any:
