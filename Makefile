@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 SHELL  := /bin/bash
 .SHELLFLAGS := -o pipefail -c  # a failing pip fails the target even through its filter
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench browser-test clean
 
 $(STAMP): pyproject.toml
 	@echo "==> [1/3] creating $(VENV) with $$($(PYTHON) --version)"
@@ -31,6 +31,16 @@ lint: $(STAMP)
 
 test: lint
 	$(PY) -m pytest -q
+
+# The HTML report opened in headless Chromium (Debian's chromium package, installed here if
+# missing); the default test run skips that test where no Chromium is installed.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser-test: $(STAMP)
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+		echo "==> installing chromium (apt-get)"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium; }
+	$(PY) -m pytest -q -rs tests/smoke/test_html_browser.py
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
