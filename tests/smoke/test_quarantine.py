@@ -364,3 +364,30 @@ def test_cap_parsing() -> None:
     for bad in ("0", "-1", "abc", "0%", "101%"):
         with pytest.raises(InputError):
             Cap.parse(bad)
+
+
+@pytest.mark.parametrize(("command", "options"), [
+    ("run", ("--quarantine", "--max-quarantine", "--html", "--metrics", "--history",
+             "--no-history")),
+    ("local", ("--html", "--metrics", "--history", "--no-history")),
+    ("release", ("--pool", "--stack", "--outputs", "--kubeconfig", "--context", "--json")),
+    ("status", ("--outputs", "--kubeconfig", "--context", "--json")),
+    ("history", ("--pool", "--node", "--accelerator", "--last", "--history", "--json")),
+])
+def test_help_documents_every_new_option(command: str, options: tuple[str, ...]) -> None:
+    result = CliRunner().invoke(app, ["smoke", command, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    for opt in options:
+        assert opt in result.output, opt
+
+
+def test_the_new_smoke_modules_import_no_pulumi() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys\nimport smoke._quarantine, smoke._history, smoke._html, "
+            "smoke._metrics, cli.smoke_nodes, cli.smoke_history, cli.smoke_options\n"
+            "print(sorted(m for m in ('pulumi', 'torch', 'jax') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60, cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.strip() == "[]"
