@@ -115,13 +115,35 @@ def check_pool_bounds(r: Reporter, pool: ResolvedPool, warnings: list[Problem]) 
                 f"request an increase of {group.quota} before `pulumi up`, or split the pool"))
 
 
+def check_cluster_count(r: Reporter, spec: FleetSpec, warnings: list[Problem]) -> None:
+    """A stack's clusters live in one project and region (GKE, a limit) or one account and
+    Region (EKS, a default quota)."""
+    b = r.catalog.bounds
+    for cloud, bound in (("gcp", b["gke_clusters_per_region"]),
+                         ("aws", b["eks_clusters_per_region"])):
+        count = sum(1 for c in spec.clusters if c.cloud == cloud)
+        if count <= bound.value:
+            continue
+        if bound.kind == "quota":
+            warnings.append(Problem("clusters", f"{count:,} EKS clusters is above the default "
+                                    f"quota of {bound.value:,} per Region ({bound.source})",
+                                    f"request an increase of {bound.quota} before `pulumi up`"))
+        else:
+            _refuse(r, "clusters", "the number of GKE clusters", count, bound,
+                    "split the clusters over several stacks (projects or regions)")
+
+
 def check_cluster_nodes(r: Reporter, spec: FleetSpec, pools: Sequence[ResolvedPool]) -> None:
     """A GKE cluster holds at most `gke_nodes_per_cluster` nodes, every pool at its largest."""
     bound = r.catalog.bounds["gke_nodes_per_cluster"]
+    by_cluster: dict[str, list[ResolvedPool]] = {}
+    for p in pools:
+        if p.cluster is not None:
+            by_cluster.setdefault(p.cluster.name, []).append(p)
     for cluster in spec.clusters:
         if cluster.cloud != "gcp":
             continue
-        members = [p for p in pools if p.cluster is not None and p.cluster.name == cluster.name]
+        members = by_cluster.get(cluster.name, [])
         total = sum(most_nodes(p) for p in members)
         if total > bound.value:
             largest = sorted(members, key=most_nodes, reverse=True)[:3]

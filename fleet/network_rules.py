@@ -12,6 +12,7 @@ times their max Pods; the service range is RFC 1918, /12 to /24, apart from the 
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import math
 from collections.abc import Sequence
@@ -31,11 +32,17 @@ EKS_VPC_MAX_PREFIX = 24
 RANGES = ("cidr", "pods_cidr", "services_cidr")
 
 
+@functools.lru_cache(maxsize=4096)
+def _net(text: str) -> Net:
+    """A range, parsed once however many clusters repeat it (the defaults do)."""
+    return ipaddress.ip_network(text, strict=False)
+
+
 def _ranges(cluster: Cluster) -> dict[str, Net]:
     """The ranges the cluster's cloud uses (EKS has no pod range: pods take VPC addresses)."""
     n = cluster.network
     fields = RANGES if cluster.cloud == "gcp" else ("cidr", "services_cidr")
-    return {f: ipaddress.ip_network(getattr(n, f), strict=False) for f in fields}
+    return {f: _net(getattr(n, f)) for f in fields}
 
 
 def check_cluster_ranges(r: Reporter, spec: FleetSpec) -> None:
@@ -63,21 +70,70 @@ def check_cluster_ranges(r: Reporter, spec: FleetSpec) -> None:
             if not cluster.private_endpoint:
                 _eks_public_access(r, f"clusters {cluster.name!r}.authorized_cidrs",
                                    cluster.authorized_cidrs)
-        taken = seen[cluster.cloud]
         for f in ("cidr", "pods_cidr"):
-            if f not in ranges:
-                continue
-            for other, other_f, net in taken:
-                if ranges[f].overlaps(net):
-                    used = [n for _, _, n in taken] + list(ranges.values())
-                    scope = "project" if cluster.cloud == "gcp" else "account"
-                    r.add(f"{at}.{f}", f"{ranges[f]} overlaps cluster {other!r}'s {other_f} "
-                          f"{net}: clusters of one {scope} need ranges apart to be peered or "
-                          "to share a network later",
-                          f"give each cluster its own ranges, e.g. {f}: "
-                          f"{_free(ranges[f].prefixlen, used)}")
-                    break
-        taken += [(cluster.name, f, ranges[f]) for f in ("cidr", "pods_cidr") if f in ranges]
+            if f in ranges:
+                seen[cluster.cloud].append((cluster.name, f, ranges[f]))
+    for cloud, entries in seen.items():
+        _apart(r, cloud, entries)
+
+
+MAX_APART_PROBLEMS = 10  # overlaps between clusters reported one by one; the rest counted
+
+
+def _apart(r: Reporter, cloud: Cloud, entries: list[tuple[str, str, Net]]) -> None:
+    """Node and pod ranges of different clusters of one cloud apart: one sweep over the ranges
+    sorted by address (linear after the sort, however many clusters)."""
+    scope = "project" if cloud == "gcp" else "account"
+    used = [net for _, _, net in entries]
+    order = sorted(range(len(entries)), key=lambda i: (int(entries[i][2].network_address),
+                                                       entries[i][2].prefixlen))
+    reach: tuple[int, int] | None = None  # (highest address so far, whose entry)
+    found: list[tuple[int, int]] = []
+    for i in order:
+        name, _, net = entries[i]
+        if reach is not None and int(net.network_address) <= reach[0] \
+                and entries[reach[1]][0] != name:
+            found.append(tuple(sorted((i, reach[1]))))  # type: ignore[arg-type]
+        end = int(net.broadcast_address)
+        if reach is None or end > reach[0]:
+            reach = (end, i)
+    free = _Free(used)
+    for first, second in sorted(found)[:MAX_APART_PROBLEMS]:  # on the later-declared cluster
+        c_name, c_f, c_net = entries[second]
+        o_name, o_f, o_net = entries[first]
+        r.add(f"clusters {c_name!r}.network.{c_f}",
+              f"{c_net} overlaps cluster {o_name!r}'s {o_f} {o_net}: clusters of one {scope} "
+              "need ranges apart to be peered or to share a network later",
+              f"give each cluster its own ranges, e.g. {c_f}: {free.take(c_net.prefixlen)}")
+    if len(found) > MAX_APART_PROBLEMS:
+        r.add("clusters", f"{len(found) - MAX_APART_PROBLEMS:,} more ranges overlap another "
+              f"cluster's (the first {MAX_APART_PROBLEMS} are listed)",
+              "give every cluster its own `network` ranges")
+
+
+class _Free:
+    """Private ranges apart from every used one, each handed out once: a sweep over the used
+    ranges sorted by address, so each `take` costs one pass at most."""
+
+    def __init__(self, used: Sequence[Net]) -> None:
+        self.spans = sorted((int(u.network_address), int(u.broadcast_address))
+                            for u in used if u.version == 4)
+
+    def take(self, prefix: int) -> str:
+        pool = ipaddress.IPv4Network("10.0.0.0/8")
+        if not pool.prefixlen <= prefix <= 32:
+            return "a range apart"
+        size = 2 ** (32 - prefix)
+        start, last = int(pool.network_address), int(pool.broadcast_address)
+        for low, high in self.spans:
+            if start + size - 1 < low:
+                break  # the candidate ends before this span (spans are sorted)
+            if high >= start:
+                start = -(-(high + 1) // size) * size
+        if start + size - 1 > last:
+            return "a range apart"
+        self.spans = sorted([*self.spans, (start, start + size - 1)])
+        return str(ipaddress.IPv4Network((start, prefix)))
 
 
 def _eks_ranges(r: Reporter, at: str, ranges: dict[str, Net]) -> None:
@@ -124,29 +180,18 @@ def _with_prefix(net: Net, prefix: int) -> Net:
 
 
 def _free(prefix: int, used: Sequence[Net]) -> str:
-    """A private /prefix apart from every used range, in 10.0.0.0/8 (or "a range apart").
-    Skips past each used range it meets, so it takes at most len(used) + 1 steps."""
-    pool = ipaddress.IPv4Network("10.0.0.0/8")
-    if prefix < pool.prefixlen or prefix > 32:
-        return "a range apart"
-    size = 2 ** (32 - prefix)
-    start = int(pool.network_address)
-    for _ in range(len(used) + 1):
-        candidate = ipaddress.IPv4Network((start, prefix))
-        if not candidate.subnet_of(pool):
-            break
-        hit = next((u for u in used if u.version == 4 and candidate.overlaps(u)), None)
-        if hit is None:
-            return str(candidate)
-        after = int(hit.broadcast_address) + 1
-        start = -(-after // size) * size  # the next /prefix boundary past the used range
-    return "a range apart"
+    """A private /prefix apart from every used range, in 10.0.0.0/8 (or "a range apart")."""
+    return _Free(used).take(prefix)
 
 
 def check_capacity(r: Reporter, spec: FleetSpec, pools: Sequence[ResolvedPool]) -> None:
     """Every cluster's ranges hold its nodes and pods, every pool at its largest."""
+    by_cluster: dict[str, list[ResolvedPool]] = {}
+    for p in pools:
+        if p.cluster is not None:
+            by_cluster.setdefault(p.cluster.name, []).append(p)
     for cluster in spec.clusters:
-        members = [p for p in pools if p.cluster is not None and p.cluster.name == cluster.name]
+        members = by_cluster.get(cluster.name, [])
         if not members:
             continue
         ranges = _ranges(cluster)

@@ -7,12 +7,17 @@ fix; all problems are reported together in one `SpecError`.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from pydantic import ValidationError
 
 from fleet.catalog import Catalog, Cloud, GpuNetworking, Shape, load_catalog
-from fleet.cloud_limits import check_cluster_nodes, check_pool_bounds, check_zones, known_regions
+from fleet.cloud_limits import (
+    check_cluster_count,
+    check_cluster_nodes,
+    check_pool_bounds,
+    check_zones,
+    known_regions,
+)
 from fleet.costs import check_budgets, priced, stack_rates
 from fleet.errors import AccelfleetError, Problem, SpecError, suggest
 from fleet.model import Fleet, ResolvedPool
@@ -29,7 +34,7 @@ from fleet.names import (
 )
 from fleet.network_rules import check_capacity, check_cluster_ranges
 from fleet.spec import Cluster, FleetSpec, Pool
-from fleet.spec_errors import from_pydantic, record
+from fleet.spec_errors import from_pydantic, records
 from fleet.system_pools import check_cpu_pool, system_pools
 
 
@@ -42,7 +47,7 @@ def validate_fleet(
         spec = FleetSpec.model_validate(raw)
     except ValidationError as exc:
         problems = from_pydantic(exc, raw)
-        raise SpecError(problems, source=source, records=_records(problems, raw)) from None
+        raise SpecError(problems, source=source, records=records(problems, raw)) from None
     checker = _Checker(spec, catalog)
     pools = checker.run()
     if checker.problems:
@@ -50,13 +55,9 @@ def validate_fleet(
                         system_pools=tuple(checker.system_pools),
                         warnings=tuple(checker.warnings))
         raise SpecError(checker.problems, source=source, partial=partial,
-                        records=_records(checker.problems, raw))
+                        records=records(checker.problems, raw))
     return Fleet(spec=spec, pools=tuple(pools), source=source,
                  system_pools=tuple(checker.system_pools), warnings=tuple(checker.warnings))
-
-
-def _records(problems: list[Problem], raw: object) -> tuple[dict[str, Any], ...]:
-    return tuple(record(p, raw) for p in problems)
 
 
 class _Checker:
@@ -106,6 +107,7 @@ class _Checker:
         """Upper bounds and address ranges, every pool at its largest (fleet.cloud_limits,
         fleet.network_rules); a default quota the account can raise is a warning."""
         warnings: list[Problem] = []
+        check_cluster_count(self, self.spec, warnings)
         for p in pools:
             check_pool_bounds(self, p, warnings)
         check_cluster_nodes(self, self.spec, pools)

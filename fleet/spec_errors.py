@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 import types
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
@@ -148,7 +148,21 @@ _WHERE = re.compile(r"^(?P<section>[a-z_]+)(?:\[(?P<index>\d+)\])?(?: '(?P<name>
                     r"(?:\.(?P<field>.*))?$")
 
 
-def record(problem: Problem, raw: object) -> dict[str, Any]:
+def records(problems: Sequence[Problem], raw: object) -> tuple[dict[str, Any], ...]:
+    """Every problem as `fleet validate --json` reports it (see `record`), looking items up
+    by name through one index, however many problems."""
+    index: dict[tuple[str, str], Any] = {}
+    if isinstance(raw, Mapping):
+        for section, items in raw.items():
+            if isinstance(items, list):
+                for item in items:
+                    if isinstance(item, Mapping) and isinstance(item.get("name"), str):
+                        index.setdefault((str(section), item["name"]), item)
+    return tuple(record(p, raw, index) for p in problems)
+
+
+def record(problem: Problem, raw: object,
+           index: Mapping[tuple[str, str], Any] | None = None) -> dict[str, Any]:
     """A problem as `fleet validate --json` reports it: where, the pool (or cluster, team),
     the field, the value given, the message, what is accepted and the fix."""
     m = _WHERE.match(problem.where)
@@ -156,14 +170,15 @@ def record(problem: Problem, raw: object) -> dict[str, Any]:
     name, field = (m["name"], m["field"]) if m else (None, None)
     if m and section in ("clouds", "smoke"):
         field = f"{section}.{field}" if field else section
-    value = _value_at(raw, m) if m else None
+    value = _value_at(raw, m, index) if m else None
     return {"where": problem.where, "section": section, "name": name,
             "pool": name if section == "pools" else None, "field": field,
             "value": value, "message": problem.message, "accepted": list(problem.accepted),
             "fix": problem.hint}
 
 
-def _value_at(raw: object, m: re.Match[str]) -> Any:
+def _value_at(raw: object, m: re.Match[str],
+              index: Mapping[tuple[str, str], Any] | None) -> Any:
     """The value the stack gave where a problem points, or None."""
     node: Any = raw.get(m["section"]) if isinstance(raw, Mapping) else None
     if m["index"] is not None or m["name"] is not None:
@@ -172,6 +187,8 @@ def _value_at(raw: object, m: re.Match[str]) -> Any:
         if m["index"] is not None:
             i = int(m["index"])
             node = node[i] if i < len(node) else None
+        elif index is not None:
+            node = index.get((m["section"], m["name"]))
         else:
             node = next((i for i in node if isinstance(i, Mapping) and i.get("name") == m["name"]),
                         None)

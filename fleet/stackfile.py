@@ -17,6 +17,7 @@ MAX_STACK_BYTES = 2 * 2**20
 MAX_DEPTH = 32  # nested mappings and lists
 MAX_VALUES = 200_000  # every mapping, list and scalar, each alias counted as what it repeats
 MAX_POOLS = 2_000
+MAX_CLUSTERS = 1_000  # GKE allows 100 regional clusters per region, EKS 100 per Region by default
 
 
 def read_stack_file(path: str | Path) -> dict[str, Any]:
@@ -112,6 +113,13 @@ def check_bounds(data: object, source: str) -> None:
             todo += [(v, depth + 1) for v in node]
     config = data.get("config") if isinstance(data, dict) else None
     fleet = config.get(CONFIG_KEY) if isinstance(config, dict) else None
+    clusters = fleet.get("clusters") if isinstance(fleet, dict) else None
+    if isinstance(clusters, list) and len(clusters) > MAX_CLUSTERS:
+        raise StackFileError(f"{source} declares {len(clusters):,} clusters; a stack may "
+                             f"declare at most {MAX_CLUSTERS:,}",
+                             hint="a region holds at most 100 GKE clusters per project (and 100 "
+                             "EKS clusters per account by default): split the fleet into "
+                             "several stacks")
     pools = fleet.get("pools") if isinstance(fleet, dict) else None
     if isinstance(pools, list) and len(pools) > MAX_POOLS:
         raise StackFileError(f"{source} declares {len(pools):,} pools; a stack may declare at "

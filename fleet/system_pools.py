@@ -51,6 +51,9 @@ def system_pools(checks: Checks, spec: FleetSpec) -> tuple[list[ResolvedPool], l
                        "`clusters[].system_pool`")
     resolved: list[ResolvedPool] = []
     warnings: list[Problem] = []
+    by_cluster: dict[str, list[Pool]] = {}  # one pass, however many clusters
+    for p in spec.pools:
+        by_cluster.setdefault(p.cluster or "", []).append(p)
     for cluster in spec.clusters:
         cloud = spec.clouds.gcp if cluster.cloud == "gcp" else spec.clouds.aws
         if cloud is None:
@@ -63,7 +66,7 @@ def system_pools(checks: Checks, spec: FleetSpec) -> tuple[list[ResolvedPool], l
                 "pool of the cluster hosts them; their Helm releases time out without a node",
                 "remove `enabled: false`, or make sure an untainted CPU pool joins the cluster"))
             continue
-        members = [p for p in spec.pools if p.cluster == cluster.name]
+        members = by_cluster.get(cluster.name, [])
         system = _resolve(checks, cluster, cloud.region, members, at)
         if system is not None:
             resolved.append(system)

@@ -185,6 +185,14 @@ CORPUS: dict[str, Case] = {
                               "multislice is 100,000", "accelfleet allows"),
     "cluster-nodes": case("bounds", tpu_pool(topology="16x16x24", multislice=10),
                           "the cluster's nodes", "15,000"),
+    "gke-clusters-101": case("bounds", lambda f: f["clusters"].extend(
+        {"name": f"g{i}", "cloud": "gcp", "network": {"cidr": f"10.{100 + i}.0.0/24",
+                                                       "pods_cidr": f"172.16.{i}.0/24",
+                                                       "services_cidr": f"192.168.{i}.0/24"}}
+        for i in range(100)), "the number of GKE clusters is 101", "100"),
+    "clusters-1002": case("bounds", lambda f: f["clusters"].extend(
+        {"name": f"g{i}", "cloud": "gcp"} for i in range(1000)),
+        "declares 1,002 clusters", "split the fleet"),
     # -- smoke -----------------------------------------------------------------------------
     "max-tier-4": case("smoke", at("smoke", {"max_tier": 4}), "smoke.max_tier",
                        "at most 3", real=True),
@@ -263,7 +271,7 @@ def test_the_corpus_covers_every_class() -> None:
     classes = {c.cls for c in CORPUS.values()}
     assert classes == {"names", "regions", "ranges", "bounds", "smoke", "messages", "files"}
     assert {c.cls for c in CORPUS.values() if c.real} == classes
-    assert len(CORPUS) >= 45
+    assert len(CORPUS) >= 50
 
 
 def test_one_case_of_each_class_through_the_real_command(tmp_path: Path) -> None:
