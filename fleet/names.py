@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from fleet.catalog import Catalog, Cloud, NameRule
@@ -94,13 +94,12 @@ def first_problem(catalog: Catalog, value: str, places: Iterable[str]
     return None
 
 
-def fixed_name(value: str, rule: NameRule, taken: Iterable[str] = ()) -> str | None:
-    """A name like `value` that fits `rule` and is not taken, or None."""
+def fixed_name(value: str, rule: NameRule, taken: Collection[str] = ()) -> str | None:
+    """A name like `value` that fits `rule` and is not in `taken` (best a set), or None."""
     base = "".join(c if rule.allows(c) else "-" for c in value.lower())
     base = re.sub(r"-{2,}", "-", base).strip("-._")
     if base and not base[0].isalpha() and rule.pattern.pattern.startswith("[a-z]"):
         base = f"x-{base}"
-    taken = set(taken)
     for n in range(1, 100):
         suffix = "" if n == 1 else f"-{n}"
         candidate = base[:rule.max - len(suffix)].rstrip("-") + suffix
@@ -110,7 +109,7 @@ def fixed_name(value: str, rule: NameRule, taken: Iterable[str] = ()) -> str | N
 
 
 def check_name(r: Reporter, where: str, what: str, value: str,
-               places: Sequence[str] | Mapping[str, str], taken: Iterable[str] = ()) -> bool:
+               places: Sequence[str] | Mapping[str, str], taken: Collection[str] = ()) -> bool:
     """Report `value` where it does not fit one of `places` (a mapping gives each place the
     words saying where the value lands); True when it fits them all."""
     found = first_problem(r.catalog, value, places)
@@ -128,14 +127,15 @@ def check_name(r: Reporter, where: str, what: str, value: str,
 
 def check_unique(r: Reporter, section: str, names: Sequence[str]) -> None:
     """Names used twice; the fix proposes a free name, never a taken one."""
+    taken = frozenset(names)
     for name, count in Counter(names).items():
         if count > 1:
-            free = next(f"{name}-{n}" for n in range(2, 10_000) if f"{name}-{n}" not in names)
+            free = next(f"{name}-{n}" for n in range(2, 10_000) if f"{name}-{n}" not in taken)
             r.add(f"{section} {name!r}", f"the name {name!r} is used {count} times",
                   f"give each a unique name (e.g. rename the second to {free!r})")
 
 
-def check_pool_name(r: Reporter, pool: Pool, at: str, taken: Sequence[str], *,
+def check_pool_name(r: Reporter, pool: Pool, at: str, taken: Collection[str], *,
                     tpu_slices: int | None, runtime: str) -> None:
     """The pool name, and the names derived from it on GKE (slice node pools) and as Cloud
     TPU VMs."""
@@ -161,6 +161,7 @@ def check_team_names(r: Reporter, spec: FleetSpec, clouds: Mapping[str, set[Clou
     """A team name is a node label everywhere, a Compute Engine label where the team has
     Google Cloud pools and a tag where it has AWS pools."""
     names = [t.name for t in spec.teams]
+    taken = frozenset(names)
     check_unique(r, "teams", names)
     for team in spec.teams:
         places = {"k8s_label_value": "the accelfleet.io/team label value of its nodes"}
@@ -169,15 +170,16 @@ def check_team_names(r: Reporter, spec: FleetSpec, clouds: Mapping[str, set[Clou
                                          "nodes")
         if "aws" in clouds.get(team.name, set()):
             places["aws_tag_value"] = "the accelfleet.io/team tag value of its AWS nodes"
-        check_name(r, f"teams {team.name!r}.name", "team name", team.name, places, names)
+        check_name(r, f"teams {team.name!r}.name", "team name", team.name, places, taken)
 
 
 def check_cluster_names(r: Reporter, spec: FleetSpec) -> None:
     names = [c.name for c in spec.clusters]
+    taken = frozenset(names)
     check_unique(r, "clusters", names)
     for c in spec.clusters:
         check_name(r, f"clusters {c.name!r}.name", "cluster name", c.name, CLUSTER_PLACES,
-                   names)
+                   taken)
 
 
 def check_labels(r: Reporter, pool: Pool, at: str) -> None:

@@ -71,6 +71,7 @@ class _Checker:
         self.warnings: list[Problem] = []
         self.regions_known: set[Cloud] = set()  # clouds whose declared region exists
         self.pool_names = [p.name for p in spec.pools]
+        self.taken = frozenset(self.pool_names)  # names a fix must not propose
 
     def add(self, where: str, message: str, hint: str = "", accepted: tuple[str, ...] = ()
             ) -> None:
@@ -82,7 +83,7 @@ class _Checker:
         check_unique(self, "pools", self.pool_names)
         for pool in self.spec.pools:
             check_name(self, f"pools {pool.name!r}.name", "pool name", pool.name, POOL_PLACES,
-                       self.pool_names)
+                       self.taken)
         check_namespace(self, self.spec)
         self.regions_known = known_regions(self, self.spec)
         check_cluster_ranges(self, self.spec)
@@ -161,7 +162,7 @@ class _Checker:
         self._cloud_fields(pool, at, cloud)
         check_labels(self, pool, at)
         if shape.tpu is not None:
-            check_pool_name(self, pool, at, self.pool_names, tpu_slices=pool.multislice,
+            check_pool_name(self, pool, at, self.taken, tpu_slices=pool.multislice,
                             runtime=pool.runtime or "gke")
         if cloud == "gcp":
             check_gce_reservation(self, pool, at)

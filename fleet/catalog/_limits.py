@@ -3,6 +3,7 @@ address-range facts, and the regions and zones each cloud offers."""
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Mapping
@@ -31,6 +32,9 @@ class NameRule:
 
     def problem(self, value: str) -> str | None:
         """Why `value` does not fit, in words, or None when it fits."""
+        return _problem(self, value)
+
+    def _why(self, value: str) -> str | None:
         if len(value) > self.max:
             return f"is {len(value)} characters long, over the {self.max} allowed"
         if len(value) < self.min:
@@ -53,8 +57,19 @@ class NameRule:
 
     def allows(self, char: str) -> bool:
         """Whether the rule takes `char` somewhere in a name."""
-        return any(self.pattern.fullmatch(probe) for probe in
-                   (char, f"a{char}a", f"a{char}1", f"1{char}1", f"a{char}", f"{char}a"))
+        return _allows(self.pattern, char)
+
+
+@functools.lru_cache(maxsize=65536)
+def _problem(rule: NameRule, value: str) -> str | None:
+    """NameRule.problem, once per rule and value: a stack repeats its names and labels."""
+    return rule._why(value)
+
+
+@functools.lru_cache(maxsize=65536)
+def _allows(pattern: re.Pattern[str], char: str) -> bool:
+    return any(pattern.fullmatch(probe) for probe in
+               (char, f"a{char}a", f"a{char}1", f"1{char}1", f"a{char}", f"{char}a"))
 
 
 @dataclass(frozen=True, slots=True)
