@@ -117,11 +117,12 @@ def check_name(r: Reporter, where: str, what: str, value: str,
         return True
     rule, why = found
     lands = places.get(rule.place, "") if isinstance(places, Mapping) else ""
-    fix = fixed_name(value, rule, taken)
-    example = fix if fix else rule.example
+    example = fixed_name(value, rule, taken) or \
+        (rule.example if rule.example not in taken else None)
+    verb = "rename it" if what.endswith("name") else "use a value that fits"
     r.add(where, f"{what} {value!r} {why}; it becomes {lands or PLACES[rule.place]}, which "
           f"takes {rule.words}",
-          f"rename it, e.g. {example!r}" if what.endswith("name") else f"use e.g. {example!r}")
+          f"{verb}, e.g. {example!r}" if example else verb)
     return False
 
 

@@ -81,7 +81,7 @@ def test_labels_taints_and_namespace(spec: dict[str, Any]) -> None:
     assert "label key 'example.com/': '' is empty" in said["pools 'h100'.labels"]
     (prefix,) = [p for p in found if "'Example.COM'" in p.message]
     assert "upper-case" in prefix.message or "'E'" in prefix.message
-    assert prefix.hint == "use e.g. 'example.com'"
+    assert prefix.hint == "use a value that fits, e.g. 'example.com'"
     assert "label value '-bad' starts with '-'" in said["pools 'h100'.labels.ok"]
     assert "taint value 'team a'" in said["pools 'h100'.taints[0].value"]
     assert "Kubernetes namespace" in said["smoke.namespace"]

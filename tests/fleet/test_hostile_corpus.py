@@ -121,7 +121,7 @@ CORPUS: dict[str, Case] = {
                                              at("pools.0.cluster", "ml_gke")),
                                "cluster name 'ml_gke'", "'ml-gke'"),
     "label-value": case("names", pool0(labels={"owner": "bad value!"}),
-                        "label value 'bad value!'", "use e.g. 'bad-value'"),
+                        "label value 'bad value!'", "use a value that fits, e.g. 'bad-value'"),
     "label-prefix": case("names", pool0(labels={"Example.COM/owner": "a"}), "prefix",
                          "'example.com'"),
     "label-reserved": case("names", pool0(labels={"kubernetes.io/role": "gpu"}),
