@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from cli import catalog, fleet, plan, smoke, up
+from cli import advise, catalog, fleet, plan, smoke, up
 
 
 def _flags_take_no_value() -> None:
@@ -41,6 +41,7 @@ app.add_typer(catalog.app, name="catalog")
 app.add_typer(fleet.app, name="fleet")
 app.add_typer(smoke.app, name="smoke")
 app.command(name="plan")(plan.plan)
+app.command(name="advise")(advise.advise)
 app.command(name="preview")(up.preview)
 app.command(name="up")(up.up)
 

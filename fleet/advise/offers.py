@@ -4,9 +4,10 @@ A candidate (`Offer`) is either a pool of a stack (its shape, its size at the mo
 the stack pays for it, `fleet.costs`) or a catalog shape (a GPU machine type in any number, or a
 Cloud TPU generation in the slice a run needs, at list price). `place` turns the devices a run
 wants into whole units of it: GPU machines, or TPU slices (several when one slice is too small:
-a multislice). The bus bandwidth of a placement's all-reduce is its slowest hop: inside a node
-(NVLink, PCIe) or a slice (ICI), then between nodes or slices (GPUDirect, EFA, DCN), where an
-all-reduce moves per node what the node's network carries.
+a multislice). The bus bandwidth of a placement's all-reduce: inside a node (NVLink, PCIe) or a
+slice (ICI); across GPU nodes the slower of that and the node's network (GPUDirect, EFA), since
+NCCL's rings pass through both and move per node what its network carries; across TPU slices the
+ICI phase and then the DCN phase (the slice's chips' DCN share together), one after the other.
 """
 
 from __future__ import annotations
@@ -158,9 +159,14 @@ def collective(placement: Placement, chips: int, eff: Effective) -> Collective |
     if tpu:
         if chips <= per_unit or placement.units == 1:
             return _inner(inner, inner_words, eff)
+        # XLA reduces over ICI inside each slice, then the slices' shards over DCN, one after
+        # the other: the two phases' times add up.
         link = tpu_dcn(shape.accelerator)
         outer = per_unit * link.gbps / 8 * data.busbw_of_link
-        words = f"DCN between slices ({link.gbps:g} Gbit/s per chip)"
+        inside = _inner(inner, inner_words, eff)
+        return Collective(1 / (1 / inside.busbw_gbps + 1 / outer),
+                          f"ICI, then DCN between slices ({link.gbps:g} Gbit/s per chip)",
+                          "assumption" if link.source.startswith("assumption") else "datasheet")
     else:
         if chips <= shape.devices_per_host:
             return _inner(inner, inner_words, eff)
@@ -168,6 +174,7 @@ def collective(placement: Placement, chips: int, eff: Effective) -> Collective |
         outer = link.gbps / 8 * data.busbw_of_link
         kind = shape.networking.kind if shape.networking else "no GPU fabric"
         words = f"network between nodes ({kind}, {link.gbps:,g} Gbit/s per node)"
+    # NCCL's rings run through every GPU: the slower of NVLink and the network sets the pace.
     origin = "assumption" if link.source.startswith("assumption") else "datasheet"
     if shape.devices_per_host > 1 and inner is not None and inner < outer:
         return _inner(inner, inner_words, eff)

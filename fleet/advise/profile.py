@@ -173,7 +173,7 @@ def parse_workload(data: object, source: str, *, name: str | None = None,
     devices = c.whole(data, "devices", example="8") or 1
     model = _model(c, data.get("model")) if "model" in data else None
     raw = _raw(c, data.get("per_step")) if "per_step" in data else None
-    if (model is None) == (raw is None) and not ("model" in data and "per_step" in data):
+    if "model" not in data and "per_step" not in data:
         c.add("model", "is required (or `per_step`)",
               "describe the model (`model: {layers: 32, hidden_size: 4096, ...}` or "
               "`model: {parameters: 7e9}`), or give raw counts under `per_step` with `steps`")
@@ -182,7 +182,7 @@ def parse_workload(data: object, source: str, *, name: str | None = None,
               "keep `model` (accelfleet counts FLOPs and bytes) or `per_step` (you do)")
     training = inference = None
     raw_steps = None
-    if raw is not None:
+    if "per_step" in data and "model" not in data:
         raw_steps = c.whole(data, "steps", required=True, example="1000")
     elif kind == "training":
         training = _training(c, data)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 Kind = Literal["training", "inference"]
 Checkpointing = Literal["none", "selective", "full"]
@@ -294,3 +294,39 @@ class Workload:
         if self.inference is not None:
             return float(self.inference.requests * self.inference.output_tokens)
         return 0.0
+
+    def summary(self) -> dict[str, Any]:
+        """The workload's counts, JSON-ready (what `advise --json` reports beside the
+        candidates)."""
+        out: dict[str, Any] = {
+            "name": self.name, "kind": self.kind, "description": self.description,
+            "sources": list(self.sources), "precision": self.precision,
+            "devices_wanted": self.devices, "notes": list(self.notes),
+            "parameters": None if self.model is None else self.model.total_parameters,
+            "matmul_parameters": None if self.model is None else self.model.matmul_parameters,
+            "state_bytes": self.state_bytes(), "tokens": self.total_tokens,
+        }
+        if self.raw is not None:
+            out |= {"steps": self.steps, "flops_per_step": self.raw.flops,
+                    "traffic_bytes_per_step": self.raw.memory_traffic_bytes,
+                    "collective_bytes_per_step": self.raw.collective_bytes}
+        elif self.training is not None:
+            t = self.training
+            out |= {"steps": self.steps, "sequence_length": t.sequence_length,
+                    "global_batch_sequences": t.global_batch_sequences,
+                    "micro_batch_sequences": t.micro_batch_sequences,
+                    "tokens_per_step": t.tokens_per_step,
+                    "activation_checkpointing": t.checkpointing,
+                    "flops_per_token": self.training_flops_per_token(),
+                    "flops_per_step": self.training_step_flops(),
+                    "activation_bytes_per_device": self.activation_bytes(),
+                    "gradient_bytes": self.gradient_bytes()}
+        elif self.inference is not None:
+            i = self.inference
+            out |= {"requests": i.requests, "prompt_tokens": i.prompt_tokens,
+                    "output_tokens": i.output_tokens, "batch_sequences": i.batch_sequences,
+                    "kv_cache_bytes_per_batch": self.kv_cache_bytes(),
+                    "prefill_flops_per_batch": self.prefill_flops(),
+                    "decode_step_flops": self.decode_step_flops(),
+                    "decode_step_bytes": self.decode_step_bytes()}
+        return out

@@ -1,0 +1,272 @@
+"""`accelfleet advise`: GPU or TPU for this workload? Time and cost per run on each candidate,
+from the smoke history's measured figures where it has them, else from the datasheets."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from cli._errors import command
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from fleet.advise import Advice, Estimate, MeasuredFigures, Offer
+    from fleet.catalog import Catalog
+
+HISTORY_WINDOW = 10  # each node's last runs the measured medians are over
+
+
+@command
+def advise(
+    stack_file: Annotated[Path | None, typer.Argument(
+        help="A `stacks/Pulumi.<stack>.yaml` file whose pools are the candidates (default: the "
+        "example stack; not with --catalog).", show_default=False)] = None,
+    workload: Annotated[str, typer.Option(
+        "--workload", "-w", metavar="FILE|PRESET", show_default=False,
+        help="A workload profile (YAML: docs/advise.md) or a preset: llama3-8b-pretrain, "
+        "llama3-70b-pretrain, llama3-8b-finetune, llama3-70b-batch-inference.")] = "",
+    pools: Annotated[list[str] | None, typer.Option(
+        "--pools", metavar="POOL,...", show_default=False,
+        help="Only these pools of the stack (comma-separated, or repeat the option).")] = None,
+    catalog: Annotated[bool, typer.Option(
+        "--catalog", help="Every GPU machine type and TPU generation of the catalog, at list "
+        "price, instead of a stack's pools.")] = False,
+    history: Annotated[Path | None, typer.Option(
+        "--history", metavar="PATH", show_default=False,
+        help="The smoke history to read measured figures from (default: "
+        ".accelfleet/history.sqlite, or $ACCELFLEET_HISTORY, when it exists).")] = None,
+    no_history: Annotated[bool, typer.Option(
+        "--no-history", help="Datasheet figures only, even where the history has runs.")
+    ] = False,
+    top: Annotated[int | None, typer.Option(
+        "--top", min=1, metavar="N", show_default=False,
+        help="Only the N cheapest candidates.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Estimate the time and cost of one run of a workload on each candidate (a stack's pools,
+    or with `--catalog` every GPU and TPU shape), ranked by cost per run.
+
+    Per candidate: a roofline step time (compute at the effective TFLOP/s, memory at the
+    effective GB/s, the gradient all-reduce at the bus bandwidth), with the bound named; the
+    time per run; the cost per run at the pool's rate or list price, on-demand and spot
+    (unpriced: never $0); the devices that hold the model. Effective figures are measured
+    (the smoke history's medians, with the run count) or datasheet (peak x a documented
+    efficiency). Candidates the model does not fit are listed with the reason.
+
+    Exit 0 with the ranking; 1 when no candidate can run the workload; 2 for a bad profile,
+    an unknown preset or pool, or a missing stack or history file.
+    """
+    from fleet.advise import advise as estimate_all
+    from fleet.advise import load_workload
+    from fleet.catalog import load_catalog
+    from fleet.errors import CheckFailed, InputError
+
+    if not workload:
+        raise InputError("--workload is required", hint="name a preset (e.g. `--workload "
+                         "llama3-8b-pretrain`) or a workload YAML file (docs/advise.md)")
+    wanted = [p.strip() for item in pools or [] for p in item.split(",") if p.strip()]
+    if catalog and (wanted or stack_file is not None):
+        raise InputError("--catalog takes no stack file and no --pools",
+                         hint="use --catalog alone for every catalog shape, or a stack file "
+                         "(with --pools to pick some of its pools)")
+    job = load_workload(workload)
+    cat = load_catalog()
+    offers = _offers(cat, stack_file, wanted, catalog)
+    measured, where = _history(history, no_history)
+    result = estimate_all(job, offers, cat, measured.get if measured is not None else None)
+    shown = result.estimates[:top] if top else result.estimates
+    if as_json:
+        from cli._output import print_json
+
+        print_json(_document(result, shown, where, measured or {}))
+    else:
+        from cli._output import console
+
+        _table(console(), result, shown, where, catalog)
+    if not result.estimates:
+        raise CheckFailed("no candidate can run this workload",
+                          hint="each candidate's reason and fix is listed above")
+
+
+def _offers(cat: Catalog, stack_file: Path | None, wanted: list[str], catalog: bool
+            ) -> list[Offer]:
+    from fleet.advise import catalog_offers, pool_offers
+    from fleet.errors import InputError, UnknownNameError
+
+    if catalog:
+        return catalog_offers(cat)
+    from fleet import load_fleet
+    from fleet.stackfile import EXAMPLE_STACK
+
+    path = stack_file or EXAMPLE_STACK
+    fleet = load_fleet(str(path))
+    names = [p.name for p in fleet.pools]
+    for name in wanted:
+        if name not in names:
+            raise UnknownNameError(f"pool of {path}", name, names,
+                                   hint=f"the stack's pools: {', '.join(names)}")
+    offers = pool_offers([p for p in fleet.pools if not wanted or p.name in wanted])
+    if not offers:
+        raise InputError(f"{path} has no accelerator pool to estimate"
+                         + (f" among {', '.join(wanted)}" if wanted else ""),
+                         hint="name GPU or TPU pools with --pools, or use --catalog")
+    return offers
+
+
+def _history(path: Path | None, off: bool
+             ) -> tuple[dict[str, MeasuredFigures] | None, str | None]:
+    """Measured medians per accelerator key, and the history's path; (None, None) when there
+    is none to read (datasheet figures everywhere)."""
+    if off:
+        return None, None
+    from smoke._history import History, default_path
+
+    where = path or default_path()
+    if path is None and not where.exists():
+        return None, None
+    with History.open(where, create=False) as h:
+        trends = h.trends(window=HISTORY_WINDOW)
+    return measured_medians(trends), str(where)
+
+
+def measured_medians(trends: list[Any]) -> dict[str, MeasuredFigures]:
+    """Per accelerator: the median of its nodes' figures over their recent runs (each point a
+    node's median over its devices in one run), and how many runs they come from."""
+    from fleet.advise import MeasuredFigures
+
+    values: dict[tuple[str, str], list[float]] = defaultdict(list)
+    runs: dict[str, set[str]] = defaultdict(set)
+    for trend in trends:
+        key = str(trend.accelerator).lower()
+        for point in trend.points:
+            if point.value is None:
+                continue
+            values[(key, trend.probe)].append(float(point.value))
+            if trend.probe == "matmul_tflops":
+                runs[key].add(point.run_id)
+
+    def median(key: str, probe: str) -> float | None:
+        got = values.get((key, probe))
+        return statistics.median(got) if got else None
+
+    keys = {k for k, _ in values}
+    return {k: MeasuredFigures(median(k, "matmul_tflops"), median(k, "memory_gbps"),
+                               len(runs[k]), median(k, "allreduce_busbw"))
+            for k in keys if median(k, "matmul_tflops") or median(k, "memory_gbps")}
+
+
+def _document(result: Advice, shown: tuple[Estimate, ...], where: str | None,
+              measured: dict[str, MeasuredFigures]) -> dict[str, Any]:
+    return {
+        "workload": result.workload.summary(),
+        "candidates": [{"rank": i, **e.to_dict()} for i, e in enumerate(shown, 1)],
+        "excluded": [x.to_dict() for x in result.excluded],
+        "assumptions": list(result.assumptions),
+        "history": {"path": where, "window_runs": HISTORY_WINDOW,
+                    "accelerators": {k: {"tflops": m.tflops, "gbps": m.gbps, "runs": m.runs,
+                                         "node_busbw_gbps": m.node_busbw_gbps}
+                                     for k, m in sorted(measured.items())}},
+    }
+
+
+def duration(seconds: float) -> str:
+    """1.72 s, 14 ms, 35 min, 18.3 h, 27.7 d."""
+    if seconds < 1:
+        return f"{seconds * 1000:,.3g} ms"
+    if seconds < 120:
+        return f"{seconds:,.3g} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:,.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:,.1f} h"
+    return f"{seconds / 86400:,.1f} d"
+
+
+def _usd(value: float | None, unpriced: str = "unpriced") -> str:
+    if value is None:
+        return unpriced
+    return f"${value:,.0f}" if value >= 10 else f"${value:,.2f}"
+
+
+def _headline(result: Advice) -> str:
+    w = result.workload.summary()
+    parts = [str(w["kind"])]
+    if w["parameters"]:
+        parts.append(f"{w['parameters'] / 1e9:,.2f}B parameters")
+    if w.get("tokens_per_step"):
+        parts.append(f"{w['tokens']:,.3g} tokens in {w['steps']:,} steps of "
+                     f"{w['tokens_per_step']:,}")
+    elif w.get("requests"):
+        parts.append(f"{w['requests']:,} requests of {w['prompt_tokens']:,} + "
+                     f"{w['output_tokens']:,} tokens, {w['batch_sequences']} at a time")
+    elif w.get("steps"):
+        parts.append(f"{w['steps']:,} steps")
+    parts.append(f"{w['devices_wanted']} devices wanted")
+    return ", ".join(parts)
+
+
+def _table(out: Console, result: Advice, shown: tuple[Estimate, ...], where: str | None,
+           catalog: bool) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from cli._output import print_table
+
+    w = result.workload
+    out.print(f"[bold]{escape(w.name)}[/bold]: {escape(_headline(result))}")
+    if w.description:
+        out.print(escape(w.description))
+    source = "catalog shapes at list price" if catalog else "the stack's pools"
+    table = Table(title=f"cost per run on {source}, cheapest first")
+    for col, just in (("#", "right"), ("candidate", "left"), ("accelerator", "left"),
+                      ("devices", "right"), ("figures", "left"), ("step", "right"),
+                      ("bound", "left"), ("time/run", "right"), ("$/run", "right"),
+                      ("$/run spot", "right"), ("price", "left")):
+        table.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
+    colour = {"compute": "green", "memory": "yellow", "network": "magenta"}
+    for i, e in enumerate(shown, 1):
+        p = e.placement
+        label = (e.offer.label if e.offer.pool is None
+                 else f"{e.offer.label} ({p.shape.machine_type})")
+        if p.topology:
+            label += f" {p.topology}" + (f" x{p.units}" if p.units > 1 else "")
+        devices = f"{e.chips:,}" + (f" (fit {e.chips_to_fit:,})" if e.chips_to_fit > 1 else "")
+        step = duration(e.step.step_s) + (" decode" if e.prefill is not None else "")
+        c = colour[e.bound]
+        table.add_row(str(i), escape(label), escape(p.shape.accelerator.name), devices,
+                      e.figures.words(), step, f"[{c}]{e.bound}[/{c}]", duration(e.run_s),
+                      _usd(e.usd_per_run), _usd(e.spot_usd_per_run, "-"),
+                      escape(p.price_source.split(":")[0]))
+    if shown:
+        print_table(out, table)
+    hidden = len(result.estimates) - len(shown)
+    if hidden:
+        out.print(f"... and {hidden} more (without --top)")
+    _grouped(out, "excluded", [(f"{x.reason}\n    fix: {x.fix}", x.label)
+                               for x in result.excluded])
+    _grouped(out, "note", [(n, e.offer.label) for e in shown for n in e.notes])
+    origin = f"smoke history {where}" if where else "no smoke history"
+    out.print(f"[dim]figures: measured = medians of the last {HISTORY_WINDOW} runs per node "
+              f"({escape(origin)}); datasheet = peak x an efficiency "
+              "(fleet/catalog/data/advise.yaml). Assumptions and sources: --json, "
+              "docs/advise.md[/dim]")
+
+
+def _grouped(out: Console, what: str, items: list[tuple[str, str]]) -> None:
+    """One line per distinct text, naming every candidate it applies to."""
+    from rich.markup import escape
+
+    by_text: dict[str, list[str]] = {}
+    for text, label in items:
+        by_text.setdefault(text, [])
+        if label not in by_text[text]:
+            by_text[text].append(label)
+    for text, labels in by_text.items():
+        names = ", ".join(labels[:6]) + (f" and {len(labels) - 6} more" if len(labels) > 6
+                                         else "")
+        out.print(f"{what}: {escape(names)}: {escape(text)}")
