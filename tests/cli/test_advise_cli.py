@@ -1,0 +1,182 @@
+"""`accelfleet advise`: exit codes (0 ranked, 2 with a fix for bad input), the table and the
+JSON, a stack's pools or the whole catalog, and measured figures read from a real smoke history
+file (SQLite, written the way `smoke local` and `smoke run` write it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.advise import duration
+from cli.main import app
+
+runner = CliRunner()
+
+
+def _json(*args: str) -> dict[str, Any]:
+    result = runner.invoke(app, ["advise", *args, "--json", "--no-history"])
+    assert result.exit_code == 0, result.output
+    data: dict[str, Any] = json.loads(result.output)
+    return data
+
+
+def test_the_8b_pretrain_preset_ranks_gpu_and_tpu_shapes_of_the_catalog() -> None:
+    result = runner.invoke(app, ["advise", "--workload", "llama3-8b-pretrain", "--catalog",
+                                 "--no-history"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "cheapest first" in out and "TPU v6e 16x16" in out and "p5.48xlarge" in out
+    assert "compute" in out and "datasheet" in out and "unpriced" in out
+    assert "excluded: g5.xlarge" in out and "fix:" in out
+    data = _json("--workload", "llama3-8b-pretrain", "--catalog")
+    rows = data["candidates"]
+    assert [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
+    assert {r["kind"] for r in rows} == {"gpu", "tpu"}
+    assert all(r["bound"] in ("compute", "memory", "network") for r in rows)
+    priced = [r["usd_per_run"] for r in rows if r["usd_per_run"] is not None]
+    assert priced == sorted(priced) and min(priced) > 0
+    assert rows[-1]["usd_per_run"] is None  # unpriced last, never $0
+    first = rows[0]
+    assert first["figures"]["origin"] == "datasheet" and first["figures"]["sources"]
+    assert first["step"]["step_s"] > 0 and first["run_hours"] > 0 and first["chips"] == 256
+    assert data["workload"]["parameters"] == 8_030_261_248 and data["assumptions"]
+    assert data["history"]["path"] is None
+
+
+def test_top_keeps_the_cheapest() -> None:
+    data = _json("--workload", "pretrain-8b", "--catalog", "--top", "3")
+    assert len(data["candidates"]) == 3
+
+
+def test_the_example_stacks_pools_are_the_default_candidates() -> None:
+    data = _json("--workload", "llama3-8b-finetune")
+    pools = {r["pool"] for r in data["candidates"]}
+    assert {"h100-train", "v5p-slice"} <= pools and None not in pools
+    only = _json("--workload", "llama3-8b-finetune", "--pools", "h100-train,v5p-slice")
+    assert {r["pool"] for r in only["candidates"]} == {"h100-train", "v5p-slice"}
+
+
+def test_a_pool_the_model_does_not_fit_is_excluded_with_the_reason() -> None:
+    data = _json("--workload", "llama3-70b-pretrain", "--pools", "v6e-serve,v5p-slice")
+    excluded = {x["candidate"]: x for x in data["excluded"]}
+    assert "v6e-serve" in excluded and "needs at least" in excluded["v6e-serve"]["reason"]
+    assert excluded["v6e-serve"]["fix"]
+
+
+def test_nothing_fits_exits_1_with_each_reason() -> None:
+    result = runner.invoke(app, ["advise", "--workload", "llama3-70b-pretrain", "--pools",
+                                 "v6e-serve", "--no-history"])
+    assert result.exit_code == 1, result.output
+    assert "excluded: v6e-serve" in result.output and "no candidate can run" in result.output
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--workload", "llama3-8b-pretrian", "--catalog"], "did you mean 'llama3-8b-pretrain'"),
+    (["--catalog"], "--workload is required"),
+    (["--workload", "pretrain-8b", "--catalog", "--pools", "x"], "--catalog takes no"),
+    (["--workload", "pretrain-8b", "--pools", "h100-trian"], "did you mean 'h100-train'"),
+    (["--workload", "jobs/missing.yaml", "--catalog"], "does not exist"),
+    (["nope/Pulumi.x.yaml", "--workload", "pretrain-8b"], "does not exist"),
+])
+def test_bad_input_exits_2_with_a_hint(args: list[str], words: str) -> None:
+    result = runner.invoke(app, ["advise", *args, "--no-history"])
+    assert result.exit_code == 2, result.output
+    assert words in result.output and "hint:" in result.output
+
+
+def test_a_bad_profile_exits_2_naming_each_field_and_fix(tmp_path: Path) -> None:
+    profile = tmp_path / "job.yaml"
+    profile.write_text("kind: training\nmodel: {layers: 32, hidden_sise: 4096}\n"
+                       "sequence_length: 8192\nglobal_batch_sequences: 64\nsteps: 10\n",
+                       encoding="utf-8")
+    result = runner.invoke(app, ["advise", "--workload", str(profile), "--catalog"])
+    assert result.exit_code == 2, result.output
+    assert "model.hidden_sise: unknown field; did you mean 'hidden_size'" in result.output
+    assert "fix: rename it to 'hidden_size'" in result.output and "hint:" in result.output
+
+
+def test_a_good_profile_file(tmp_path: Path) -> None:
+    profile = tmp_path / "job.yaml"
+    profile.write_text("kind: training\nname: tiny\nmodel: {parameters: 1.0e9}\n"
+                       "sequence_length: 2048\nglobal_batch_sequences: 64\nsteps: 100\n"
+                       "devices: 8\n", encoding="utf-8")
+    data = _json("--workload", str(profile), "--catalog", "--top", "5")
+    assert data["workload"]["name"] == "tiny" and "6 N" in data["workload"]["notes"][0]
+
+
+def _history(path: Path, runs: int) -> None:
+    from smoke._history import History
+    from smoke._results import HostReport, ProbeResult, Verdict
+    from smoke._run import RunReport
+
+    with History.open(path) as h:
+        for i in range(runs):
+            results = tuple(
+                ProbeResult(f"cuda{d}", probe, 2, Verdict.PASS, "ok", value + d + i, None, unit)
+                for d in range(2) for probe, value, unit in (
+                    ("matmul_tflops", 700.0, "TFLOP/s"), ("memory_gbps", 2900.0, "GB/s")))
+            report = HostReport(host=f"node-{i % 2}", backend="torch", platform="cuda",
+                                versions={}, tier=2, results=results, accelerator="h100-80gb",
+                                started_at=f"2026-11-2{i}T00:00:00+00:00")
+            h.append(RunReport.of_host(report, f"run-{i}"), kind="local")
+
+
+def test_measured_figures_come_from_the_smoke_history(tmp_path: Path) -> None:
+    path = tmp_path / "history.sqlite"
+    _history(path, 3)
+    result = runner.invoke(app, ["advise", "--workload", "llama3-8b-finetune", "--pools",
+                                 "h100-train,v5p-slice", "--history", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    rows = {r["pool"]: r for r in data["candidates"]}
+    h100 = rows["h100-train"]["figures"]
+    assert h100["origin"] == "measured" and h100["runs"] == 3
+    assert h100["tflops_origin"] == "measured" and h100["gbps"] == pytest.approx(2901.5)
+    assert rows["v5p-slice"]["figures"]["origin"] == "datasheet"
+    assert data["history"]["path"] == str(path)
+    assert data["history"]["accelerators"]["h100-80gb"]["runs"] == 3
+    table = runner.invoke(app, ["advise", "--workload", "llama3-8b-finetune", "--pools",
+                                "h100-train", "--history", str(path)], env={"COLUMNS": "200"})
+    assert "measured (3 runs)" in table.output
+    off = runner.invoke(app, ["advise", "--workload", "llama3-8b-finetune", "--pools",
+                              "h100-train", "--history", str(path), "--no-history", "--json"])
+    assert json.loads(off.output)["candidates"][0]["figures"]["origin"] == "datasheet"
+
+
+def test_a_missing_history_named_explicitly_is_bad_input(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["advise", "--workload", "pretrain-8b", "--catalog",
+                                 "--history", str(tmp_path / "none.sqlite")])
+    assert result.exit_code == 2 and "no smoke history" in result.output
+
+
+def test_the_default_history_is_read_when_it_exists(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACCELFLEET_HISTORY", str(tmp_path / "absent.sqlite"))
+    data = json.loads(runner.invoke(app, ["advise", "-w", "finetune-8b", "--pools",
+                                          "h100-train", "--json"]).output)
+    assert data["candidates"][0]["figures"]["origin"] == "datasheet"  # none yet: datasheet
+    path = tmp_path / "h.sqlite"
+    _history(path, 1)
+    monkeypatch.setenv("ACCELFLEET_HISTORY", str(path))
+    data = json.loads(runner.invoke(app, ["advise", "-w", "finetune-8b", "--pools",
+                                          "h100-train", "--json"]).output)
+    assert data["candidates"][0]["figures"]["origin"] == "measured"
+
+
+def test_inference_table_says_decode() -> None:
+    result = runner.invoke(app, ["advise", "-w", "llama3-70b-batch-inference", "--catalog",
+                                 "--no-history", "--top", "5"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "decode" in result.output and "requests" in result.output
+
+
+def test_durations_read_as_people_read_them() -> None:
+    assert duration(0.014) == "14 ms"
+    assert duration(1.7226) == "1.72 s"
+    assert duration(35 * 60) == "35 min"
+    assert duration(18.3 * 3600) == "18.3 h"
+    assert duration(30 * 86400) == "30.0 d"
