@@ -187,6 +187,14 @@ def duration(seconds: float) -> str:
     return f"{seconds / 86400:,.1f} d"
 
 
+def count(value: float) -> str:
+    """160B, 1.4T, 4.19M, 512."""
+    for size, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if value >= size:
+            return f"{value / size:,.3g}{suffix}"
+    return f"{value:,.0f}"
+
+
 def _usd(value: float | None, unpriced: str = "unpriced") -> str:
     if value is None:
         return unpriced
@@ -199,8 +207,8 @@ def _headline(result: Advice) -> str:
     if w["parameters"]:
         parts.append(f"{w['parameters'] / 1e9:,.2f}B parameters")
     if w.get("tokens_per_step"):
-        parts.append(f"{w['tokens']:,.3g} tokens in {w['steps']:,} steps of "
-                     f"{w['tokens_per_step']:,}")
+        parts.append(f"{count(w['tokens'])} tokens in {w['steps']:,} steps of "
+                     f"{count(w['tokens_per_step'])}")
     elif w.get("requests"):
         parts.append(f"{w['requests']:,} requests of {w['prompt_tokens']:,} + "
                      f"{w['output_tokens']:,} tokens, {w['batch_sequences']} at a time")
@@ -238,10 +246,10 @@ def _table(out: Console, result: Advice, shown: tuple[Estimate, ...], where: str
         devices = f"{e.chips:,}" + (f" (fit {e.chips_to_fit:,})" if e.chips_to_fit > 1 else "")
         step = duration(e.step.step_s) + (" decode" if e.prefill is not None else "")
         c = colour[e.bound]
-        table.add_row(str(i), escape(label), escape(p.shape.accelerator.name), devices,
+        table.add_row(str(i), escape(label), escape(p.shape.accelerator.key), devices,
                       e.figures.words(), step, f"[{c}]{e.bound}[/{c}]", duration(e.run_s),
                       _usd(e.usd_per_run), _usd(e.spot_usd_per_run, "-"),
-                      escape(p.price_source.split(":")[0]))
+                      escape(p.price_source.split(":")[0].split(" (")[0]))
     if shown:
         print_table(out, table)
     hidden = len(result.estimates) - len(shown)
@@ -253,8 +261,8 @@ def _table(out: Console, result: Advice, shown: tuple[Estimate, ...], where: str
     origin = f"smoke history {where}" if where else "no smoke history"
     out.print(f"[dim]figures: measured = medians of the last {HISTORY_WINDOW} runs per node "
               f"({escape(origin)}); datasheet = peak x an efficiency "
-              "(fleet/catalog/data/advise.yaml). Assumptions and sources: --json, "
-              "docs/advise.md[/dim]")
+              "(fleet/catalog/data/advise.yaml). Prices' regions and dates, assumptions and "
+              "sources: --json, docs/advise.md[/dim]")
 
 
 def _grouped(out: Console, what: str, items: list[tuple[str, str]]) -> None:
