@@ -273,7 +273,7 @@ def run(
     max_quarantine: Annotated[str | None, typer.Option(
         "--max-quarantine", metavar="N|P%", help="At most this many nodes per pool (slices "
         "for TPU pools), counting those quarantined already; default 10% of the pool, at "
-        "least one. Past it nothing more is quarantined and the run exits 1.",
+        "least one. Past that cap, no more nodes get quarantined and the run exits 1.",
         show_default=False)] = None,
     html: HtmlOpt = None,
     metrics: MetricsOpt = None,
