@@ -112,3 +112,30 @@ def test_a_yaml_alias_bomb_parses_in_milliseconds_and_is_refused(tmp_path: Path)
     path.write_text(billion_laughs(), encoding="utf-8")
     with pytest.raises(StackFileError, match="aliases"):
         read_stack_file(path)
+
+
+def test_a_json_stack_reads_as_the_same_yaml(tmp_path: Path) -> None:
+    import json
+
+    from ruamel.yaml import YAML
+
+    example = ROOT / "stacks" / "Pulumi.example.yaml"
+    as_json = tmp_path / "Pulumi.json.yaml"
+    as_json.write_text(json.dumps(YAML(typ="safe").load(example.read_text("utf-8"))),
+                       encoding="utf-8")
+    assert read_stack_file(as_json) == read_stack_file(example)
+
+
+def test_json_with_a_duplicate_key_gets_the_yaml_error(tmp_path: Path) -> None:
+    path = tmp_path / "Pulumi.dup.yaml"
+    path.write_text('{"config": {"accelfleet:fleet": {}, "accelfleet:fleet": {}}}')
+    with pytest.raises(StackFileError, match="not valid YAML"):
+        read_stack_file(path)
+
+
+def test_deep_json_is_refused_like_deep_yaml(tmp_path: Path) -> None:
+    path = tmp_path / "Pulumi.deep.yaml"
+    path.write_text('{"config": {"accelfleet:fleet": {"pools": ' + "[" * 5000 + "]" * 5000
+                    + "}}}")
+    with pytest.raises(StackFileError, match="levels deep"):
+        read_stack_file(path)
