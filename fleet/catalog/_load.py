@@ -30,10 +30,10 @@ T = TypeVar("T")
 
 
 def read_yaml(name: str) -> dict[str, Any]:
-    from ruamel.yaml import YAML
+    from fleet._yaml12 import load_data
 
     text = resources.files("fleet.catalog").joinpath("data", name).read_text(encoding="utf-8")
-    data = YAML(typ="safe", pure=False).load(text)
+    data = load_data(text)
     if not isinstance(data, dict):
         raise CatalogError(f"catalog file {name} is not a mapping")
     version = data.get("schema_version")
