@@ -28,7 +28,7 @@ def advise(
         "example stack; not with --catalog).", show_default=False)] = None,
     workload: Annotated[str, typer.Option(
         "--workload", "-w", metavar="FILE|PRESET", show_default=False,
-        help="A workload profile (YAML: docs/advise.md) or a preset: llama3-8b-pretrain, "
+        help="Required. A workload profile (YAML: docs/advise.md) or a preset: llama3-8b-pretrain, "
         "llama3-70b-pretrain, llama3-8b-finetune, llama3-70b-batch-inference.")] = "",
     pools: Annotated[list[str] | None, typer.Option(
         "--pools", metavar="POOL,...", show_default=False,
@@ -231,25 +231,28 @@ def _table(out: Console, result: Advice, shown: tuple[Estimate, ...], where: str
         out.print(escape(w.description))
     source = "catalog shapes at list price" if catalog else "the stack's pools"
     table = Table(title=f"cost per run on {source}, cheapest first")
-    for col, just in (("#", "right"), ("candidate", "left"), ("accelerator", "left"),
-                      ("devices", "right"), ("figures", "left"), ("step", "right"),
-                      ("bound", "left"), ("time/run", "right"), ("$/run", "right"),
-                      ("$/run spot", "right"), ("price", "left")):
+    columns = [("#", "right"), ("candidate", "left"), ("accelerator", "left"),
+               ("devices", "right"), ("figures", "left"), ("step", "right"), ("bound", "left"),
+               ("time/run", "right"), ("$/run", "right"), ("$/run spot", "right")]
+    if not catalog:  # a pool's rate may be the stack's own; a catalog shape's is list price
+        columns.append(("price", "left"))
+    for col, just in columns:
         table.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
     colour = {"compute": "green", "memory": "yellow", "network": "magenta"}
     for i, e in enumerate(shown, 1):
         p = e.placement
-        label = (e.offer.label if e.offer.pool is None
-                 else f"{e.offer.label} ({p.shape.machine_type})")
+        label = e.offer.label
         if p.topology:
             label += f" {p.topology}" + (f" x{p.units}" if p.units > 1 else "")
         devices = f"{e.chips:,}" + (f" (fit {e.chips_to_fit:,})" if e.chips_to_fit > 1 else "")
         step = duration(e.step.step_s) + (" decode" if e.prefill is not None else "")
         c = colour[e.bound]
-        table.add_row(str(i), escape(label), escape(p.shape.accelerator.key), devices,
-                      e.figures.words(), step, f"[{c}]{e.bound}[/{c}]", duration(e.run_s),
-                      _usd(e.usd_per_run), _usd(e.spot_usd_per_run, "-"),
-                      escape(p.price_source.split(":")[0].split(" (")[0]))
+        cells = [str(i), escape(label), escape(p.shape.accelerator.key), devices,
+                 e.figures.words(), step, f"[{c}]{e.bound}[/{c}]", duration(e.run_s),
+                 _usd(e.usd_per_run), _usd(e.spot_usd_per_run, "-")]
+        if not catalog:
+            cells.append(escape(p.price_source.split(":")[0].split(" (")[0]))
+        table.add_row(*cells)
     if shown:
         print_table(out, table)
     hidden = len(result.estimates) - len(shown)

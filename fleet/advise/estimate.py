@@ -231,6 +231,28 @@ def _unfit(w: Workload, offer: Offer, usable: float) -> Excluded:
                     "number of devices", "; ".join(fixes))
 
 
+def _too_small(w: Workload, offer: Offer, fit: int, usable: float, most: int) -> Excluded:
+    acc = offer.shape.accelerator
+    fix = "raise the pool's nodes (or autoscaling max_nodes, or multislice), or choose a pool " \
+          "whose devices have more memory"
+    if w.inference is not None and w.raw is None:
+        held = (f"{_replica_bytes(w) / GIB:,.0f} GiB of weights and KV cache, "
+                f"{usable / GIB:,.1f} GiB usable on each")
+    else:
+        fixed = _fixed_per_chip(w)
+        held = f"{w.state_bytes() / GIB:,.0f} GiB of model state"
+        if fixed:
+            held += (f", {(usable - fixed) / GIB:,.1f} GiB on each once its "
+                     f"{fixed / GIB:,.1f} GiB of activations and gathered layers are in "
+                     f"({usable / GIB:,.1f} GiB usable)")
+            if w.training is not None and w.training.checkpointing != "full":
+                fix = "set `activation_checkpointing: full` (fewer devices hold it), " + fix
+        else:
+            held += f", {usable / GIB:,.1f} GiB usable on each"
+    return Excluded(offer.label, acc.key, f"needs at least {fit} {acc.name} devices to hold "
+                    f"{held}; pool {offer.label} has at most {most}", fix)
+
+
 def estimate(w: Workload, offer: Offer, cat: Catalog,
              reader: HistoryReader | None = None) -> Estimate | Excluded:
     """One candidate's estimate, or why the workload cannot run on it."""
@@ -247,18 +269,14 @@ def estimate(w: Workload, offer: Offer, cat: Catalog,
         return _unfit(w, offer, usable)
     placement = place(cat, offer, max(w.devices, fit))
     if placement.chips < fit:
-        need = (_replica_bytes(w) if w.inference is not None and w.raw is None
-                else w.state_bytes()) / GIB
-        return Excluded(offer.label, acc.key,
-                        f"needs at least {fit} {acc.name} devices to hold {need:,.0f} GiB of "
-                        f"model state ({usable / GIB:,.1f} GiB usable each); pool "
-                        f"{offer.label} has at most {placement.chips}",
-                        "raise the pool's nodes (or autoscaling max_nodes, or multislice), "
-                        "or choose a pool whose devices have more memory")
+        return _too_small(w, offer, fit, usable, placement.chips)
     notes = list(w.notes)
     if fit > w.devices:
         notes.append(f"holding the model takes {fit} devices, more than the {w.devices} "
                      "wanted")
+    if placement.chips > max(w.devices, fit) and placement.shape.tpu is not None:
+        notes.append(f"a {placement.shape.topology_str} slice has {placement.shape.chips} chips "
+                     f"and is taken whole: the run uses {placement.chips}")
     if offer.max_chips is not None and placement.chips < w.devices:
         notes.append(f"the pool has {placement.chips} devices at most, fewer than the "
                      f"{w.devices} wanted: the run uses them all")

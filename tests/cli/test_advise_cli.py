@@ -58,6 +58,11 @@ def test_the_example_stacks_pools_are_the_default_candidates() -> None:
     assert {"h100-train", "v5p-slice"} <= pools and None not in pools
     only = _json("--workload", "llama3-8b-finetune", "--pools", "h100-train,v5p-slice")
     assert {r["pool"] for r in only["candidates"]} == {"h100-train", "v5p-slice"}
+    v5p = next(r for r in only["candidates"] if r["pool"] == "v5p-slice")
+    assert v5p["chips"] == 64 and any("taken whole" in n for n in v5p["notes"])
+    excluded = {x["candidate"]: x for x in data["excluded"]}
+    assert "of activations and gathered layers" in excluded["l4-spot"]["reason"]
+    assert "activation_checkpointing: full" in excluded["l4-spot"]["fix"]
 
 
 def test_a_pool_the_model_does_not_fit_is_excluded_with_the_reason() -> None:
