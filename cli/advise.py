@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from fleet.advise import Advice, Estimate, MeasuredFigures, Offer
     from fleet.catalog import Catalog
+    from smoke._history import Trend
 
 HISTORY_WINDOW = 10  # each node's last runs the measured medians are over
 
@@ -134,7 +135,7 @@ def _history(path: Path | None, off: bool
     return measured_medians(trends), str(where)
 
 
-def measured_medians(trends: list[Any]) -> dict[str, MeasuredFigures]:
+def measured_medians(trends: list[Trend]) -> dict[str, MeasuredFigures]:
     """Per accelerator: the median of its nodes' figures over their recent runs (each point a
     node's median over its devices in one run), and how many runs they come from."""
     from fleet.advise import MeasuredFigures
