@@ -36,8 +36,9 @@ def stack_text(pools: int, nodes: int) -> str:
     lines = ["config:", "  accelfleet:fleet:", "    clouds:",
              "      gcp: {project: acme-bench, region: us-central1}",
              "    clusters:", "      - {name: c1, cloud: gcp}",
-             "    teams:", "      - {name: research}", "    pools:"]
-    lines += [f"      - {{name: p{i:03d}, cluster: c1, team: research, accelerator: "
+             "    teams:", *(f"      - {{name: team-{t}}}" for t in range(10)), "    pools:"]
+    # ten teams: Kueue gives a team's ClusterQueue at most 64 flavors (one per pool)
+    lines += [f"      - {{name: p{i:03d}, cluster: c1, team: team-{i % 10}, accelerator: "
               f"g2-standard-24, nodes: {nodes}, zone: us-central1-a}}" for i in range(pools)]
     return "\n".join(lines) + "\n"
 
