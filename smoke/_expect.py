@@ -51,6 +51,7 @@ class Expectation:
     words: str | None = None  # what the user asked for (`--expect`), None when guessed
     machine: str | None = None
     chips: int | None = None  # per host
+    devices_per_chip: int = 1  # as the backend counts them: JAX sees a TPU7x chip as 2
 
     @property
     def platform(self) -> str | None:
@@ -74,6 +75,7 @@ class Expectation:
                 **asdict(self.accelerator), "aliases": list(self.accelerator.aliases)},
             "devices": self.devices, "memory_gib": self.memory_gib, "words": self.words,
             "machine": self.machine, "chips": self.chips,
+            "devices_per_chip": self.devices_per_chip,
         }
 
     @classmethod
@@ -85,7 +87,8 @@ class Expectation:
                 **{**acc, "aliases": tuple(acc.get("aliases") or ())})
             return cls(accelerator=accelerator, devices=data.get("devices"),
                        memory_gib=data.get("memory_gib"), words=data.get("words"),
-                       machine=data.get("machine"), chips=data.get("chips"))
+                       machine=data.get("machine"), chips=data.get("chips"),
+                       devices_per_chip=int(data.get("devices_per_chip") or 1))
         except (AttributeError, TypeError) as exc:
             raise InputError(f"malformed expectation document: {exc}",
                              hint="the launcher and the agent must be the same accelfleet "
@@ -105,9 +108,10 @@ def _from_shape(shape: Shape, backend: str, words: str) -> Expectation:
         raise InputError(f"{words!r} is a Cloud TPU, which only the JAX backend can drive",
                          hint="run with --backend jax")
     per_host = shape.jax_devices_per_host if backend == "jax" else shape.devices_per_host
-    per_device = acc.memory_gib / (acc.jax_devices_per_chip if backend == "jax" else 1)
-    return Expectation(accelerator=acc, devices=per_host, memory_gib=per_device, words=words,
-                       machine=shape.machine_type, chips=shape.devices_per_host)
+    share = acc.jax_devices_per_chip if backend == "jax" else 1
+    return Expectation(accelerator=acc, devices=per_host, memory_gib=acc.memory_gib / share,
+                       words=words, machine=shape.machine_type, chips=shape.devices_per_host,
+                       devices_per_chip=share)
 
 
 def for_pool(pool: InventoryPool, backend: str) -> Expectation:
@@ -148,4 +152,5 @@ def detect(devices: Sequence[Device], backend: str) -> Expectation:
 
     mem = first.memory_gib
     acc = min(hits, key=lambda a: abs(per_device(a) - mem) if mem else 0.0)
-    return Expectation(accelerator=acc, memory_gib=per_device(acc))
+    return Expectation(accelerator=acc, memory_gib=per_device(acc),
+                       devices_per_chip=per or acc.jax_devices_per_chip)

@@ -190,7 +190,10 @@ def judge_perf(probe: str, values: Mapping[str, float], exp: Expectation,
                attempts: Mapping[str, int] | None = None) -> list[ProbeResult]:
     """Per-device T2 figures against the catalog peak, the host median and `min_value`."""
     acc = exp.accelerator
-    peak = None if acc is None else (acc.bf16_tflops if probe == MATMUL else acc.memory_gbps)
+    chip_peak = None if acc is None else (acc.bf16_tflops if probe == MATMUL
+                                          else acc.memory_gbps)
+    # The catalog's peaks are per chip; a device is the chip's share (JAX: half a TPU7x chip).
+    peak = None if chip_peak is None else chip_peak / exp.devices_per_chip
     th = threshold(acc.key if acc else None, probe)
     median = statistics.median(values.values()) if values else 0.0
     unit = UNITS[probe]

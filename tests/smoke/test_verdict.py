@@ -135,3 +135,21 @@ def test_allreduce_on_one_device_is_skipped() -> None:
 def test_registry_carries_provenance() -> None:
     assert THRESHOLDS_VERSION
     assert all(th.source for th in REGISTRY.values())
+
+
+def test_a_tpu7x_device_is_judged_against_its_half_of_the_chip() -> None:
+    """JAX shows each TPU7x chip as two devices; the catalog's peaks are per chip, so a device
+    doing half the chip's work is at full speed, not at half."""
+    exp = from_catalog("tpu7x 2x2x1", "jax")
+    acc = exp.accelerator
+    assert acc is not None and exp.devices_per_chip == 2
+    half = acc.bf16_tflops / 2
+    [r] = judge_perf(MATMUL, {"tpu0": 0.9 * half}, exp, platforms={"tpu0": "tpu"})
+    assert r.expected == half and r.verdict is Verdict.PASS, r.reason
+    [slow] = judge_perf(MATMUL, {"tpu0": 0.3 * half}, exp, platforms={"tpu0": "tpu"})
+    assert slow.verdict is not Verdict.PASS
+    assert Expectation.from_dict(exp.to_dict()) == exp
+    assert detect([Device("tpu0", 0, "tpu", "TPU7x", acc.memory_gib / 2)], "jax"
+                  ).devices_per_chip == 2
+    h100 = from_catalog("a3-highgpu-8g", "torch")
+    assert h100.devices_per_chip == 1
