@@ -3,16 +3,28 @@
 The fleets are valid under every rule, the address-range ones included: the GKE cluster's
 ranges hold its nodes at their largest (a /16 node range, a /10 pod range: 16,384 nodes' /24s),
 and the EKS pools go 50 to a cluster, each cluster its own /16 VPC over six zones (the VPC CNI
-gives every pod a VPC address: a /16 cannot hold 500 GPU pools' pods)."""
+gives every pod a VPC address: a /16 cannot hold 500 GPU pools' pods). Each GKE pool is in a zone
+of us-central1 that offers its accelerator (catalog zones.yaml)."""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
+
+from fleet.catalog import load_catalog
 
 GCP_ACCELERATORS = ["a3-highgpu-8g", "g2-standard-24", "v5p-128", "v6e 2x2", "a3-megagpu-8g",
                     "v5e 4x4", "a2-ultragpu-8g", "tpu7x 2x2x1"]
 AWS_ACCELERATORS = ["p5.48xlarge", "g6.12xlarge", "p4d.24xlarge", "g6e.xlarge"]
 EKS_POOLS_PER_CLUSTER = 50
+
+
+@cache
+def _gcp_zones(accelerator: str) -> tuple[str, ...]:
+    """The us-central1 zones that offer `accelerator` (all three where the catalog cannot tell)."""
+    catalog = load_catalog()
+    answer = catalog.zones_offering(catalog.resolve(accelerator), "us-central1")
+    return answer.offered if answer.known else ("us-central1-a", "us-central1-b", "us-central1-c")
 
 
 def generated_fleet(pools: int, *, clouds: tuple[str, ...] = ("gcp", "aws")) -> dict[str, Any]:
@@ -33,7 +45,8 @@ def generated_fleet(pools: int, *, clouds: tuple[str, ...] = ("gcp", "aws")) -> 
         cloud = clouds[i % len(clouds)]
         if cloud == "gcp":
             acc = GCP_ACCELERATORS[i % len(GCP_ACCELERATORS)]
-            pool: dict[str, Any] = {"cluster": "gke", "zone": "us-central1-" + "abc"[i % 3]}
+            zones = _gcp_zones(acc)
+            pool: dict[str, Any] = {"cluster": "gke", "zone": zones[i % len(zones)]}
         else:
             acc = AWS_ACCELERATORS[i % len(AWS_ACCELERATORS)]
             k = aws_pools // EKS_POOLS_PER_CLUSTER

@@ -1,5 +1,6 @@
-"""Where a fleet may live and how large it may grow: regions and zones the clouds offer, and the
-upper bounds of nodes, disks and slices (catalog regions.yaml and limits.yaml `bounds`).
+"""Where a fleet may live and how large it may grow: regions and zones the clouds offer, the zones
+that offer each accelerator, and the upper bounds of nodes, disks and slices (catalog
+regions.yaml, zones.yaml and limits.yaml `bounds`).
 
 A bound of kind `limit` is refused (the cloud refuses it); a default `quota` the account can
 raise is a warning naming the quota; accelfleet's own bounds (where the provider states none)
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fleet.catalog import CLOUDS, Bound, Cloud
+from fleet.catalog import CLOUDS, Bound, Cloud, Shape
 from fleet.errors import Problem, suggest
 from fleet.model import ResolvedPool
 from fleet.names import Reporter
@@ -57,6 +58,31 @@ def check_zones(r: Reporter, pool: Pool, at: str, cloud: Cloud, region: str) -> 
                   offered)
     if len(set(pool.zones)) != len(pool.zones):
         r.add(f"{at}.zones", "a zone is listed twice", "list each zone once")
+
+
+def check_zone_offers(r: Reporter, pool: Pool, at: str, shape: Shape, region: str) -> None:
+    """Every zone of the pool offers its machine type or TPU generation (zones.yaml). Where the
+    catalog does not know, nothing is refused; a zone that does not exist is reported by
+    `check_zones`, not here."""
+    regions = r.catalog.regions[shape.cloud]
+    answer = r.catalog.zones_offering(shape, region)
+    if not answer.known:
+        return
+    for i, zone in enumerate(pool.zones):
+        if answer.allows(zone) or not regions.zone_ok(zone) or regions.region_of(zone) != region:
+            continue
+        dated = f"(catalog zones.yaml, as of {answer.as_of})"
+        if answer.offered:
+            r.add(f"{at}.zones[{i}]", f"{zone} does not offer {answer.what} {dated}",
+                  f"use a zone of {region} that does: {', '.join(answer.offered)}",
+                  answer.offered)
+        else:
+            elsewhere = ", ".join(answer.regions[:10]) + (", ..." if len(answer.regions) > 10
+                                                          else "")
+            r.add(f"{at}.zones[{i}]", f"no zone of {region} offers {answer.what} {dated}; "
+                  f"it is offered in {elsewhere}",
+                  "choose an accelerator offered in this region (`accelfleet catalog list`), "
+                  "or put the pool in a stack of a region that offers it")
 
 
 def most_nodes(pool: ResolvedPool) -> int:

@@ -15,6 +15,7 @@ from fleet.cloud_limits import (
     check_cluster_count,
     check_cluster_nodes,
     check_pool_bounds,
+    check_zone_offers,
     check_zones,
     known_regions,
 )
@@ -153,6 +154,8 @@ class _Checker:
             return None
         region = self._region(cloud)
         self._zones(pool, at, cloud, region)
+        if cloud in self.regions_known:
+            check_zone_offers(self, pool, at, shape, region)  # zones.yaml
         self._runtime(pool, at, cloud, shape.tpu is not None)
         self._nodes(pool, at, shape.multi_host, shape.tpu is not None, shape.hosts)
         self._nodes_per_zone(pool, at, cloud)

@@ -60,6 +60,7 @@ from fleet.catalog._records import (
     Taint,
     TpuGeneration,
 )
+from fleet.catalog._zones import ZoneAnswer, ZoneOffers, load_zone_offers
 from fleet.errors import CatalogError, InputError, UnknownNameError, suggest
 
 __all__ = [
@@ -88,6 +89,8 @@ __all__ = [
     "SystemPoolDefaults",
     "Taint",
     "TpuGeneration",
+    "ZoneAnswer",
+    "ZoneOffers",
     "image_ref_problem",
     "load_catalog",
 ]
@@ -145,6 +148,7 @@ class Catalog:
         # What the clouds refuse: naming rules, upper bounds, address ranges, regions, zones.
         self.names, self.bounds, self.network = load_limits()
         self.regions: dict[Cloud, Regions] = load_regions()
+        self.zone_offers: ZoneOffers = load_zone_offers()  # which zones offer each shape
         self._alias: dict[str, str] = {}
         for acc in self.accelerators.values():
             if acc.kind == "cpu":  # a CPU pool names its machine type, never just "cpu"
@@ -426,6 +430,10 @@ class Catalog:
     def kube_section(self, cloud: Cloud, key: str) -> dict[str, str]:
         """A raw section of a cloud's Kubernetes facts (e.g. aws 'efa')."""
         return as_str_dict({k: v for k, v in self._kube[cloud][key].items() if k != "taint"})
+
+    def zones_offering(self, shape: Shape, region: str) -> ZoneAnswer:
+        """Which zones of `region` offer `shape`, as far as zones.yaml knows."""
+        return self.zone_offers.answer(shape, region)
 
     # -- prices ------------------------------------------------------------------------------
     def price(self, shape: Shape) -> Price | None:

@@ -12,6 +12,9 @@ from cli.main import app
 from fleet.stackfile import EXAMPLE_STACK
 
 runner = CliRunner()
+# h100-train as an A3 Ultra (no list price), in us-central1-b: us-central1's zone that has it
+ULTRA_OLD = "accelerator: a3-highgpu-8g\n        nodes: 2\n        zone: us-central1-a\n"
+ULTRA_NEW = "accelerator: a3-ultragpu-8g\n        nodes: 2\n        zone: us-central1-b\n"
 
 
 def _stack(tmp_path: Path, old: str, new: str) -> Path:
@@ -47,7 +50,7 @@ def test_validate_table_shows_the_range_and_the_source() -> None:
 
 def test_budgeted_team_with_an_unpriced_pool_exits_2_naming_pool_and_fix(tmp_path: Path
                                                                           ) -> None:
-    stack = _stack(tmp_path, "accelerator: a3-highgpu-8g\n", "accelerator: a3-ultragpu-8g\n")
+    stack = _stack(tmp_path, ULTRA_OLD, ULTRA_NEW)
     result = runner.invoke(app, ["fleet", "validate", str(stack)])
     assert result.exit_code == 2
     assert "pools 'h100-train'" in result.output and "has no price" in result.output
@@ -56,7 +59,7 @@ def test_budgeted_team_with_an_unpriced_pool_exits_2_naming_pool_and_fix(tmp_pat
 
 
 def test_unbudgeted_unpriced_pool_says_unpriced_never_zero(tmp_path: Path) -> None:
-    stack = _stack(tmp_path, "accelerator: a3-highgpu-8g\n", "accelerator: a3-ultragpu-8g\n")
+    stack = _stack(tmp_path, ULTRA_OLD, ULTRA_NEW)
     text = stack.read_text().replace("        monthly_budget_usd: 450000\n", "", 1)
     stack.write_text(text)
     result = runner.invoke(app, ["fleet", "validate", str(stack), "--json"])

@@ -123,7 +123,8 @@ def test_unknown_zones(spec: dict[str, Any], zone: str, says: str) -> None:
 
 
 def test_zones_the_clouds_offer(spec: dict[str, Any]) -> None:
-    spec["pools"] = [pool(zone="us-central1-f"), pool(name="ai", zone="us-central1-ai1a"),
+    spec["pools"] = [pool(accelerator="a2-highgpu-8g", zone="us-central1-f"),  # A100: a, b, c, f
+                     pool(name="ai", zone="us-central1-ai1a"),
                      pool(name="p5", cluster="eks", accelerator="p5.48xlarge",
                           zone="us-east-1f")]
     assert len(validate_fleet(spec).pools) == 3

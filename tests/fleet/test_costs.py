@@ -100,7 +100,7 @@ def test_g2_pools_are_priced_at_spot_when_spot(spec: dict[str, Any], cat: Catalo
 
 # -- no price: an error under a budget, "unpriced" otherwise -------------------------------------
 def test_budgeted_team_with_an_unpriced_pool_is_an_error(spec: dict[str, Any]) -> None:
-    spec["pools"] = [pool(name="b200", accelerator="a4-highgpu-8g", nodes=1)]
+    spec["pools"] = [pool(name="b200", accelerator="a4-highgpu-8g", nodes=1, zone="us-central1-b")]
     p = at(budgeted(spec), "pools 'b200'")
     assert "no price" in p.message and "research" in p.message
     assert "prices:" in p.hint and "monthly_budget_usd" in p.hint
@@ -116,7 +116,7 @@ def test_budgeted_team_with_an_unpriced_tpu_names_the_chip_hour_fix(spec: dict[s
 
 def test_unbudgeted_team_may_have_an_unpriced_pool(spec: dict[str, Any]) -> None:
     spec["teams"] = [{"name": "research"}]
-    spec["pools"] = [pool(name="b200", accelerator="a4-highgpu-8g", nodes=1)]
+    spec["pools"] = [pool(name="b200", accelerator="a4-highgpu-8g", nodes=1, zone="us-central1-b")]
     fleet = validate_fleet(spec)
     b200 = fleet.pools[0]
     assert b200.cost is not None and b200.cost.source == "unpriced"
@@ -136,7 +136,7 @@ def test_stack_rate_wins_over_the_list_price(spec: dict[str, Any]) -> None:
 
 def test_stack_rate_prices_an_unpriced_pool_under_a_budget(spec: dict[str, Any]) -> None:
     spec["prices"] = [{"machine_type": "a4-highgpu-8g", "usd_per_hour": 70.5}]
-    spec["pools"] = [pool(name="b200", accelerator="a4-highgpu-8g", nodes=1)]
+    spec["pools"] = [pool(name="b200", accelerator="a4-highgpu-8g", nodes=1, zone="us-central1-b")]
     b200 = validate_fleet(budgeted(spec)).pools[0]
     assert b200.monthly_usd == pytest.approx(70.5 * HOURS_PER_MONTH)
 

@@ -25,6 +25,8 @@ from fleet.model import ResolvedPool
 from tests.fleet.conftest import pool
 from tests.fleet.test_rules import only, problems
 
+ULTRA = {"accelerator": "a3-ultragpu-8g", "zone": "us-central1-b"}  # its zone of us-central1
+
 
 def resolved(spec: dict[str, Any], name: str) -> ResolvedPool:
     return next(p for p in validate_fleet(spec).pools if p.name == name)
@@ -33,7 +35,7 @@ def resolved(spec: dict[str, Any], name: str) -> ResolvedPool:
 # -- GPU pools ------------------------------------------------------------------------------
 @pytest.mark.parametrize("capacity", ["flex-start", "queued"])
 def test_flex_and_queued_gpu_pools_autoscale_from_zero_up_to_nodes(spec, capacity):
-    spec["pools"] = [pool(name="g", accelerator="a3-ultragpu-8g", nodes=4, capacity=capacity)]
+    spec["pools"] = [pool(name="g", **ULTRA, nodes=4, capacity=capacity)]
     p = resolved(spec, "g")
     assert p.flex_start is True
     assert p.scaling == (0, 4)
@@ -42,21 +44,21 @@ def test_flex_and_queued_gpu_pools_autoscale_from_zero_up_to_nodes(spec, capacit
 
 
 def test_flex_pool_takes_its_maximum_from_autoscaling(spec):
-    spec["pools"] = [pool(name="g", accelerator="a3-ultragpu-8g", nodes=None,
+    spec["pools"] = [pool(name="g", **ULTRA, nodes=None,
                           capacity="flex-start", autoscaling={"min_nodes": 0, "max_nodes": 6})]
     assert resolved(spec, "g").scaling == (0, 6)
 
 
 @pytest.mark.parametrize("capacity", ["flex-start", "queued"])
 def test_flex_and_queued_refuse_a_minimum_above_zero(spec, capacity):
-    spec["pools"] = [pool(name="g", accelerator="a3-ultragpu-8g", nodes=None, capacity=capacity,
+    spec["pools"] = [pool(name="g", **ULTRA, nodes=None, capacity=capacity,
                           autoscaling={"min_nodes": 1, "max_nodes": 4})]
     p = only(spec, "pools 'g'.autoscaling")
     assert "from 0" in p.message and "min_nodes: 0" in p.hint
 
 
 def test_flex_pool_needs_a_maximum(spec):
-    spec["pools"] = [pool(name="g", accelerator="a3-ultragpu-8g", nodes=0, capacity="flex-start")]
+    spec["pools"] = [pool(name="g", **ULTRA, nodes=0, capacity="flex-start")]
     p = only(spec, "pools 'g'.nodes")
     assert "maximum" in p.message and "max_nodes" in p.hint
 
@@ -79,12 +81,12 @@ def test_queued_is_flex_start_with_queued_provisioning(spec):
 
 
 def test_queued_gpu_pools_are_not_compact_by_default(spec):
-    spec["pools"] = [pool(name="g", accelerator="a3-ultragpu-8g", nodes=2, capacity="queued")]
+    spec["pools"] = [pool(name="g", **ULTRA, nodes=2, capacity="queued")]
     assert resolved(spec, "g").placement == "none"
 
 
 def test_queued_gpu_pool_refuses_compact(spec):
-    spec["pools"] = [pool(name="g", accelerator="a3-ultragpu-8g", nodes=2, capacity="queued",
+    spec["pools"] = [pool(name="g", **ULTRA, nodes=2, capacity="queued",
                           placement="compact")]
     p = only(spec, "pools 'g'.placement")
     assert "queued" in p.message and "placement: none" in p.hint
@@ -92,7 +94,8 @@ def test_queued_gpu_pool_refuses_compact(spec):
 
 @pytest.mark.parametrize("machine", ["a3-highgpu-8g", "a3-megagpu-8g"])
 def test_flex_start_a3_high_and_mega_are_not_compact(spec, machine):
-    spec["pools"] = [pool(name="g", accelerator=machine, nodes=2, capacity="flex-start")]
+    spec["pools"] = [pool(name="g", accelerator=machine, nodes=2, capacity="flex-start",
+                          zone="us-central1-b")]
     assert resolved(spec, "g").placement == "none"
     spec["pools"][0]["placement"] = "compact"
     p = only(spec, "pools 'g'.placement")
@@ -102,7 +105,8 @@ def test_flex_start_a3_high_and_mega_are_not_compact(spec, machine):
 
 @pytest.mark.parametrize("machine", ["a3-ultragpu-8g", "a4-highgpu-8g"])
 def test_flex_start_a3_ultra_and_a4_stay_compact(spec, machine):
-    spec["pools"] = [pool(name="g", accelerator=machine, nodes=2, capacity="flex-start")]
+    spec["pools"] = [pool(name="g", accelerator=machine, nodes=2, capacity="flex-start",
+                          zone="us-central1-b")]
     assert resolved(spec, "g").placement == "compact"
 
 

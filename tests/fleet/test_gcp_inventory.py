@@ -22,7 +22,8 @@ QUEUED = {"key": "cloud.google.com/gke-queued", "operator": "Equal", "value": "t
 @pytest.mark.parametrize(("capacity", "tolerated"), [
     ("queued", True), ("flex-start", True), ("on-demand", False), ("spot", False)])
 def test_flex_and_queued_pools_tolerate_gke_queued(spec, capacity, tolerated):
-    spec["pools"] = [pool(name="g", accelerator="a3-ultragpu-8g", nodes=2, capacity=capacity),
+    spec["pools"] = [pool(name="g", accelerator="a3-ultragpu-8g", nodes=2, capacity=capacity,
+                          zone="us-central1-b"),
                      pool(name="t", accelerator="v5p-128", nodes=None, capacity=capacity)]
     for p in build_inventory(validate_fleet(spec), "s").pools:
         assert (QUEUED in p.tolerations) is tolerated, p.name

@@ -222,7 +222,8 @@ VALID: dict[str, Mutate] = {  # what the clouds accept is not refused
     "base": lambda f: None,
     "40-char-names": both(at("pools.0.name", "p" * 40), team("t" * 63)),
     "37-char-multislice": tpu_pool(name="s" * 37, multislice=4),
-    "zone-f-and-ai-zone": both(pool0(zone="us-central1-f"), lambda f: f["pools"].append(
+    "zone-f-and-ai-zone": both(pool0(zone="us-central1-f", accelerator="a2-highgpu-8g"),
+                               lambda f: f["pools"].append(
         {**f["pools"][0], "name": "ai", "zone": "us-central1-ai1a"})),
     "1000-nodes-in-a-/14": pool0(nodes=1000),
     "aws-upper-case-team": both(team("Research"), pool0(cluster="eks",

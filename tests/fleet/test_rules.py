@@ -248,9 +248,10 @@ def test_gke_nodes_spread_evenly_over_zones(spec):
 
 
 def test_rdma_pools_of_a_cluster_share_one_zone(spec):
-    spec["pools"] = [pool(name="ultra-a", accelerator="a3-ultragpu-8g", zone="us-central1-a"),
-                     pool(name="b200-b", accelerator="a4-highgpu-8g", zone="us-central1-b")]
+    spec["clouds"]["gcp"]["region"] = "us-west3"  # A4 is offered in two of its zones (zones.yaml)
+    spec["pools"] = [pool(name="ultra-a", accelerator="a4-highgpu-8g", zone="us-west3-b"),
+                     pool(name="b200-b", accelerator="a4-highgpu-8g", zone="us-west3-c")]
     p = only(spec, "clusters 'gke'")
     assert "2 zones" in p.message and "ultra-a" in p.message and "b200-b" in p.message
-    spec["pools"][1]["zone"] = "us-central1-a"
+    spec["pools"][1]["zone"] = "us-west3-b"
     assert len(validate_fleet(spec).pools) == 2
