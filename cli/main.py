@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from cli import advise, catalog, fleet, plan, smoke, up
+from cli import advise, catalog, fleet, plan, queue, smoke, up
 
 
 def _flags_take_no_value() -> None:
@@ -40,6 +40,7 @@ app = typer.Typer(
 app.add_typer(catalog.app, name="catalog")
 app.add_typer(fleet.app, name="fleet")
 app.add_typer(smoke.app, name="smoke")
+app.add_typer(queue.app, name="queue")
 app.command(name="plan")(plan.plan)
 app.command(name="advise")(advise.advise)
 app.command(name="preview")(up.preview)

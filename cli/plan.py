@@ -80,7 +80,9 @@ def render(result: Plan) -> str:
     from rich.tree import Tree
 
     from cli._costs import UNPRICED, pool_usd, price_source, team_words
+    from cli.queue import queue_lines
     from fleet.model import PLATFORM_TEAM
+    from fleet.routing import fleet_routing
 
     data = result.to_dict()
     pools = {}
@@ -126,6 +128,8 @@ def render(result: Plan) -> str:
         for t in data["teams"]:
             paid = " (the system pools)" if t["name"] == PLATFORM_TEAM else ""
             console.print(f"team {t['name']}{paid}: {team_words(t, prefix='~$')}")
+        for line in queue_lines(fleet_routing(result.fleet)):  # Kueue, flavors in order
+            console.print(line)
         for w in data["warnings"]:
             console.print(f"warning: {w}")
     return cap.get()

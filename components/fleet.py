@@ -14,6 +14,7 @@ from components.outputs import ClusterOutputs
 from fleet.catalog import load_catalog
 from fleet.inventory import build_inventory
 from fleet.model import Fleet as FleetModel
+from fleet.routing import fleet_routing
 
 TYPE = "accelfleet:index:Fleet"
 
@@ -37,19 +38,23 @@ class Fleet(pulumi.ComponentResource):
         catalog = load_catalog()
         child = pulumi.ResourceOptions(parent=self)
         self.clusters = {}
+        # Kueue routing (flavors, team queues), decided once for every cluster
+        routing = {r.cluster: r for r in fleet_routing(args.fleet, catalog)}
         for cluster in args.fleet.spec.clusters:
             pools = args.fleet.pools_in(cluster.name)
             if cluster.cloud == "gcp":
                 from components.gcp import build_gcp_cluster
 
                 self.clusters[cluster.name] = build_gcp_cluster(
-                    cluster, pools, args.fleet, catalog, child
+                    cluster, pools, args.fleet, catalog, child,
+                    routing=routing.get(cluster.name)
                 )
             else:
                 from components.aws import build_aws_cluster
 
                 self.clusters[cluster.name] = build_aws_cluster(
-                    cluster, pools, args.fleet, catalog, child
+                    cluster, pools, args.fleet, catalog, child,
+                    routing=routing.get(cluster.name)
                 )
         tpu_vms = [p for p in args.fleet.pools if p.runtime == "tpu-vm"]
         if tpu_vms:

@@ -8,6 +8,7 @@ import pulumi
 
 from fleet.catalog import Catalog
 from fleet.model import Fleet, ResolvedPool
+from fleet.routing import ClusterRouting
 from fleet.spec import Cluster
 
 
@@ -24,9 +25,11 @@ class ClusterOutputs:
 
 @dataclass(frozen=True)
 class ClusterArgs:
-    """One cluster of a validated fleet, with the pools that join it."""
+    """One cluster of a validated fleet, with the pools that join it, and its Kueue routing
+    (None: worked out from the fleet for this cluster alone)."""
 
     cluster: Cluster
     pools: list[ResolvedPool]
     fleet: Fleet
     catalog: Catalog
+    routing: ClusterRouting | None = None

@@ -20,6 +20,7 @@ from typing import Any
 
 from fleet.errors import AccelfleetError, InputError
 from fleet.model import SYSTEM_POOL, Fleet
+from fleet.routing import fleet_routing
 
 PROGRAM = Path(__file__).resolve().parent.parent / "stacks" / "__main__.py"
 PROJECT = "accelfleet"
@@ -150,6 +151,8 @@ class Plan:
             "system_pools": sorted(systems, key=lambda d: d["cluster"] or ""),
             "warnings": [w.render() for w in self.fleet.warnings],
             "teams": sorted(teams, key=lambda d: d["name"]),
+            # Kueue: per cluster its cohort, a flavor per pool, a queue per team (in order)
+            "routing": [r.summary() for r in fleet_routing(self.fleet)],
             "resources": resources,
         }
 

@@ -34,6 +34,7 @@ from fleet.names import (
     check_unique,
 )
 from fleet.network_rules import check_capacity, check_cluster_ranges
+from fleet.routing_rules import routing_checks
 from fleet.spec import Cluster, FleetSpec, Pool
 from fleet.spec_errors import from_pydantic, records
 from fleet.system_pools import check_cpu_pool, system_pools
@@ -101,6 +102,9 @@ class _Checker:
         self.system_pools = priced(self.system_pools, self.catalog, rates)
         # a `platform` team's budget covers the system pools
         check_budgets(self, self.spec, resolved + self.system_pools)
+        routing, routing_warnings = routing_checks(self.spec, resolved, self.catalog)  # Kueue
+        self.problems += routing
+        self.warnings = [*self.warnings, *routing_warnings]
         self._rdma_zones(resolved)
         self._limits(resolved + self.system_pools)
         return resolved

@@ -248,6 +248,33 @@ class StackRate(_Model):
     note: str = ""
 
 
+class RoutingTeam(_Model):
+    """Where one team's work goes on one cluster (`fleet.routing` resolves it into Kueue).
+
+    prefer: pools or accelerators, first choice first (an accelerator stands for every pool
+    of it on the cluster, the team's own first); another team's pool is borrowed while idle.
+    cluster: the cluster these pools are on (default: the one its pools name, else every
+    cluster the team has pools on). namespace: the team's namespace there (default: its name).
+    """
+
+    team: str
+    prefer: list[str] = Field(default_factory=list)
+    cluster: str | None = None
+    namespace: str | None = None
+    borrowing_limit_percent: int | None = Field(default=None, ge=0, le=100)
+    lending_limit_percent: int | None = Field(default=None, ge=0, le=100)
+
+
+class Routing(_Model):
+    """Kueue routing: each team's flavor order, and how much idle quota moves between teams
+    of a cluster (its cohort). A team may borrow at most `borrowing_limit_percent` of another
+    team's pool it routes to, and lends at most `lending_limit_percent` of each of its own."""
+
+    borrowing_limit_percent: int = Field(default=100, ge=0, le=100)
+    lending_limit_percent: int = Field(default=100, ge=0, le=100)
+    teams: list[RoutingTeam] = Field(default_factory=list)
+
+
 class FleetSpec(_Model):
     """The whole fleet as one stack declares it."""
 
@@ -257,3 +284,4 @@ class FleetSpec(_Model):
     pools: list[Pool] = Field(default_factory=list)
     prices: list[StackRate] = Field(default_factory=list)
     smoke: Smoke = Smoke()
+    routing: Routing = Routing()

@@ -18,11 +18,19 @@ from components.aws._nodegroup import (
     node_labels,
     pool_taints,
 )
-from components.k8s import GpuAddons, GpuAddonsArgs, GpuScheduling, PoolNodes
+from components.k8s import (
+    GpuAddons,
+    GpuAddonsArgs,
+    GpuScheduling,
+    PoolNodes,
+    cluster_routing,
+    install_queueing,
+)
 from components.outputs import ClusterArgs, ClusterOutputs
 from fleet.catalog import Catalog
 from fleet.errors import InputError
 from fleet.model import ACCELERATOR_LABEL, Fleet, ResolvedPool
+from fleet.routing import ClusterRouting
 from fleet.spec import Cluster
 
 # AMI families whose OS runs the NVIDIA device plugin itself (no DaemonSet on those nodes).
@@ -32,7 +40,8 @@ CLUSTER_TYPE = "accelfleet:aws:Cluster"
 
 
 class AwsCluster(pulumi.ComponentResource):
-    """A whole EKS site: its provider, network, cluster, GPU node groups and add-ons."""
+    """A whole EKS site: its provider, network, cluster, GPU node groups and add-ons (the
+    device plugins, JobSet, Kueue and the fleet's Kueue routing)."""
 
     outputs: ClusterOutputs
 
@@ -131,6 +140,10 @@ class AwsCluster(pulumi.ComponentResource):
                                                   efa=any(is_efa(p) for p in pools)),
                       pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
                           provider=eks.provider, depends_on=addon_nodes)))
+        # JobSet and Kueue on every cluster, then the fleet's Kueue routing for this one
+        install_queueing(self, cluster.name, args.routing or cluster_routing(
+            args.fleet, catalog, cluster.name), eks.provider, addon_nodes,
+            system_pool=system is not None)
         self.outputs = ClusterOutputs(name=cluster.name, cloud="aws", endpoint=eks.endpoint,
                                       kubeconfig=eks.kubeconfig, provider=eks.provider)
         self.register_outputs({"endpoint": eks.endpoint, "kubeconfig": eks.kubeconfig})
@@ -142,8 +155,11 @@ def build_aws_cluster(
     fleet: Fleet,
     catalog: Catalog,
     opts: pulumi.ResourceOptions | None = None,
+    *,
+    routing: ClusterRouting | None = None,
 ) -> ClusterOutputs:
-    """Build an EKS cluster with every pool of `pools` as a GPU node group."""
+    """Build an EKS cluster with every pool of `pools` as a GPU node group (and its Kueue
+    routing, when `Fleet` decided it)."""
     site = AwsCluster(cluster.name, ClusterArgs(cluster=cluster, pools=pools, fleet=fleet,
-                                                   catalog=catalog), opts)
+                                                   catalog=catalog, routing=routing), opts)
     return site.outputs

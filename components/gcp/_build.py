@@ -20,11 +20,12 @@ from components.gcp._network import (
     gpudirect_plan,
 )
 from components.gcp._tpu import TpuSlice, TpuSliceArgs, TpuVm, TpuVmArgs
-from components.k8s import JobSetController, JobSetControllerArgs
+from components.k8s import cluster_routing, install_queueing
 from components.outputs import ClusterArgs, ClusterOutputs
 from fleet.catalog import Catalog
 from fleet.errors import InputError
 from fleet.model import Fleet, ResolvedPool
+from fleet.routing import ClusterRouting
 from fleet.spec import Cluster
 
 CLUSTER_TYPE = "accelfleet:gcp:Cluster"
@@ -35,8 +36,8 @@ TPU_VM_CIDR = "10.200.0.0/20"
 
 class GcpCluster(pulumi.ComponentResource):
     """A whole GKE site: network fabric, node identity, cluster, its system pool, GPUDirect
-    networks and add-ons, the JobSet controller where TPU slices join, and every GPU node
-    pool, TPU slice and CPU pool that joins it."""
+    networks and add-ons, the JobSet and Kueue controllers and the fleet's Kueue routing, and
+    every GPU node pool, TPU slice and CPU pool that joins it."""
 
     outputs: ClusterOutputs
 
@@ -94,10 +95,10 @@ class GcpCluster(pulumi.ComponentResource):
                 cluster=c.name, kinds=kinds, provider=gke.provider,
                 networks=list(nets.extra.values())),
                 pulumi.ResourceOptions(parent=self, depends_on=nets_made))
-        if needs_jobset(args.pools):
-            JobSetController(c.name, JobSetControllerArgs(),
-                             pulumi.ResourceOptions(parent=self, provider=gke.provider,
-                                                    depends_on=addon_nodes))
+        # JobSet and Kueue on every cluster, then the fleet's Kueue routing for this one
+        install_queueing(self, c.name, args.routing or cluster_routing(
+            args.fleet, args.catalog, c.name), gke.provider, addon_nodes,
+            system_pool=system is not None)
         pool_opts = pulumi.ResourceOptions(parent=self, depends_on=[gke])
         for p in args.pools:
             if p.shape.tpu is not None:
@@ -120,11 +121,12 @@ class GcpCluster(pulumi.ComponentResource):
 
 
 def build_gcp_cluster(cluster: Cluster, pools: list[ResolvedPool], fleet: Fleet,
-                      catalog: Catalog, opts: pulumi.ResourceOptions | None = None
-                      ) -> ClusterOutputs:
-    """Build one GKE cluster with its pools; return what `Fleet` exports."""
+                      catalog: Catalog, opts: pulumi.ResourceOptions | None = None, *,
+                      routing: ClusterRouting | None = None) -> ClusterOutputs:
+    """Build one GKE cluster with its pools (and its Kueue routing, when `Fleet` decided it);
+    return what `Fleet` exports."""
     site = GcpCluster(cluster.name, ClusterArgs(cluster=cluster, pools=pools, fleet=fleet,
-                                                   catalog=catalog), opts)
+                                                   catalog=catalog, routing=routing), opts)
     return site.outputs
 
 
@@ -152,12 +154,6 @@ def build_tpu_vms(pools: list[ResolvedPool], fleet: Fleet, catalog: Catalog,
     """Build the Cloud TPU VM pools (runtime: tpu-vm) of a fleet."""
     del catalog  # every fact a TPU VM needs is already on the resolved shape
     return TpuVms("tpu-vms", pools, fleet, opts)
-
-
-def needs_jobset(pools: list[ResolvedPool]) -> bool:
-    """A GKE cluster gets the JobSet controller when it has a TPU slice: multi-host slices
-    run as JobSets (smoke now, training later). Cloud TPU VMs are outside Kubernetes."""
-    return any(p.shape.tpu is not None and p.runtime == "gke" for p in pools)
 
 
 def gpudirect_mtu(pools: list[ResolvedPool]) -> int | None:

@@ -1,5 +1,6 @@
 """Kubernetes add-ons as pinned Helm releases: device plugins and metrics for GPU clusters,
-the JobSet controller for clusters with TPU slices."""
+the JobSet and Kueue controllers on every cluster, and the fleet's Kueue routing (flavors,
+team queues, a cohort per cluster)."""
 
 from components.k8s._addons import GpuAddons, GpuAddonsArgs
 from components.k8s._charts import (
@@ -8,10 +9,23 @@ from components.k8s._charts import (
     JOBSET,
     JOBSET_IMAGE_REPOSITORY,
     JOBSET_IMAGE_TAG,
+    KUEUE,
+    KUEUE_IMAGE_REPOSITORY,
+    KUEUE_IMAGE_TAG,
     NVIDIA_DEVICE_PLUGIN,
     Chart,
 )
 from components.k8s._jobset import JobSetController, JobSetControllerArgs
+from components.k8s._kueue import (
+    KueueController,
+    KueueControllerArgs,
+    KueueQueues,
+    KueueQueuesArgs,
+    cluster_routing,
+    install_queueing,
+    kueue_controller_values,
+    kueue_objects,
+)
 from components.k8s._values import (
     GpuScheduling,
     PoolNodes,
@@ -28,6 +42,9 @@ __all__ = [
     "JOBSET",
     "JOBSET_IMAGE_REPOSITORY",
     "JOBSET_IMAGE_TAG",
+    "KUEUE",
+    "KUEUE_IMAGE_REPOSITORY",
+    "KUEUE_IMAGE_TAG",
     "NVIDIA_DEVICE_PLUGIN",
     "Chart",
     "GpuAddons",
@@ -35,10 +52,18 @@ __all__ = [
     "GpuScheduling",
     "JobSetController",
     "JobSetControllerArgs",
+    "KueueController",
+    "KueueControllerArgs",
+    "KueueQueues",
+    "KueueQueuesArgs",
     "PoolNodes",
+    "cluster_routing",
     "dcgm_exporter_values",
     "efa_device_plugin_values",
+    "install_queueing",
     "jobset_controller_values",
+    "kueue_controller_values",
+    "kueue_objects",
     "nvidia_device_plugin_values",
     "scheduling_pod",
 ]

@@ -72,3 +72,27 @@ JOBSET = Chart(
 # chart renders `repository:tag`.
 JOBSET_IMAGE_REPOSITORY = "registry.k8s.io/jobset/jobset"
 JOBSET_IMAGE_TAG = "v0.12.0"
+
+# Kueue (kubernetes-sigs/kueue), the job queueing controller team queues are built on
+# (components/k8s/_kueue.py). v0.19.2 is the newest release tag (commit
+# 8eab68778fc1b52affe165fdf5af29d1e9b4f3cb, 2026-08-20; main at ff69552 of 2026-08-22 is
+# v0.20.0-devel), read 2026-11-24 from the tag's charts/kueue/Chart.yaml (version 0.19.2,
+# appVersion v0.19.2) and the v0.19 install doc (`helm install kueue
+# oci://registry.k8s.io/kueue/charts/kueue --version=0.19.2 --namespace kueue-system`). Its CRDs
+# are chart templates (charts/kueue/templates/crd), so Helm upgrades them with the release;
+# they serve kueue.x-k8s.io/v1beta2 (storage) and v1beta1 (deprecated).
+KUEUE = Chart(
+    repo="oci://registry.k8s.io/kueue/charts",
+    chart="kueue",
+    version="0.19.2",
+    namespace="kueue-system",
+)
+# The controller image, set explicitly so the pin shows in the plan. Exact version tag, not a
+# digest: the tag's charts/kueue/values.yaml names the staging image (`release-0.19`), which
+# hack/helm-chart-package.sh rewrites to registry.k8s.io/kueue/kueue:<tag> for a release; no
+# digest is published in the repository, and the stored copy of the image promoter's manifest
+# (kubernetes/k8s.io registry.k8s.io/images/k8s-staging-kueue/images.yaml) stops at v0.13.3.
+# To pin a digest later, set the tag to "v0.19.2@sha256:<digest>": the chart renders
+# `repository:tag`.
+KUEUE_IMAGE_REPOSITORY = "registry.k8s.io/kueue/kueue"
+KUEUE_IMAGE_TAG = "v0.19.2"

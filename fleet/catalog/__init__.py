@@ -21,6 +21,7 @@ from fleet.catalog._aws import (
     load_capacity_block_prices,
     load_eks_addons,
 )
+from fleet.catalog._hosts import HostShape, load_hosts
 from fleet.catalog._limits import (
     Bound,
     NameRule,
@@ -77,6 +78,7 @@ __all__ = [
     "GkeNetwork",
     "GpuNetworking",
     "HostMount",
+    "HostShape",
     "Kind",
     "KubeFacts",
     "MachineType",
@@ -168,6 +170,10 @@ class Catalog:
                 self._tpu_names[word.lower()] = gen.key
         self._tpu_machine = {m: (g.key, chips) for g in self.tpus.values()
                              for chips, m in g.machine_types}
+        # vCPUs and memory of one node of every machine type (Kueue quotas count them)
+        self.hosts: dict[str, HostShape] = load_hosts(
+            set(self.machines) | set(self._tpu_machine),
+            {m.name: m.vcpus for m in self.machines.values() if m.vcpus})
 
     # -- names -------------------------------------------------------------------------
     def known_names(self) -> list[str]:
@@ -419,6 +425,10 @@ class Catalog:
             selector[facts["accelerator_label"]] = shape.machine.gke_accelerator
         selector[facts["machine_label"]] = shape.machine_type
         return selector
+
+    def host(self, shape: Shape) -> HostShape:
+        """vCPUs and memory of one node (host) of a shape."""
+        return self.hosts[shape.machine_type]
 
     def system_pool_defaults(self, cloud: Cloud) -> SystemPoolDefaults:
         """The system pool a cluster on `cloud` gets unless its spec overrides it."""

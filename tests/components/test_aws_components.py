@@ -11,6 +11,7 @@ import pytest
 
 from components.aws import build_aws_cluster, efa_network_interfaces
 from components.aws._layout import cluster_zones, kubeconfig, subnet_layout, token_argv
+from components.k8s import JOBSET, KUEUE
 from fleet import validate_fleet
 from fleet.catalog import load_catalog
 from fleet.errors import CatalogError, InputError, SpecError
@@ -330,7 +331,9 @@ def test_efa_interface_count_follows_the_catalog(machine: str) -> None:
 def test_device_plugins_installed_with_the_cluster_provider(built: Any) -> None:
     res, _ = built
     releases = {r.inputs["chart"]: r for r in _all(res, "kubernetes:helm.sh/v3:Release")}
-    assert set(releases) == {"nvidia-device-plugin", "aws-efa-k8s-device-plugin"}
+    # the device plugins, and JobSet and Kueue (on every cluster: tests/components/test_kueue)
+    assert set(releases) == {"nvidia-device-plugin", "aws-efa-k8s-device-plugin",
+                             JOBSET.ref, KUEUE.ref}
     efa = releases["aws-efa-k8s-device-plugin"].inputs
     assert efa["values"]["nodeSelector"] == {"vpc.amazonaws.com/efa.present": "true"}
     assert efa["repositoryOpts"] == {"repo": "https://aws.github.io/eks-charts"}
@@ -346,5 +349,5 @@ def test_no_efa_pool_means_no_efa_plugin() -> None:
     spec["pools"] = spec["pools"][1:]
     res, _ = _build(spec)
     charts = {r.inputs["chart"] for r in _all(res, "kubernetes:helm.sh/v3:Release")}
-    assert charts == {"nvidia-device-plugin"}
+    assert charts == {"nvidia-device-plugin", JOBSET.ref, KUEUE.ref}
     assert "networkInterfaces" not in _one(res, LT, "g6-lt")

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from components.k8s import JOBSET, KUEUE
 from components.plan import Plan, PlannedResource, run_plan
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "stacks" / "Pulumi.example.yaml"
@@ -54,7 +55,9 @@ def test_g6_pool_has_no_efa_and_no_placement_group(plan: Plan) -> None:
 def test_device_plugins_in_plan(plan: Plan) -> None:
     releases = {r.inputs["chart"]: r.inputs for r in plan.of_type(
         "kubernetes:helm.sh/v3:Release") if r.name.startswith("ml-eks-")}
-    assert set(releases) == {"nvidia-device-plugin", "aws-efa-k8s-device-plugin"}
+    # the device plugins, and JobSet and Kueue (every cluster's: tests/components/test_kueue)
+    assert set(releases) == {"nvidia-device-plugin", "aws-efa-k8s-device-plugin",
+                             JOBSET.ref, KUEUE.ref}
     efa = releases["aws-efa-k8s-device-plugin"]
     assert efa["values"]["nodeSelector"] == {"vpc.amazonaws.com/efa.present": "true"}
     for values in (efa["values"], releases["nvidia-device-plugin"]["values"]):

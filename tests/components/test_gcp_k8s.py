@@ -31,8 +31,11 @@ def manifest(inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_every_builtin_object_is_schema_valid(plan: Plan) -> None:
+    # GPUDirect's objects (Kueue's and the team namespaces: tests/components/test_kueue.py)
     objs = [r for r in plan.resources if r.type.startswith("kubernetes:")
-            and not r.type.startswith((f"kubernetes:{CRD_GROUP}", HELM_RELEASE))]
+            and not r.type.startswith((f"kubernetes:{CRD_GROUP}", HELM_RELEASE,
+                                       "kubernetes:kueue.x-k8s.io/",
+                                       "kubernetes:core/v1:Namespace"))]
     # an installer each for tcpx, tcpxo and rdma; one NRI injector for tcpx and tcpxo nodes
     assert sorted(o.inputs["metadata"]["name"] for o in objs) == [
         "device-injector", "nccl-rdma-installer", "nccl-tcpx-installer", "nccl-tcpxo-installer"]

@@ -1,5 +1,5 @@
-"""The JobSet controller: one pinned Helm release on every GKE cluster with a TPU slice, and
-nowhere else; its Helm values checked against the PodSpec schema."""
+"""The JobSet controller: one pinned Helm release on every cluster (GKE and EKS, TPU or GPU),
+none for Cloud TPU VMs; its Helm values checked against the PodSpec schema."""
 
 from __future__ import annotations
 
@@ -103,12 +103,15 @@ def test_gke_cluster_with_tpu_pools_gets_one_pinned_release() -> None:
     assert (parent.type, parent.name) == (COMPONENT, "c1")
 
 
-def test_only_the_cluster_with_tpus_gets_it_and_tpu_vms_never(tmp_path: Path) -> None:
+def test_every_cluster_gets_it_gpu_only_ones_too_and_tpu_vms_never(tmp_path: Path) -> None:
+    """GPU clusters get JobSet as well: Cluster Toolkit installs it on its GPU clusters
+    (examples/gke-a3-megagpu, gke-a3-ultragpu, gke-a4), and Kueue queues multi-node GPU jobs
+    as JobSets too."""
     plan = plan_of(tmp_path, MIXED, "mixed")
     assert sorted(c.name for c in plan.of_type("accelfleet:gcp:Cluster")) == ["gpus", "tpus"]
     assert plan.of_type("gcp:tpu/v2Vm:V2Vm")
-    assert [cluster_of(plan, r) for r in jobset_releases(plan)] == ["tpus"]
-    assert [c.name for c in plan.of_type(COMPONENT)] == ["tpus"]
+    assert sorted(cluster_of(plan, r) for r in jobset_releases(plan)) == ["gpus", "tpus"]
+    assert sorted(c.name for c in plan.of_type(COMPONENT)) == ["gpus", "tpus"]
 
 
 def test_tpu_vm_only_fleet_gets_none(tmp_path: Path) -> None:
@@ -118,11 +121,12 @@ def test_tpu_vm_only_fleet_gets_none(tmp_path: Path) -> None:
     assert not plan.of_type(RELEASE)
 
 
-def test_example_stack_installs_it_on_gke_only() -> None:
+def test_example_stack_installs_it_on_both_clusters() -> None:
     plan = run_plan(EXAMPLE_STACK)
-    assert [cluster_of(plan, r) for r in jobset_releases(plan)] == ["ml-gke"]
+    assert sorted(cluster_of(plan, r) for r in jobset_releases(plan)) == ["ml-eks", "ml-gke"]
     eks = [r.inputs["chart"] for r in plan.of_type(RELEASE) if cluster_of(plan, r) == "ml-eks"]
-    assert sorted(eks) == ["aws-efa-k8s-device-plugin", "nvidia-device-plugin"]
+    assert sorted(eks) == ["aws-efa-k8s-device-plugin", "nvidia-device-plugin", OCI_REF,
+                           "oci://registry.k8s.io/kueue/charts/kueue"]
 
 
 # -- the values and the pin -------------------------------------------------------------------

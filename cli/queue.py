@@ -1,0 +1,129 @@
+"""`accelfleet queue`: the Kueue queues a stack's routing makes, team by team."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from cli._errors import command
+from cli._output import console, print_json
+
+if TYPE_CHECKING:
+    from fleet.routing import ClusterRouting, QueueFlavor, TeamQueue
+
+app = typer.Typer(rich_markup_mode="markdown", no_args_is_help=True,
+                  help="The Kueue queues of a stack: where each team's jobs go.")
+
+# Devices first: they are what a flavor is chosen for.
+SHOWN_FIRST = ("nvidia.com/gpu", "google.com/tpu", "vpc.amazonaws.com/efa")
+
+
+def amounts(values: dict[str, str] | dict[str, int], resources: tuple[str, ...] | list[str]
+            ) -> str:
+    """'nvidia.com/gpu 16, cpu 416, memory 3744Gi': devices first, zeros left out."""
+    from fleet.routing import quantity
+
+    order = [r for r in SHOWN_FIRST if r in resources] + [
+        r for r in resources if r not in SHOWN_FIRST]
+    shown = []
+    for r in order:
+        v = values.get(r)
+        if v in (None, 0, "0"):
+            continue
+        shown.append(f"{r} {quantity(r, v) if isinstance(v, int) else v}")
+    return ", ".join(shown) or "nothing"
+
+
+def flavor_words(q: TeamQueue, f: QueueFlavor) -> str:
+    """One flavor of a queue: its quota, or what it may borrow and from whom."""
+    if f.borrowing_limit is not None:
+        return (f"{f.flavor} (borrowed from {f.owner} while idle, up to "
+                f"{amounts(dict(f.borrowing_limit), q.resources)})")
+    lent = ""
+    if f.lending_limit is not None:
+        lent = f"; lends at most {amounts(dict(f.lending_limit), q.resources)}"
+    return f"{f.flavor} ({amounts(dict(f.nominal), q.resources)}{lent})"
+
+
+def queue_lines(routing: list[ClusterRouting], team: str | None = None) -> list[str]:
+    """A queue per line: where to submit, then its flavors in the order Kueue tries them."""
+    lines = []
+    for c in routing:
+        for q in c.queues:
+            if team is not None and q.team != team:
+                continue
+            how = "routing" if q.routed else "default order"
+            order = " -> ".join(flavor_words(q, f) for f in q.flavors)
+            lines.append(f"queue {c.cluster}/{q.name} (team {q.team}, {how}; cohort "
+                         f"{q.cohort}): {order}")
+    return lines
+
+
+def _json(routing: list[ClusterRouting], team: str | None) -> list[dict[str, Any]]:
+    out = []
+    for c in routing:
+        data = c.summary()
+        if team is not None:
+            data["queues"] = [q for q in data["queues"] if q["team"] == team]
+            if not data["queues"]:
+                continue
+        out.append(data)
+    return out
+
+
+@app.command()
+@command
+def show(
+    stack_file: Annotated[
+        Path | None,
+        typer.Argument(help="A `stacks/Pulumi.<stack>.yaml` file (default: the example stack).",
+                       show_default=False),
+    ] = None,
+    team: Annotated[str | None, typer.Option(
+        "--team", metavar="T", show_default=False, help="Only this team's queues.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Show each team's queue on each cluster, its pools in the order Kueue tries them, and
+    its quota.
+
+    For each team: the namespace and LocalQueue its jobs name (label
+    `kueue.x-k8s.io/queue-name: <queue>`), its flavors (one per pool) in routing order, each
+    flavor's quota (the pool at its largest: devices, vCPUs, memory) and what it may borrow
+    from other teams in the cluster's cohort.
+
+    Exit 0; 2 when the stack is invalid or names no such team.
+    """
+    from fleet import load_fleet
+    from fleet.errors import InputError, suggest
+    from fleet.routing import fleet_routing
+    from fleet.stackfile import EXAMPLE_STACK
+
+    path = stack_file or EXAMPLE_STACK
+    fleet = load_fleet(str(path))
+    routing = fleet_routing(fleet)
+    if team is not None and team not in {q.team for c in routing for q in c.queues}:
+        known = sorted({q.team for c in routing for q in c.queues})
+        near = suggest(team, known)
+        raise InputError(f"no queue of team {team!r} in {path}"
+                         + (f"; did you mean {', '.join(map(repr, near))}?" if near else ""),
+                         hint=f"teams with queues: {', '.join(known) or 'none'} (a team gets "
+                         "a queue where it has pools or routing)")
+    if as_json:
+        print_json({"stack": str(path), "clusters": _json(routing, team)})
+        return
+    out = console()
+    for c in routing:
+        queues = [q for q in c.queues if team is None or q.team == team]
+        if not queues:
+            continue
+        out.print(f"[bold]{c.cluster}[/]: cohort {c.cohort}, {len(c.flavors)} flavor"
+                  f"{'s' if len(c.flavors) != 1 else ''} (one per pool)")
+        for q in queues:
+            how = "its routing" if q.routed else "its own pools, default order"
+            out.print(f"  team {q.team}: namespace {q.name}, LocalQueue {q.name} -> "
+                      f"ClusterQueue {q.name} ({how})")
+            out.print(f"    quota: {amounts(q.nominal(), q.resources)}")
+            for i, f in enumerate(q.flavors, 1):
+                out.print(f"    {i}. {flavor_words(q, f)}", soft_wrap=True)

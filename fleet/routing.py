@@ -1,0 +1,217 @@
+"""Kueue routing, decided from the fleet: a flavor per pool, a queue per team and cluster.
+
+Pure decisions, no Kubernetes and no Pulumi (components/k8s/_kueue.py makes the objects):
+
+    flavor   one per pool that joins a cluster (the system pool and Cloud TPU VMs aside),
+             named after the pool: its node labels (the inventory's node selector, TPU
+             topology included), the tolerations its nodes need, and what the pool holds at
+             its largest (autoscaling at max_nodes, every slice of a multislice): devices
+             (nvidia.com/gpu, google.com/tpu, vpc.amazonaws.com/efa on EFA pools) and the
+             vCPUs and memory of its nodes (catalog hosts.yaml)
+    queue    one per team and cluster: a namespace and a LocalQueue of the team's name, a
+             ClusterQueue whose flavors are the team's routing order (`routing:`), or its own
+             pools in the default order (`default_order`), with the flavors' quota as its
+             nominal quota; another team's pool it routes to is borrowed (nominal 0, at most
+             `borrowing_limit_percent` of the pool)
+    cohort   one per cluster, named after it: every team queue of the cluster joins it, so
+             idle quota is lent (at most `lending_limit_percent`) and reclaimed by preemption
+
+`fleet.routing_rules.resolve_routing` reads the stack's `routing:` section into these
+records, with a Problem for every entry it cannot honour; `fleet_routing` is its checked form.
+
+Units: cpu in whole vCPUs, memory in MiB, devices in count. Limits are whole numbers: a
+percentage of an amount, rounded down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from fleet.catalog import Catalog
+from fleet.errors import SpecError
+from fleet.inventory import inventory_pool
+from fleet.model import ResolvedPool
+
+if TYPE_CHECKING:
+    from fleet.model import Fleet
+
+CPU, MEMORY = "cpu", "memory"
+# The order a ClusterQueue covers its resources in (Kueue wants every flavor of a resource
+# group to list them in the group's order).
+RESOURCE_ORDER = (CPU, MEMORY, "nvidia.com/gpu", "google.com/tpu", "vpc.amazonaws.com/efa")
+# Kueue v0.19.2's CRDs (config/components/crd/bases, v1beta2): a resource group holds at most
+# 64 flavors; a ResourceFlavor at most 8 node labels and 8 tolerations.
+MAX_FLAVORS = 64
+MAX_FLAVOR_LABELS = 8
+MAX_FLAVOR_TOLERATIONS = 8
+# Default flavor order: capacity already paid for first, capacity that may vanish last.
+CAPACITY_RANK = {"reservation": 0, "on-demand": 1, "flex-start": 2, "spot": 3}
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """One pool as Kueue sees it (a ResourceFlavor), and all it holds at its largest."""
+
+    name: str
+    pool: str
+    cluster: str
+    team: str
+    node_labels: Mapping[str, str]
+    tolerations: tuple[Mapping[str, str], ...]
+    quota: Mapping[str, int]
+    nodes: int
+    topology: str | None = None
+
+
+@dataclass(frozen=True)
+class QueueFlavor:
+    """A flavor in a team's ClusterQueue: the team's own (nominal = the pool, lending capped)
+    or borrowed from another team (nominal 0, borrowing capped)."""
+
+    flavor: str
+    owner: str
+    nominal: Mapping[str, int]
+    borrowing_limit: Mapping[str, int] | None = None
+    lending_limit: Mapping[str, int] | None = None
+
+    @property
+    def borrowed(self) -> bool:
+        return self.borrowing_limit is not None
+
+
+@dataclass(frozen=True)
+class TeamQueue:
+    """A team's queue on one cluster: namespace, LocalQueue and ClusterQueue (all named
+    `name`), the resources it covers and its flavors in the order Kueue tries them."""
+
+    team: str
+    cluster: str
+    name: str
+    cohort: str
+    resources: tuple[str, ...]
+    flavors: tuple[QueueFlavor, ...]
+    routed: bool  # from `routing:`; False: the team's own pools in the default order
+
+    def nominal(self) -> dict[str, int]:
+        """The queue's nominal quota, every flavor together."""
+        total = dict.fromkeys(self.resources, 0)
+        for f in self.flavors:
+            for r, v in f.nominal.items():
+                total[r] += v
+        return total
+
+
+@dataclass(frozen=True)
+class ClusterRouting:
+    """Everything Kueue gets on one cluster."""
+
+    cluster: str
+    cohort: str
+    flavors: tuple[Flavor, ...]
+    queues: tuple[TeamQueue, ...]
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready, quantities as Kubernetes writes them."""
+        return {
+            "cluster": self.cluster, "cohort": self.cohort,
+            "flavors": [{"name": f.name, "team": f.team, "nodes": f.nodes,
+                         "topology": f.topology, "node_labels": dict(f.node_labels),
+                         "quota": quantities(f.quota)} for f in self.flavors],
+            "queues": [queue_summary(q) for q in self.queues],
+        }
+
+
+def queue_summary(q: TeamQueue) -> dict[str, Any]:
+    return {
+        "team": q.team, "cluster": q.cluster, "namespace": q.name, "local_queue": q.name,
+        "cluster_queue": q.name, "cohort": q.cohort, "routed": q.routed,
+        "resources": list(q.resources), "nominal": quantities(q.nominal()),
+        "flavors": [{"name": f.flavor, "owner": f.owner, "borrowed": f.borrowed,
+                     "nominal": quantities(f.nominal),
+                     "borrowing_limit": quantities(f.borrowing_limit)
+                     if f.borrowing_limit is not None else None,
+                     "lending_limit": quantities(f.lending_limit)
+                     if f.lending_limit is not None else None} for f in q.flavors],
+    }
+
+
+# -- arithmetic ------------------------------------------------------------------------------
+def quantity(resource: str, amount: int) -> str:
+    """A Kubernetes quantity: memory (MiB) in Gi where whole, else Mi; counts as integers."""
+    if resource == MEMORY and amount:
+        return f"{amount // 1024}Gi" if amount % 1024 == 0 else f"{amount}Mi"
+    return str(amount)
+
+
+def quantities(amounts: Mapping[str, int]) -> dict[str, str]:
+    return {r: quantity(r, v) for r, v in amounts.items()}
+
+
+def percent_of(amounts: Mapping[str, int], percent: int) -> dict[str, int]:
+    """Each amount times `percent`/100, rounded down (a limit never exceeds what is there)."""
+    return {r: v * percent // 100 for r, v in amounts.items()}
+
+
+def pool_quota(pool: ResolvedPool, catalog: Catalog) -> dict[str, int]:
+    """What a pool holds at its largest: its nodes (autoscaling max_nodes; every host of every
+    slice) times each node's devices, EFA interfaces, vCPUs and memory (MiB)."""
+    nodes = pool.node_range[1]
+    host = catalog.host(pool.shape)
+    quota = {CPU: host.vcpus * nodes, MEMORY: host.memory_mib * nodes}
+    if pool.shape.kind != "cpu":
+        quota[catalog.kube(pool.shape).resource] = pool.shape.devices_per_host * nodes
+    net = pool.networking
+    if net is not None and net.kind == "efa" and net.efa_interfaces:
+        quota[catalog.kube_section("aws", "efa")["resource"]] = net.efa_interfaces * nodes
+    return quota
+
+
+def pool_flavor(pool: ResolvedPool, catalog: Catalog) -> Flavor:
+    """A pool's ResourceFlavor: the inventory's node selector and tolerations (the contract
+    smoke uses too), and its quota."""
+    entry = inventory_pool(pool, catalog)
+    assert pool.cluster is not None
+    return Flavor(name=pool.name, pool=pool.name, cluster=pool.cluster.name, team=pool.team,
+                  node_labels=dict(entry.node_selector),
+                  tolerations=tuple(dict(t) for t in entry.tolerations),
+                  quota=pool_quota(pool, catalog), nodes=pool.node_range[1],
+                  topology=entry.topology if pool.shape.tpu is not None else None)
+
+
+def capacity_rank(pool: ResolvedPool) -> int:
+    cap = pool.spec.capacity
+    if cap.reservation:
+        return CAPACITY_RANK["reservation"]
+    if cap.spot:
+        return CAPACITY_RANK["spot"]
+    if cap.flex_start or cap.queued:
+        return CAPACITY_RANK["flex-start"]
+    return CAPACITY_RANK["on-demand"]
+
+
+def default_order(pools: Sequence[ResolvedPool]) -> list[ResolvedPool]:
+    """A team's own pools when its routing names none: reserved capacity first (paid for
+    whether used or not), then on-demand, then flex-start and queued (nodes come on demand,
+    after a wait), then spot (may be reclaimed); the stack's order within each."""
+    return sorted(pools, key=capacity_rank)
+
+
+def covered(flavors: Sequence[Mapping[str, int]]) -> tuple[str, ...]:
+    """The resources a queue covers: every resource of its flavors, in RESOURCE_ORDER."""
+    seen = {r for f in flavors for r in f}
+    known = [r for r in RESOURCE_ORDER if r in seen]
+    return (*known, *sorted(seen - set(RESOURCE_ORDER)))
+
+
+def fleet_routing(fleet: Fleet, catalog: Catalog | None = None) -> list[ClusterRouting]:
+    """The routing of a validated fleet, cluster by cluster in the stack's order. Raises
+    SpecError with the routing problems (`fleet validate` reports them first)."""
+    from fleet.catalog import load_catalog
+    from fleet.routing_rules import resolve_routing
+
+    routing, problems = resolve_routing(fleet.spec, fleet.pools, catalog or load_catalog())
+    if problems:
+        raise SpecError(problems, source=fleet.source)
+    return routing

@@ -1,0 +1,69 @@
+"""`accelfleet queue show` through Typer's CliRunner: text, --team, --json, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from cli.main import app
+from fleet.stackfile import EXAMPLE_STACK
+
+runner = CliRunner()
+
+
+def test_show_lists_every_teams_queue_with_flavors_in_order() -> None:
+    result = runner.invoke(app, ["queue", "show"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "ml-gke: cohort ml-gke, 4 flavors (one per pool)" in out
+    assert "ml-eks: cohort ml-eks, 2 flavors (one per pool)" in out
+    assert ("team vision: namespace vision, LocalQueue vision -> ClusterQueue vision "
+            "(its routing)") in out
+    assert "quota: nvidia.com/gpu 8, google.com/tpu 4, cpu 276, memory 1104Gi" in out
+    vision = out[out.index("team vision"):]
+    assert vision.index("1. v6e-serve") < vision.index("2. l4-spot")
+    assert "3. l4-spot (borrowed from vision while idle, up to nvidia.com/gpu 4, cpu 48, " \
+           "memory 192Gi)" in out
+    assert "(its own pools, default order)" in out  # ml-eks has no routing entry
+
+
+def test_show_one_team_as_json() -> None:
+    result = runner.invoke(app, ["queue", "show", str(EXAMPLE_STACK), "--team", "vision",
+                                 "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert [c["cluster"] for c in data["clusters"]] == ["ml-gke", "ml-eks"]
+    for cluster in data["clusters"]:
+        assert [q["team"] for q in cluster["queues"]] == ["vision"]
+    [gke] = data["clusters"][0]["queues"]
+    assert (gke["namespace"], gke["local_queue"], gke["cluster_queue"]) == ("vision",) * 3
+    assert [f["name"] for f in gke["flavors"]] == ["v6e-serve", "l4-spot"]
+    assert gke["flavors"][0]["nominal"]["google.com/tpu"] == "4"
+    assert gke["routed"] is True
+
+
+def test_unknown_team_exits_2_with_a_did_you_mean() -> None:
+    result = runner.invoke(app, ["queue", "show", "--team", "visoin"])
+    assert result.exit_code == 2
+    assert "no queue of team 'visoin'" in result.output and "did you mean 'vision'" in \
+        result.output
+    assert "Traceback" not in result.output
+
+
+def test_an_invalid_routing_exits_2_naming_the_entry(tmp_path: Path) -> None:
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text(EXAMPLE_STACK.read_text().replace("prefer: [v6e-serve, l4-spot]",
+                                                     "prefer: [v6e-serv, l4-spot]"))
+    for args in (["queue", "show", str(bad)], ["fleet", "validate", str(bad)]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, result.output
+        assert "routing.teams[0].prefer[0]" in result.output
+        assert "did you mean 'v6e-serve'" in result.output
+
+
+def test_help() -> None:
+    result = runner.invoke(app, ["queue", "show", "--help"])
+    assert result.exit_code == 0
+    assert "--team" in result.output and "--json" in result.output
