@@ -20,6 +20,13 @@ NODE_ROLES = (
 )
 NODE_SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]  # IAM roles are the limit
 MASTER_CIDR = "172.16.0.0/28"
+# The pod ports a private cluster's control plane must reach beyond the 443 and 10250 GKE's own
+# firewall rule opens (GKE private-clusters doc, "Adding firewall rules for specific use cases";
+# e.g. influxdata/helm-charts#584, elastic/cloud-on-k8s#1437): the API server calls admission
+# webhooks and aggregated APIs on their pods' ports. Kueue v0.19.2's chart: webhook 9443
+# (charts/kueue/values.yaml webhookService), visibility API 8082 (templates/visibility/
+# service.yaml); JobSet v0.12.0's chart: webhook 9443 (templates/controller/deployment.yaml).
+CONTROL_PLANE_PORTS = ("8082", "9443")
 
 
 @dataclass(frozen=True)
@@ -130,6 +137,13 @@ class GkeCluster(pulumi.ComponentResource):
         self.provider = k8s.Provider(
             f"{args.name}-k8s", kubeconfig=self.kubeconfig, enable_server_side_apply=True,
             opts=pulumi.ResourceOptions(parent=self))
+        # Without it the Kueue objects and every JobSet are refused: their webhooks time out.
+        gcp.compute.Firewall(
+            f"{args.name}-webhooks", name=f"{args.name}-webhooks", project=args.project,
+            network=args.network, direction="INGRESS", source_ranges=[MASTER_CIDR],
+            allows=[gcp.compute.FirewallAllowArgs(protocol="tcp",
+                                                  ports=list(CONTROL_PLANE_PORTS))],
+            opts=child)
         self.register_outputs({"endpoint": self.endpoint, "kubeconfig": self.kubeconfig})
 
 

@@ -305,3 +305,14 @@ def test_the_documented_jobset_fits_its_crd_and_the_example_queues() -> None:
     assert js["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == queue.name
     tpus = pod["containers"][0]["resources"]["limits"]["google.com/tpu"]
     assert tpus <= queue.flavors[0].nominal["google.com/tpu"]
+
+
+def test_the_gke_control_plane_reaches_the_webhooks(plan: Plan) -> None:
+    """A private GKE cluster's control plane reaches nodes on 443 and 10250 only; the API
+    server calls Kueue's and JobSet's webhooks (9443) and Kueue's visibility API (8082) on
+    their pods, so the cluster opens those ports to the control plane's range, and no more."""
+    [rule] = [r for r in plan.of_type("gcp:compute/firewall:Firewall")
+              if r.name == "ml-gke-webhooks"]
+    assert rule.inputs["sourceRanges"] == ["172.16.0.0/28"]
+    assert rule.inputs["direction"] == "INGRESS"
+    assert rule.inputs["allows"] == [{"protocol": "tcp", "ports": ["8082", "9443"]}]
