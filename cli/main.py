@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from cli import advise, catalog, fleet, plan, queue, smoke, up
+from cli import advise, catalog, fleet, plan, pool, queue, smoke, up
 
 
 def _flags_take_no_value() -> None:
@@ -39,6 +39,7 @@ app = typer.Typer(
 )
 app.add_typer(catalog.app, name="catalog")
 app.add_typer(fleet.app, name="fleet")
+app.add_typer(pool.app, name="pool")
 app.add_typer(smoke.app, name="smoke")
 app.add_typer(queue.app, name="queue")
 app.command(name="plan")(plan.plan)

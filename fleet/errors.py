@@ -4,6 +4,7 @@
     ├── InputError          exit 2  the user's input is wrong; fixing the input fixes it
     │   ├── StackFileError          a stack file is missing, unreadable or not YAML
     │   ├── SpecError               a fleet spec breaks one or more rules (.problems)
+    │   ├── RequestRefused          a pool request would break the fleet (.problems, what works)
     │   └── UnknownNameError        a name the catalog does not know (.suggestions)
     ├── CatalogError        exit 2  accelfleet's own catalog data is inconsistent (a bug: report it)
     ├── SetupError          exit 2  something this run needs is not installed or reachable
@@ -90,6 +91,23 @@ class SpecError(InputError):
             "\n".join(lines),
             hint="edit the stack file and run `accelfleet fleet validate` again",
         )
+
+
+class RequestRefused(InputError):
+    """A pool request, resize or removal that the fleet's rules refuse: each problem, and what
+    would work instead (`alternatives`, each checked against every rule). Nothing was written."""
+
+    def __init__(self, what: str, problems: Sequence[Problem], *,
+                 alternatives: Sequence[str] = (), hint: str = "") -> None:
+        self.problems = tuple(problems)
+        self.alternatives = tuple(alternatives)
+        lines = [f"{what} refused (the stack file is unchanged):"]
+        lines += [f"  - {p.render()}" for p in self.problems]
+        if self.alternatives:
+            hint = "what would work instead:\n" + "\n".join(
+                f"    - {a}" for a in self.alternatives) + (f"\n  {hint}" if hint else "")
+        super().__init__("\n".join(lines), hint=hint or "fix what each problem names and "
+                         "run the command again")
 
 
 class UnknownNameError(InputError):

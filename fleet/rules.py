@@ -7,6 +7,7 @@ fix; all problems are reported together in one `SpecError`.
 from __future__ import annotations
 
 import re
+from datetime import date
 
 from pydantic import ValidationError
 
@@ -21,6 +22,7 @@ from fleet.cloud_limits import (
 )
 from fleet.costs import check_budgets, priced, stack_rates
 from fleet.errors import AccelfleetError, Problem, SpecError, suggest
+from fleet.expiry import expiry_warnings
 from fleet.model import Fleet, ResolvedPool
 from fleet.names import (
     POOL_PLACES,
@@ -99,6 +101,7 @@ class _Checker:
         self.system_pools, self.warnings = system_pools(self, self.spec)
         rates = stack_rates(self, self.spec)  # the stack's `prices:`, checked
         resolved = priced(resolved, self.catalog, rates)
+        self.warnings = [*self.warnings, *expiry_warnings(resolved, date.today())]
         self.system_pools = priced(self.system_pools, self.catalog, rates)
         # a `platform` team's budget covers the system pools
         check_budgets(self, self.spec, resolved + self.system_pools)

@@ -7,9 +7,18 @@ live in `fleet.rules`; `fleet.validate_fleet` runs both and returns a `fleet.mod
 from __future__ import annotations
 
 import ipaddress
+import re
+from datetime import date, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 Effect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
@@ -204,6 +213,21 @@ class Pool(_Model):
     multislice: int = Field(default=1, ge=1)
     fabric: Literal["auto", "off"] = "auto"
     disk_size_gb: int = Field(default=200, ge=50)
+    # Request metadata (`accelfleet pool request` writes it): who asked, why, and the last day
+    # the pool is needed; `fleet validate` warns once it has passed (`accelfleet pool expired`).
+    requested_by: str | None = None
+    reason: str | None = None
+    expires: date | None = None
+
+    @field_validator("requested_by", "reason", mode="before")
+    @classmethod
+    def _request_text(cls, value: Any, info: ValidationInfo) -> Any:
+        return request_text(value, str(info.field_name))
+
+    @field_validator("expires", mode="before")
+    @classmethod
+    def _expires(cls, value: Any) -> Any:
+        return request_date(value)
 
     @model_validator(mode="before")
     @classmethod
@@ -216,6 +240,45 @@ class Pool(_Model):
                                      "keep one: `zone: Z` is short for `zones: [Z]`")
             value["zones"] = [zone]
         return value
+
+
+REQUEST_TEXT_MAX = {"requested_by": 254, "reason": 500}  # an e-mail address; a sentence or two
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def request_text(value: Any, field: str) -> Any:
+    """`requested_by` and `reason`: one line of printable text, not empty, not too long."""
+    if not isinstance(value, str):
+        return value  # pydantic names the type it wants
+    limit = REQUEST_TEXT_MAX[field]
+    if not value.strip():
+        raise SpecValueError(f"`{field}` is empty", f"write the {field.replace('_', ' ')}, or "
+                             f"remove `{field}`")
+    if len(value) > limit:
+        raise SpecValueError(f"`{field}` is {len(value)} characters long, over the {limit} "
+                             "allowed", f"shorten it to {limit} characters (link to a ticket for "
+                             "the details)")
+    if any(not c.isprintable() for c in value):
+        raise SpecValueError(f"`{field}` holds a line break or another control character",
+                             "write it on one line of printable text")
+    return value
+
+
+def request_date(value: Any) -> Any:
+    """`expires`: a calendar date (YAML `2026-12-31`, or the same text quoted), never a time."""
+    if isinstance(value, datetime):
+        raise SpecValueError(f"{value.isoformat()!r} is a date and time",
+                             f"write the day only, e.g. expires: {value.date().isoformat()}")
+    if isinstance(value, date) or value is None:
+        return value
+    if isinstance(value, str) and _DATE.match(value):
+        try:
+            return date.fromisoformat(value)
+        except ValueError:
+            pass
+    raise SpecValueError(f"{value!r} is not a date",
+                         "write the last day the pool is needed as YYYY-MM-DD, e.g. "
+                         "expires: 2026-12-31")
 
 
 class Team(_Model):

@@ -27,9 +27,6 @@ def read_stack_file(path: str | Path) -> dict[str, Any]:
 
 def read_stack_document(path: str | Path) -> dict[str, Any]:
     """The whole parsed stack file (every `config:` key), within the bounds above."""
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
-
     p = Path(path)
     try:
         size = p.stat().st_size if p.is_file() else 0
@@ -62,24 +59,33 @@ def read_stack_document(path: str | Path) -> dict[str, Any]:
         raise StackFileError(f"cannot read stack file {p}: {exc.strerror or exc}",
                              hint="check the path: every part of it must exist and be a "
                              "directory but the file itself") from None
+    return parse_stack_text(text, str(p))
+
+
+def parse_stack_text(text: str, source: str) -> dict[str, Any]:
+    """A stack file's text parsed, within the bounds above (`read_stack_document` without the
+    reading: `fleet.stack_edit` parses the very text it edits)."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
     try:
         data = _as_json(text)
         if data is None:
             data = YAML(typ="safe", pure=False).load(text)
     except RecursionError:
-        raise _too_deep(str(p)) from None
+        raise _too_deep(source) from None
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise StackFileError(
-            f"{p} is not valid YAML{where}: {problem}",
+            f"{source} is not valid YAML{where}: {problem}",
             hint="fix the YAML syntax (indentation, a missing ':' or an unclosed quote)",
         ) from None
-    check_bounds(data, str(p))
+    check_bounds(data, source)
     if not isinstance(data, dict):
-        raise StackFileError(f"{p} is not a Pulumi stack file: its top level is not a mapping",
-                             hint="a stack file starts with `config:`; see "
+        raise StackFileError(f"{source} is not a Pulumi stack file: its top level is not a "
+                             "mapping", hint="a stack file starts with `config:`; see "
                              "stacks/Pulumi.example.yaml")
     return data
 
