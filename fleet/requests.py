@@ -366,9 +366,11 @@ def _entry(req: PoolRequest, name: str, cluster: str, shape: Shape, zone: str
     entry["zone"] = zone
     if req.capacity not in (None, "on-demand"):
         entry["capacity"] = req.capacity
-    for key in ("requested_by", "reason", "expires"):
+    for key in ("requested_by", "reason"):
         if getattr(req, key) is not None:
             entry[key] = getattr(req, key)
+    if req.expires is not None:  # as text: a bare YAML date is a timestamp to some readers
+        entry["expires"] = req.expires.isoformat()
     return entry
 
 

@@ -243,7 +243,9 @@ class Pool(_Model):
 
 
 REQUEST_TEXT_MAX = {"requested_by": 254, "reason": 500}  # an e-mail address; a sentence or two
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# A bare YAML date reaches the Pulumi program as midnight UTC: Pulumi reads stack files with Go's
+# yaml.v3, which turns `2026-12-31` into a timestamp (go-yaml/yaml#770).
+_DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:T00:00:00(?:Z|[+-]00:00))?$")
 
 
 def request_text(value: Any, field: str) -> Any:
@@ -271,9 +273,10 @@ def request_date(value: Any) -> Any:
                              f"write the day only, e.g. expires: {value.date().isoformat()}")
     if isinstance(value, date) or value is None:
         return value
-    if isinstance(value, str) and _DATE.match(value):
+    m = _DATE.match(value) if isinstance(value, str) else None
+    if m is not None:
         try:
-            return date.fromisoformat(value)
+            return date.fromisoformat(m[1])
         except ValueError:
             pass
     raise SpecValueError(f"{value!r} is not a date",

@@ -60,7 +60,8 @@ def test_request_writes_and_json_tells_what_it_did(stack: Path) -> None:
     assert data["written"] and data["pool"]["name"] == "vision-a3-highgpu-8g"
     assert data["pool"]["expires"] == "2027-03-31" and data["plan"] is None
     pool = next(p for p in read_stack_file(stack)["pools"] if p["name"] == data["pool"]["name"])
-    assert pool["reason"] == "LLM pretraining, phase 2" and pool["expires"] == date(2027, 3, 31)
+    assert pool["reason"] == "LLM pretraining, phase 2" and pool["expires"] == "2027-03-31"
+    assert "        expires: '2027-03-31'\n" in stack.read_text()  # text: no reader's timestamp
     assert data["team"]["left_after_usd"] >= 0
 
 

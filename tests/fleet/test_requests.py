@@ -43,7 +43,7 @@ def test_a_v6e_slice_for_vision_lands_in_the_zone_of_its_other_v6e(raw: dict[str
     assert change.entry == {"name": "vision-v6e-2x4", "cluster": "ml-gke", "team": "vision",
                             "accelerator": "v6e", "topology": "2x4", "zone": "us-central1-b",
                             "requested_by": "ana@acme.com", "reason": "ViT eval",
-                            "expires": date(2027, 1, 31)}
+                            "expires": "2027-01-31"}
     pool = change.pool
     assert (pool.node_count, pool.devices, pool.shape.multi_host) == (2, 8, True)
     s = change.summary()
@@ -173,6 +173,7 @@ def test_until_takes_a_date_or_a_span() -> None:
 @pytest.mark.parametrize(("field", "value", "says"), [
     ("expires", "next week", "is not a date"),
     ("expires", "2027-02-30", "is not a date"),
+    ("expires", "2027-02-03T10:00:00Z", "is not a date"),
     ("reason", "two\nlines", "line break"),
     ("reason", "x" * 501, "over the 500 allowed"),
     ("requested_by", " ", "is empty"),
@@ -190,9 +191,10 @@ def test_request_metadata_is_checked_strictly(raw: dict[str, Any], field: str, v
 def test_an_expired_pool_is_a_warning_with_its_cost(raw: dict[str, Any]) -> None:
     raw["pools"][0].update(expires=date(2020, 1, 31), requested_by="ana@acme.com")
     raw["pools"][1]["expires"] = "2999-12-31"  # quoted: the same date
+    raw["pools"][2]["expires"] = "2999-12-31T00:00:00Z"  # a bare date, as Pulumi passes it
     fleet = validate_fleet(raw)
     [w] = [w for w in fleet.warnings if w.where.endswith(".expires")]
     assert w.where == "pools 'h100-train'.expires" and "expired on 2020-01-31" in w.message
     assert "$129,195 a month" in w.message and "ana@acme.com" in w.message
     assert "accelfleet pool remove h100-train" in w.hint
-    assert fleet.pools[1].spec.expires == date(2999, 12, 31)
+    assert fleet.pools[1].spec.expires == fleet.pools[2].spec.expires == date(2999, 12, 31)
