@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_launcher.py [--pools 10 50 100] [--nodes 8] [--repeats 3]
 
-The fake Kubernetes API server of the tests (tests/smoke/fakekube.py) runs in a process of its
+The fake Kubernetes API server of the tests (tests/smoke/fakekube/) runs in a process of its
 own, so its controllers do not share this process's CPU and GIL with the launcher. Its pods
 start no process: each prints a recorded HostReport and exits, so what is timed is everything
 except the agents' own work: render, submit, follow (the fake's 50 ms controller tick and the

@@ -1,0 +1,36 @@
+"""A small stateful fake Kubernetes API server on loopback, owned by the tests (stdlib only).
+
+The real `kubernetes` client talks to it over HTTP. It keeps Namespaces, Nodes, ConfigMaps,
+Services, Events, Pods, batch/v1 Jobs and jobset.x-k8s.io/v1alpha2 JobSets, and runs the
+controllers a smoke run relies on, the way the real ones behave where it matters here:
+
+- JobSet controller: one Job per replicated job and replica (`<jobset>-<rjob>-<i>`).
+- Job controller: one pod per index of an Indexed Job (labels `job-name`,
+  `batch.kubernetes.io/job-completion-index`, hostname `<job>-<i>`, the JOB_COMPLETION_INDEX
+  env); `activeDeadlineSeconds`, `backoffLimit` and `backoffLimitPerIndex` end the Job and
+  delete its active pods as the real controller does.
+- Scheduler: nodeSelector, taints against tolerations, resource requests against allocatable,
+  cordoned nodes, required pod anti-affinity on the hostname; a pod that fits nowhere gets the
+  `PodScheduled=False/Unschedulable` condition and a `FailedScheduling` Event with the real
+  scheduler's wording (`0/4 nodes are available: 4 node(s) didn't match Pod's node
+  affinity/selector.`).
+- Kubelet: each bound pod's container command runs as a local subprocess on this machine
+  (`python` is this interpreter); ConfigMap volumes are written to a directory per pod and
+  the container's paths under a mount are rewritten to it; env `valueFrom.fieldRef` is
+  resolved; a pod DNS name (`<hostname>.<subdomain>`, backed by a headless Service) resolves to
+  127.0.0.1. Its combined stdout and stderr is the pod log.
+- Deletion honours `propagationPolicy` (Orphan, the API's default for Jobs, leaves the pods).
+- PATCH takes a JSON merge patch or a strategic merge patch (the same here: exact for maps and
+  for atomic lists such as a Node's `spec.taints`; a JSON patch is refused with 415), and a
+  patch that carries `metadata.resourceVersion` is refused with 409 Conflict when the object
+  has changed since, as the real server's optimistic concurrency does.
+
+Test hooks: `add_node`, `set_node_command` (run this argv instead on a node), `set_node_output`
+(no process at all: the pod prints this and exits; for benchmarks), `fail_next` (answer the
+next N matching requests with an error), `objects` (everything left, by label selector).
+"""
+
+from tests.smoke.fakekube._api import ApiError, selector_matches
+from tests.smoke.fakekube._cluster import FakeCluster
+
+__all__ = ["ApiError", "FakeCluster", "selector_matches"]

@@ -1,0 +1,368 @@
+"""The controllers a smoke run relies on, as the fake runs them each tick: JobSet, Job,
+the scheduler and the kubelet (pods as local processes)."""
+
+from __future__ import annotations
+
+import copy
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.smoke.fakekube._api import (
+    INDEX,
+    TERMINAL,
+    Key,
+    _field_ref,
+    _now,
+    _quantity,
+    _remap,
+    _requests,
+    _tolerates,
+)
+
+
+@dataclass
+class _Proc:
+    popen: subprocess.Popen[bytes] | None
+    log: Path
+    workdir: Path
+
+
+class _Controllers:
+    """The FakeCluster's controllers (a mixin: the state is the cluster's)."""
+
+    store: dict[Key, dict[str, Any]]
+    lock: threading.RLock
+    tick_s: float
+    root: Path
+    base_env: dict[str, str]
+    _procs: dict[Key, _Proc]
+    _commands: dict[str, list[str]]
+    _outputs: dict[str, tuple[str, int]]
+    _stop: threading.Event
+    _expanded: set[str]
+
+    def create(self, plural: str, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def delete(self, plural: str, namespace: str, name: str, propagation: str | None) -> None:
+        raise NotImplementedError
+
+    def _control_loop(self) -> None:
+        while not self._stop.wait(self.tick_s):
+            with self.lock:
+                self._jobsets()
+                self._jobs()
+                self._schedule()
+                self._kubelet()
+
+    def _of_kind(self, plural: str) -> list[tuple[Key, dict[str, Any]]]:
+        return [(k, o) for k, o in self.store.items() if k[0] == plural]
+
+    def _pods_by_owner(self) -> dict[str, list[dict[str, Any]]]:
+        out: dict[str, list[dict[str, Any]]] = {}
+        for _, pod in self._of_kind("pods"):
+            for ref in pod["metadata"].get("ownerReferences") or []:
+                out.setdefault(ref.get("uid", ""), []).append(pod)
+        return out
+
+    @staticmethod
+    def _owner_ref(obj: dict[str, Any]) -> dict[str, Any]:
+        m = obj["metadata"]
+        return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": m["name"],
+                "uid": m["uid"], "controller": True, "blockOwnerDeletion": True}
+
+    def _jobsets(self) -> None:
+        for (_, ns, name), js in self._of_kind("jobsets"):
+            if js["metadata"]["uid"] in self._expanded:
+                continue
+            self._expanded.add(js["metadata"]["uid"])
+            for rjob in js["spec"]["replicatedJobs"]:
+                for i in range(int(rjob.get("replicas", 1))):
+                    tmpl = copy.deepcopy(rjob["template"])
+                    meta = tmpl.setdefault("metadata", {})
+                    meta["name"] = f"{name}-{rjob['name']}-{i}"
+                    meta["labels"] = {**(meta.get("labels") or {}),
+                                      "jobset.sigs.k8s.io/jobset-name": name,
+                                      "jobset.sigs.k8s.io/replicatedjob-name": rjob["name"],
+                                      "jobset.sigs.k8s.io/job-index": str(i)}
+                    meta["ownerReferences"] = [self._owner_ref(js)]
+                    pod_meta = tmpl["spec"]["template"].setdefault("metadata", {})
+                    pod_meta["labels"] = {**(pod_meta.get("labels") or {}),  # as the real one
+                                          **{k: v for k, v in meta["labels"].items()
+                                             if k.startswith("jobset.sigs.k8s.io/")}}
+                    if js["spec"].get("network", {}).get("enableDNSHostnames", True):
+                        tmpl["spec"]["template"]["spec"].setdefault("subdomain", name)
+                    self.create("jobs", ns, tmpl)
+
+    def _jobs(self) -> None:
+        now = time.time()
+        jobs = [(k, j) for k, j in self._of_kind("jobs")
+                if not (j.get("status") or {}).get("conditions")]
+        for (_, ns, _), job in jobs:
+            if "startTime" not in job.setdefault("status", {}):
+                job["status"].update(startTime=_now(), started=now)
+                self._create_job_pods(ns, job)
+        owned = self._pods_by_owner() if jobs else {}
+        for (_, ns, _), job in jobs:
+            spec, status = job["spec"], job["status"]
+            pods = owned.get(job["metadata"]["uid"], [])
+            failed = [q for q in pods if q["status"].get("phase") == "Failed"]
+            done = [q for q in pods if q["status"].get("phase") == "Succeeded"]
+            status.update(active=len(pods) - len(failed) - len(done), failed=len(failed),
+                          succeeded=len(done))
+            why = None
+            # backoffLimit defaults to 6, or to 2147483647 with backoffLimitPerIndex (JobSpec)
+            per_index = spec.get("backoffLimitPerIndex") is not None
+            limit = 2147483647 if per_index else 6
+            deadline = spec.get("activeDeadlineSeconds")
+            if deadline is not None and now - status["started"] >= deadline:
+                why = ("DeadlineExceeded", "Job was active longer than specified deadline")
+            elif len(failed) > int(spec.get("backoffLimit", limit)):
+                why = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
+            elif per_index and spec.get("maxFailedIndexes") is not None and \
+                    len(failed) > int(spec["maxFailedIndexes"]):
+                why = ("MaxFailedIndexesExceeded", "Job has exceeded maxFailedIndexes")
+            elif per_index and failed and len(failed) + len(done) == len(pods):
+                why = ("FailedIndexes", "Job has failed indexes")
+            if why is not None:
+                status["conditions"] = [{"type": "Failed", "status": "True", "reason": why[0],
+                                         "message": why[1]}]
+                for q in pods:  # the controller deletes the failed Job's active pods
+                    if q["status"].get("phase") not in TERMINAL:
+                        self.delete("pods", ns, q["metadata"]["name"], None)
+            elif pods and len(done) == len(pods):
+                status["conditions"] = [{"type": "Complete", "status": "True"}]
+
+    def _create_job_pods(self, ns: str, job: dict[str, Any]) -> None:
+        spec = job["spec"]
+        name = job["metadata"]["name"]
+        indexed = spec.get("completionMode") == "Indexed"
+        for i in range(int(spec.get("completions", 1))):
+            tmpl = copy.deepcopy(spec["template"])
+            meta = tmpl.setdefault("metadata", {})
+            labels = {**(meta.get("labels") or {}), "job-name": name,
+                      "batch.kubernetes.io/job-name": name,
+                      "controller-uid": job["metadata"]["uid"]}
+            pod_spec = tmpl["spec"]
+            if indexed:
+                labels[INDEX] = str(i)
+                meta["annotations"] = {**(meta.get("annotations") or {}), INDEX: str(i)}
+                if pod_spec.get("subdomain"):
+                    pod_spec.setdefault("hostname", f"{name}-{i}")
+                for c in pod_spec.get("containers", []) + pod_spec.get("initContainers", []):
+                    c["env"] = [*(c.get("env") or []), {"name": "JOB_COMPLETION_INDEX",
+                                "valueFrom": {"fieldRef": {
+                                    "fieldPath": f"metadata.annotations['{INDEX}']"}}}]
+            meta.update(labels=labels, name=f"{name}-{i}-{secrets.token_hex(3)[:5]}",
+                        ownerReferences=[self._owner_ref(job)])
+            self.create("pods", ns, tmpl)
+
+    def _schedule(self) -> None:
+        pods = self._of_kind("pods")
+        pending = [(k, o) for k, o in pods if not o["spec"].get("nodeName")]
+        if not pending:
+            return
+        nodes = [o for _, o in sorted(self._of_kind("nodes"))]
+        on_node: dict[str, list[dict[str, Any]]] = {}
+        for _, o in pods:
+            if o["spec"].get("nodeName") and o["status"].get("phase") not in TERMINAL:
+                on_node.setdefault(o["spec"]["nodeName"], []).append(o)
+        by_label: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for node in nodes:
+            for kv in (node["metadata"].get("labels") or {}).items():
+                by_label.setdefault(kv, []).append(node)
+        for (_, ns, _), pod in pending:
+            # Only nodes with the pod's first selector label can fit: the same placement as
+            # trying every node, in far fewer checks on a large fake cluster.
+            first = list((pod["spec"].get("nodeSelector") or {}).items())[:1]
+            for node in by_label.get(first[0], []) if first else nodes:
+                here = on_node.setdefault(node["metadata"]["name"], [])
+                if self._unfit(pod, node, here) is None:
+                    here.append(pod)
+                    pod["spec"]["nodeName"] = node["metadata"]["name"]
+                    pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}]
+                    break
+            else:
+                reasons: dict[str, int] = {}
+                for node in nodes:
+                    why = self._unfit(pod, node, on_node.get(node["metadata"]["name"], []))
+                    reasons[str(why)] = reasons.get(str(why), 0) + 1
+                detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
+                message = (f"0/{len(nodes)} nodes are available: {detail}. preemption: "
+                           f"0/{len(nodes)} nodes are available: {len(nodes)} Preemption is "
+                           "not helpful for scheduling.")
+                old = (pod["status"].get("conditions") or [{}])[0].get("message")
+                pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False",
+                                                "reason": "Unschedulable", "message": message}]
+                if old != message:
+                    self._event(ns, pod, "FailedScheduling", message, "Warning")
+
+    def _event(self, ns: str, obj: dict[str, Any], reason: str, message: str,
+               type_: str = "Normal") -> None:
+        m = obj["metadata"]
+        self.create("events", ns, {
+            "metadata": {"name": f"{m['name']}.{secrets.token_hex(8)}"},
+            "involvedObject": {"kind": obj["kind"], "name": m["name"], "namespace": ns,
+                               "uid": m["uid"]},
+            "reason": reason, "message": message, "type": type_, "count": 1,
+            "firstTimestamp": _now(), "lastTimestamp": _now(),
+            "source": {"component": "default-scheduler"}})
+
+    @staticmethod
+    def _unfit(pod: dict[str, Any], node: dict[str, Any],
+               here: list[dict[str, Any]]) -> str | None:
+        """Why `pod` cannot go on `node` (where the pods `here` run), or None."""
+        spec, labels = pod["spec"], node["metadata"].get("labels") or {}
+        if node.get("spec", {}).get("unschedulable"):
+            return "node(s) were unschedulable"
+        if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+            return "node(s) didn't match Pod's node affinity/selector"
+        for taint in node.get("spec", {}).get("taints") or []:
+            if taint.get("effect") in ("NoSchedule", "NoExecute") and not any(
+                    _tolerates(t, taint) for t in spec.get("tolerations") or []):
+                return f"node(s) had untolerated taint {{{taint['key']}: {taint.get('value', '')}}}"
+        alloc = node.get("status", {}).get("allocatable") or {}
+        for resource, want in _requests(pod).items():
+            used = sum(_requests(o).get(resource, 0.0) for o in here)
+            if resource not in alloc or _quantity(alloc[resource]) - used < want:
+                return f"Insufficient {resource}"
+        anti = ((spec.get("affinity") or {}).get("podAntiAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution") or []
+        for term in anti:
+            if term.get("topologyKey") != "kubernetes.io/hostname":
+                continue
+            match = (term.get("labelSelector") or {}).get("matchLabels") or {}
+            if any(all((o["metadata"].get("labels") or {}).get(k) == v
+                       for k, v in match.items()) for o in here):
+                return "node(s) didn't match pod anti-affinity rules"
+        return None
+
+    def _kubelet(self) -> None:
+        for key, pod in self._of_kind("pods"):
+            if not pod["spec"].get("nodeName"):
+                continue
+            phase = pod["status"].get("phase")
+            if phase == "Pending" and key not in self._procs:
+                self._start(key, pod)
+            elif phase == "Running":
+                proc = self._procs[key]
+                code = proc.popen.poll() if proc.popen is not None else 0
+                if code is not None:
+                    self._terminated(pod, code)
+
+    def _start(self, key: Key, pod: dict[str, Any]) -> None:
+        node = pod["spec"]["nodeName"]
+        workdir = self.root / "pods" / key[1] / key[2]
+        workdir.mkdir(parents=True, exist_ok=True)
+        log = workdir / "log"
+        container = pod["spec"]["containers"][0]
+        canned = self._outputs.get(node) if node not in self._commands else None
+        if canned is None and node not in self._commands:
+            canned = self._outputs.get("*")
+        if canned is not None:
+            log.write_text(canned[0] if canned[0].endswith("\n") else canned[0] + "\n",
+                           encoding="utf-8")
+            self._procs[key] = _Proc(None, log, workdir)
+            self._running(pod)
+            self._terminated(pod, canned[1])
+            return
+        mounts = self._volumes(key, pod, container, workdir)
+        argv = self._commands.get(node) or [*(container.get("command") or []),
+                                            *(container.get("args") or [])]
+        argv = [_remap(a, mounts) for a in argv]
+        if argv and argv[0] in ("python", "python3"):
+            argv[0] = sys.executable
+        env = {**self.base_env, "HOME": str(workdir), "TMPDIR": str(workdir),
+               "HOSTNAME": pod["spec"].get("hostname") or pod["metadata"]["name"]}
+        for var in container.get("env") or []:
+            value = var.get("value")
+            if value is None and "valueFrom" in var:
+                value = _field_ref(pod, var["valueFrom"].get("fieldRef", {}).get("fieldPath"))
+            env[var["name"]] = self._resolve(key[1], _remap(value or "", mounts))
+        with log.open("wb") as out:
+            try:
+                popen = subprocess.Popen(argv, cwd=workdir, env=env, stdout=out,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+            except OSError as exc:
+                out.write(f"failed to start {argv[:1]}: {exc}\n".encode())
+                self._procs[key] = _Proc(None, log, workdir)
+                self._running(pod)
+                self._terminated(pod, 128)
+                return
+        self._procs[key] = _Proc(popen, log, workdir)
+        self._running(pod)
+
+    def _volumes(self, key: Key, pod: dict[str, Any], container: dict[str, Any],
+                 workdir: Path) -> dict[str, Path]:
+        """Each volume the container mounts as a local directory: mountPath -> directory."""
+        volumes = {v["name"]: v for v in pod["spec"].get("volumes") or []}
+        mounts: dict[str, Path] = {}
+        for m in container.get("volumeMounts") or []:
+            vol = volumes.get(m["name"], {})
+            target = workdir / "volumes" / m["name"]
+            target.mkdir(parents=True, exist_ok=True)
+            if "configMap" in vol:
+                cm = self.store.get(("configmaps", key[1], vol["configMap"]["name"]))
+                data = (cm or {}).get("data") or {}
+                items = vol["configMap"].get("items") or [{"key": k, "path": k} for k in data]
+                for item in items:
+                    dest = target / item["path"]
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    dest.write_text(data.get(item["key"], ""), encoding="utf-8")
+            mounts[m["mountPath"]] = target
+        return mounts
+
+    def _resolve(self, ns: str, value: str) -> str:
+        """Cluster DNS for a pod name `<hostname>.<subdomain>[.<ns>.svc[.cluster.local]]`:
+        loopback, when a Service named like the subdomain exists and such a pod does."""
+        parts = value.split(".")
+        if len(parts) < 2 or ("services", ns, parts[1]) not in self.store:
+            return value
+        if parts[2:] not in ([], [ns, "svc"], [ns, "svc", "cluster", "local"]):
+            return value
+        for (p, pns, _), o in self.store.items():
+            if p == "pods" and pns == ns and o["spec"].get("hostname") == parts[0] and \
+                    o["spec"].get("subdomain") == parts[1]:
+                return "127.0.0.1"
+        return value
+
+    def _running(self, pod: dict[str, Any]) -> None:
+        pod["status"].update(phase="Running", podIP="127.0.0.1", startTime=_now(),
+                             containerStatuses=[{"name": c["name"], "ready": True,
+                                                 "restartCount": 0, "state": {
+                                                     "running": {"startedAt": _now()}}}
+                                                for c in pod["spec"]["containers"]])
+
+    @staticmethod
+    def _terminated(pod: dict[str, Any], code: int) -> None:
+        if code < 0:  # killed by a signal, as the kubelet reports it
+            code = 128 - code
+        pod["status"]["phase"] = "Succeeded" if code == 0 else "Failed"
+        for cs in pod["status"].get("containerStatuses") or []:
+            cs["ready"] = False
+            cs["state"] = {"terminated": {"exitCode": code, "reason": "Completed" if code == 0
+                                          else "Error", "finishedAt": _now()}}
+
+    def _kill(self, key: Key) -> None:
+        proc = self._procs.pop(key, None)
+        if proc is None:
+            return
+        if proc.popen is not None and proc.popen.poll() is None:
+            try:
+                os.killpg(proc.popen.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.popen.wait(10)
+        shutil.rmtree(proc.workdir, ignore_errors=True)
+
+

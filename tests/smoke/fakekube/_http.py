@@ -1,0 +1,128 @@
+"""The fake API server's HTTP side: routes the real client's requests to the cluster."""
+
+from __future__ import annotations
+
+import json
+from http.server import BaseHTTPRequestHandler
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+from tests.smoke.fakekube._api import GROUPS, RESOURCES, ApiError, _now
+
+if TYPE_CHECKING:
+    from tests.smoke.fakekube._cluster import FakeCluster
+
+
+class _Handler(BaseHTTPRequestHandler):
+    cluster: FakeCluster
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # else each keep-alive answer waits ~40 ms for a delayed ACK
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_DELETE(self) -> None:
+        self._handle("DELETE")
+
+    def do_PATCH(self) -> None:
+        self._handle("PATCH")
+
+    def do_PUT(self) -> None:
+        self._handle("PUT")
+
+    def _body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        return json.loads(raw) if raw.strip() else None
+
+    def _send(self, code: int, payload: Any, content_type: str = "application/json") -> None:
+        data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _handle(self, method: str) -> None:
+        c = self.cluster
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        body = self._body()
+        with c.lock:
+            c.requests.append((method, url.path))
+        try:
+            code = c.take_failure(url.path)
+            if code == 0:  # a dropped connection: no answer at all
+                self.close_connection = True
+                return
+            if code is not None:
+                raise ApiError(code, "InternalError" if code >= 500 else "TooManyRequests",
+                               "injected failure")
+            result = self._route(method, url.path.rstrip("/").split("/")[1:], query, body)
+        except ApiError as exc:
+            self._send(exc.code, exc.status())
+            return
+        if isinstance(result, str):
+            self._send(200, result, "text/plain")
+        else:
+            self._send(201 if method == "POST" else 200, result)
+
+    def _route(self, method: str, parts: list[str], q: dict[str, str], body: Any) -> Any:
+        c = self.cluster
+        if parts == ["version"]:
+            return {"major": "1", "minor": "33", "gitVersion": "v1.33.0-fake",
+                    "gitCommit": "fake", "gitTreeState": "clean", "buildDate": _now(),
+                    "goVersion": "go1.24", "compiler": "gc", "platform": "linux/amd64"}
+        if parts[:2] == ["api", "v1"]:
+            rest = parts[2:]
+        elif len(parts) >= 3 and parts[0] == "apis" and f"{parts[1]}/{parts[2]}" in GROUPS:
+            rest = parts[3:]
+            allowed = GROUPS[f"{parts[1]}/{parts[2]}"]
+            plural = rest[2] if len(rest) > 2 and rest[0] == "namespaces" else rest[0]
+            if plural not in allowed:
+                raise ApiError(404, "NotFound", "the server could not find the resource")
+        else:
+            raise ApiError(404, "NotFound", f"no route for /{'/'.join(parts)}")
+        namespace = ""
+        if rest and rest[0] == "namespaces" and len(rest) >= 3:
+            namespace, rest = rest[1], rest[2:]
+        if not rest or rest[0] not in RESOURCES:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        plural, name, sub = rest[0], rest[1] if len(rest) > 1 else "", rest[2:]
+        namespaced = RESOURCES[plural][2]
+        ns = namespace if namespaced else ""
+        propagation = q.get("propagationPolicy") or (body or {}).get("propagationPolicy")
+        if sub == ["log"] and plural == "pods" and method == "GET":
+            tail = q.get("tailLines")
+            return c.pod_log(ns, name, int(tail) if tail is not None else None)
+        if sub:
+            raise ApiError(404, "NotFound", f"no subresource {'/'.join(sub)}")
+        if method == "GET" and name:
+            return c.read(plural, ns, name)
+        if method == "GET":
+            return c.list(plural, ns if namespace or not namespaced else None,
+                          q.get("labelSelector", ""), q.get("fieldSelector", ""),
+                          int(q.get("limit") or 0), q.get("continue", ""))
+        if method == "POST" and not name:
+            return c.create(plural, ns, body or {})
+        if method == "DELETE" and name:
+            obj = c.read(plural, ns, name)
+            c.delete(plural, ns, name, propagation)
+            return obj
+        if method == "DELETE":
+            c.delete_collection(plural, ns, q.get("labelSelector", ""), propagation)
+            return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+        if method == "PATCH" and name:
+            kind = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+            if kind not in ("application/merge-patch+json",
+                            "application/strategic-merge-patch+json"):
+                raise ApiError(415, "UnsupportedMediaType", f"the fake server takes merge and "
+                               f"strategic merge patches, not {kind or 'no content type'}")
+            return c.patch(plural, ns, name, body)
+        raise ApiError(405, "MethodNotAllowed", f"{method} not supported here")
