@@ -80,7 +80,7 @@ def release(
     """
     from cli._output import print_json
     from fleet.errors import InputError, SetupError, UnknownNameError
-    from smoke._quarantine import release as undo
+    from smoke._release import release as undo
 
     if bool(nodes) == (pool is not None):
         raise InputError("name the nodes to release, or one --pool, not both and not neither",
@@ -126,7 +126,7 @@ def status(
     from rich.table import Table
 
     from cli._output import console, print_json, print_table
-    from smoke._quarantine import age, quarantined
+    from smoke._release import age, quarantined
 
     _, clients = _clients(stack_file, outputs, kubeconfig, context)
     rows = quarantined(clients)

@@ -12,7 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from smoke._quarantine import KEY, PREFIX, UNDO, Cap, quarantine, release
+from smoke._quarantine import KEY, PREFIX, UNDO, Cap, quarantine
+from smoke._release import release
 from smoke._results import HostReport, ProbeResult, Verdict
 from smoke._run import Check, NodeOutcome, PoolReport, PoolStatus, RunReport
 from tests.smoke.test_cluster_run import (
@@ -385,7 +386,7 @@ def test_the_new_smoke_modules_import_no_pulumi() -> None:
     import subprocess
     import sys
 
-    code = ("import sys\nimport smoke._quarantine, smoke._history, smoke._html, "
+    code = ("import sys\nimport smoke._quarantine, smoke._release, smoke._history, smoke._html, "
             "smoke._metrics, cli.smoke_nodes, cli.smoke_history, cli.smoke_options\n"
             "print(sorted(m for m in ('pulumi', 'torch', 'jax') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
