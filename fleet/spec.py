@@ -229,17 +229,7 @@ class Pool(_Model):
     def _expires(cls, value: Any) -> Any:
         return request_date(value)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _zone_shorthand(cls, value: Any) -> Any:
-        if isinstance(value, dict) and "zone" in value:
-            value = dict(value)
-            zone = value.pop("zone")
-            if "zones" in value:
-                raise SpecValueError("both `zone` and `zones` are given",
-                                     "keep one: `zone: Z` is short for `zones: [Z]`")
-            value["zones"] = [zone]
-        return value
+    _zone = model_validator(mode="before")(_zone_shorthand)
 
 
 REQUEST_TEXT_MAX = {"requested_by": 254, "reason": 500}  # an e-mail address; a sentence or two

@@ -17,6 +17,7 @@ from ruamel.yaml import YAML
 from fleet import load_fleet
 from fleet.inventory import build_inventory
 from smoke._workload import RenderedRun, RenderOptions, render_run
+from tests.schemas import strict
 from tests.smoke.workload_stack import REPO, inventory, job_of, objects_of, run
 
 __all__ = ["inventory", "run"]  # fixtures
@@ -56,21 +57,6 @@ JOBSET_ENVELOPE: dict[str, Any] = {
     },
 }
 JOBSET_CRD_NAME = "jobset.x-k8s.io_jobsets-v0.12.0"
-
-
-def _strict(schema: Any) -> Any:
-    """A CRD schema that rejects unknown fields, as the API server's structural pruning would
-    drop them: additionalProperties false wherever properties are listed and nothing else is
-    allowed."""
-    if isinstance(schema, list):
-        return [_strict(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: _strict(v) for k, v in schema.items()}
-    if "properties" in out and "additionalProperties" not in out \
-            and not out.get("x-kubernetes-preserve-unknown-fields"):
-        out["additionalProperties"] = False
-    return out
 
 
 def _published_jobset_schema() -> dict[str, Any] | None:
@@ -118,7 +104,7 @@ def test_every_object_passes_the_kubernetes_schemas(run: RenderedRun) -> None:
 def test_jobsets_pass_the_published_crd_schema(run: RenderedRun) -> None:
     schema = _published_jobset_schema()
     assert schema is not None, "tests/smoke/data carries the JobSet v0.12.0 CRD schema"
-    validator = jsonschema.Draft7Validator(_strict(schema))
+    validator = jsonschema.Draft7Validator(strict(schema))
     jobsets = [o for c in run.shared for o in run.objects(c) if o["kind"] == "JobSet"]
     assert len(jobsets) == 3
     for js in jobsets:
