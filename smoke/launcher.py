@@ -45,6 +45,7 @@ CRASH_LINES = 6
 REQUEST_TIMEOUT_S = (5.0, 30.0)
 PAGE_PODS = 200  # pods per list request
 SUBMIT_WORKERS = 8  # pools submitted at once, per cluster
+FIRST_POLL_S = 0.05
 
 
 def new_run_id() -> str:
@@ -187,6 +188,9 @@ class _ClusterRun:
 
     # -- follow ------------------------------------------------------------------------
     def follow(self) -> None:
+        """One pod list per tick for all pools; the first ticks come sooner (0.05 s, doubling
+        up to `poll_s`), so short runs are not held back by the poll interval."""
+        wait_s = min(FIRST_POLL_S, self.poll_s)
         with ThreadPoolExecutor(max_workers=8) as logs:
             while not self.stop.is_set() and any(p.status is None for p in self.pools):
                 try:
@@ -199,7 +203,8 @@ class _ClusterRun:
                 if pods is not None:
                     self._tick(pods, logs)
                 self._deadlines()
-                self.stop.wait(self.poll_s)
+                self.stop.wait(wait_s)
+                wait_s = min(self.poll_s, wait_s * 2)
 
     def _pods(self) -> list[_PodState]:
         """The run's pods, a page at a time, each kept only as what the launcher reads of it:
