@@ -5,6 +5,9 @@ from typing import Any
 
 import pytest
 
+from fleet.errors import Problem, SpecError
+from fleet.rules import validate_fleet
+
 BASE: dict[str, Any] = {
     "clouds": {
         "gcp": {"project": "acme-ml-prod", "region": "us-central1"},
@@ -31,3 +34,18 @@ def pool(**fields: Any) -> dict[str, Any]:
             "nodes": 1, "zone": "us-central1-a"}
     base.update(fields)
     return {k: v for k, v in base.items() if v is not None}
+
+
+def problems(spec: dict[str, Any]) -> list[Problem]:
+    """Every problem of an invalid spec (bad input: exit 2)."""
+    with pytest.raises(SpecError) as err:
+        validate_fleet(spec)
+    assert err.value.exit_code == 2
+    return list(err.value.problems)
+
+
+def only(spec: dict[str, Any], where: str) -> Problem:
+    """The first problem whose place starts with `where` (there must be one)."""
+    found = [p for p in problems(spec) if p.where.startswith(where)]
+    assert found, f"no problem at {where}: {problems(spec)}"
+    return found[0]

@@ -9,8 +9,8 @@ import pytest
 
 from fleet import validate_fleet
 from fleet.catalog import Catalog, load_catalog
-from fleet.errors import Problem, SpecError
-from tests.fleet.conftest import pool
+from fleet.errors import Problem
+from tests.fleet.conftest import pool, problems
 
 CB = "cr-0123456789abcdef0"
 
@@ -20,10 +20,6 @@ def cat() -> Catalog:
     return load_catalog()
 
 
-def problems(spec: dict[str, Any]) -> list[Problem]:
-    with pytest.raises(SpecError) as err:
-        validate_fleet(spec)
-    return list(err.value.problems)
 
 
 def at(spec: dict[str, Any], where: str) -> Problem:

@@ -16,9 +16,9 @@ import pytest
 
 from fleet import load_fleet, validate_fleet
 from fleet.catalog import HOURS_PER_MONTH, Catalog, load_catalog
-from fleet.errors import Problem, SpecError
+from fleet.errors import Problem
 from fleet.stackfile import EXAMPLE_STACK
-from tests.fleet.conftest import pool
+from tests.fleet.conftest import pool, problems
 
 
 @pytest.fixture(scope="module")
@@ -26,11 +26,6 @@ def cat() -> Catalog:
     return load_catalog()
 
 
-def problems(spec: dict[str, Any]) -> list[Problem]:
-    with pytest.raises(SpecError) as err:
-        validate_fleet(spec)
-    assert err.value.exit_code == 2
-    return list(err.value.problems)
 
 
 def budgeted(spec: dict[str, Any], usd: float = 10_000_000) -> dict[str, Any]:

@@ -12,23 +12,11 @@ import pytest
 
 from fleet import validate_fleet
 from fleet.catalog import load_catalog
-from fleet.errors import Problem, SpecError, UnknownNameError
+from fleet.errors import UnknownNameError
 from fleet.inventory import build_inventory
 from fleet.model import ACCELERATOR_LABEL, POOL_LABEL
 from smoke._workload import RenderOptions, render_run
-from tests.fleet.conftest import pool
-
-
-def problems(spec: dict[str, Any]) -> list[Problem]:
-    with pytest.raises(SpecError) as err:
-        validate_fleet(spec)
-    return list(err.value.problems)
-
-
-def only(spec: dict[str, Any], where: str) -> Problem:
-    found = [p for p in problems(spec) if p.where.startswith(where)]
-    assert found, f"no problem at {where}: {problems(spec)}"
-    return found[0]
+from tests.fleet.conftest import only, pool
 
 
 def _with_cpu_pools(spec: dict[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from fleet.routing import (
     quantity,
 )
 from fleet.stackfile import EXAMPLE_STACK
+from tests.fleet.conftest import problems
 
 GIB = 1024  # memory amounts are MiB
 
@@ -66,10 +67,6 @@ def queue(spec: dict[str, Any], cluster: str, team: str) -> TeamQueue:
     return next(q for q in routing_of(spec)[cluster].queues if q.team == team)
 
 
-def problems(spec: dict[str, Any]) -> list[Problem]:
-    with pytest.raises(SpecError) as err:
-        validate_fleet(spec)
-    return list(err.value.problems)
 
 
 def only(spec: dict[str, Any], where: str) -> Problem:

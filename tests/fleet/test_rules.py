@@ -2,27 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from fleet import load_fleet, validate_fleet
-from fleet.errors import Problem, SpecError
+from fleet.errors import SpecError
 from fleet.stackfile import EXAMPLE_STACK
-from tests.fleet.conftest import pool
-
-
-def problems(spec: dict[str, Any]) -> list[Problem]:
-    with pytest.raises(SpecError) as err:
-        validate_fleet(spec)
-    assert err.value.exit_code == 2
-    return list(err.value.problems)
-
-
-def only(spec: dict[str, Any], where: str) -> Problem:
-    found = [p for p in problems(spec) if p.where.startswith(where)]
-    assert found, f"no problem at {where}: {problems(spec)}"
-    return found[0]
+from tests.fleet.conftest import only, pool, problems
 
 
 def test_example_stack_is_valid():

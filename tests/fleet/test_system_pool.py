@@ -16,27 +16,13 @@ small untainted CPU pool for them:
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from fleet import load_fleet, validate_fleet
 from fleet.catalog import HOURS_PER_MONTH, load_catalog
-from fleet.errors import Problem, SpecError
 from fleet.model import ACCELERATOR_LABEL, PLATFORM_TEAM, POOL_LABEL, SYSTEM_POOL
 from fleet.stackfile import EXAMPLE_STACK
-
-
-def problems(spec: dict[str, Any]) -> list[Problem]:
-    with pytest.raises(SpecError) as err:
-        validate_fleet(spec)
-    return list(err.value.problems)
-
-
-def only(spec: dict[str, Any], where: str) -> Problem:
-    found = [p for p in problems(spec) if p.where.startswith(where)]
-    assert found, f"no problem at {where}: {problems(spec)}"
-    return found[0]
+from tests.fleet.conftest import only
 
 
 def test_every_cluster_gets_a_system_pool_by_default(spec):

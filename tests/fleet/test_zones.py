@@ -10,17 +10,12 @@ from typing import Any
 import pytest
 
 from fleet.catalog import load_catalog
-from fleet.errors import SpecError
 from fleet.rules import validate_fleet
-from tests.fleet.conftest import pool
+from tests.fleet.conftest import pool, problems
 
 RESTRICTED = {"us-central2"}  # Cloud TPU v4's region: offered by request, not in regions.yaml
 
 
-def problems(spec: dict[str, Any]) -> list[Any]:
-    with pytest.raises(SpecError) as exc:
-        validate_fleet(spec)
-    return list(exc.value.problems)
 
 
 def test_every_accelerator_of_the_catalog_is_covered_or_said_unknown() -> None:
