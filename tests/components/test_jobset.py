@@ -23,6 +23,7 @@ from components.k8s import (
 from components.plan import Plan, PlannedResource, run_plan
 from fleet.model import ACCELERATOR_LABEL
 from fleet.stackfile import EXAMPLE_STACK
+from tests.plan_tree import cluster_of
 
 FIXTURE = Path(__file__).parent / "fixtures" / "Pulumi.gcptest.yaml"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -66,16 +67,6 @@ config:
 def jobset_releases(plan: Plan) -> list[PlannedResource]:
     return [r for r in plan.of_type(RELEASE) if r.inputs["chart"] == OCI_REF]
 
-
-def cluster_of(plan: Plan, release: PlannedResource) -> str:
-    """The name of the `accelfleet:*:Cluster` component a release sits under."""
-    by_urn = plan.by_urn()
-    node: PlannedResource | None = release
-    while node is not None:
-        if node.type.endswith(":Cluster") and node.type.startswith("accelfleet:"):
-            return node.name
-        node = by_urn.get(node.parent or "")
-    raise AssertionError(f"{release.name} is under no cluster")
 
 
 def plan_of(tmp_path: Path, text: str, stack: str) -> Plan:

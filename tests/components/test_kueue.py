@@ -29,6 +29,7 @@ from fleet import load_fleet
 from fleet.model import POOL_LABEL, SYSTEM_POOL
 from fleet.routing import fleet_routing
 from fleet.stackfile import EXAMPLE_STACK
+from tests.plan_tree import cluster_of
 from tests.schemas import strict
 
 DATA = Path(__file__).parent / "data"
@@ -84,15 +85,6 @@ def manifest(r: PlannedResource) -> dict[str, Any]:
 def plan() -> Plan:
     return run_plan(EXAMPLE_STACK)
 
-
-def cluster_of(plan: Plan, r: PlannedResource) -> str:
-    by_urn = plan.by_urn()
-    node: PlannedResource | None = r
-    while node is not None:
-        if node.type.startswith("accelfleet:") and node.type.endswith(":Cluster"):
-            return node.name
-        node = by_urn.get(node.parent or "")
-    raise AssertionError(r.name)
 
 
 # -- the controller -----------------------------------------------------------------------------
