@@ -10,7 +10,6 @@ same group beside the GPU ones.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -20,6 +19,7 @@ from components.aws._nodegroup import (
     DATA_VOLUME_DEVICE,
     DEFAULT_AMI,
     EKS_TAINT_EFFECT,
+    NodeGroupArgs,
     NodeGroupParts,
     managed_node_group,
 )
@@ -38,18 +38,9 @@ def cpu_ami_for(pool: ResolvedPool, catalog: Catalog) -> tuple[str, str]:
     return family, catalog.cpu_ami_types[family]
 
 
-@dataclass(frozen=True)
-class CpuNodeGroupArgs:
-    """subnet_ids: the private subnets of the pool's zones."""
-
-    pool: ResolvedPool
-    catalog: Catalog
-    cluster_name: pulumi.Input[str]
-    node_role_arn: pulumi.Input[str]
-    subnet_ids: list[pulumi.Input[str]]
-    kubernetes_version: str | None = None
-    # What the node group waits for: the add-ons nodes need to become Ready (vpc-cni, ...).
-    depends_on: Sequence[pulumi.Resource] = ()
+@dataclass(frozen=True, kw_only=True)
+class CpuNodeGroupArgs(NodeGroupArgs):
+    """The common node-group arguments: a CPU group takes nothing more."""
 
 
 class CpuNodeGroup(pulumi.ComponentResource):

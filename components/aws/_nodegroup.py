@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -103,38 +103,28 @@ def node_taints(pool: ResolvedPool, catalog: Catalog) -> list[dict[str, str]]:
             for t in pool_taints(pool, catalog)]
 
 
-@dataclass(frozen=True)
-class GpuNodeGroupArgs:
-    """subnet_ids: the private subnets of the pool's zones; placement_group: for compact pools."""
+@dataclass(frozen=True, kw_only=True)
+class NodeGroupArgs:
+    """What every accelfleet node group takes. subnet_ids: the private subnets of the pool's
+    zones."""
 
     pool: ResolvedPool
     catalog: Catalog
     cluster_name: pulumi.Input[str]
     node_role_arn: pulumi.Input[str]
     subnet_ids: list[pulumi.Input[str]]
-    cluster_security_group_id: pulumi.Input[str | None]
-    efa_security_group_id: pulumi.Input[str]
-    placement_group: pulumi.Input[str] | None = None
     kubernetes_version: str | None = None
     # What the node group waits for: the add-ons nodes need to become Ready (vpc-cni, ...).
     depends_on: Sequence[pulumi.Resource] = ()
 
 
-class _GroupArgs(Protocol):
-    """What every accelfleet node group takes (GpuNodeGroupArgs, CpuNodeGroupArgs)."""
+@dataclass(frozen=True, kw_only=True)
+class GpuNodeGroupArgs(NodeGroupArgs):
+    """placement_group: for compact pools."""
 
-    @property
-    def pool(self) -> ResolvedPool: ...
-    @property
-    def cluster_name(self) -> pulumi.Input[str]: ...
-    @property
-    def node_role_arn(self) -> pulumi.Input[str]: ...
-    @property
-    def subnet_ids(self) -> list[pulumi.Input[str]]: ...
-    @property
-    def kubernetes_version(self) -> str | None: ...
-    @property
-    def depends_on(self) -> Sequence[pulumi.Resource]: ...
+    cluster_security_group_id: pulumi.Input[str | None]
+    efa_security_group_id: pulumi.Input[str]
+    placement_group: pulumi.Input[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -149,7 +139,7 @@ class NodeGroupParts:
     launch_template: dict[str, Any] = field(default_factory=dict)
 
 
-def managed_node_group(owner: pulumi.ComponentResource, name: str, args: _GroupArgs,
+def managed_node_group(owner: pulumi.ComponentResource, name: str, args: NodeGroupArgs,
                        parts: NodeGroupParts) -> tuple[aws.ec2.LaunchTemplate,
                                                        aws.eks.NodeGroup]:
     """A launch template (IMDSv2 with one hop, an encrypted gp3 data volume, tagged instances
