@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from smoke._quarantine import figure, threshold_of
 from smoke._results import ProbeResult, Verdict
 from smoke._run import PoolReport, RunReport
+from smoke.report import number
 
 if TYPE_CHECKING:
     from smoke._quarantine import ActionReport
@@ -29,14 +30,6 @@ CHART_PROBES = (("matmul_tflops", "bf16 matmul", "TFLOP/s"),
                 ("memory_gbps", "memory bandwidth", "GB/s"))
 WIDTH, LEFT, RIGHT, TOP, ROW, GAP = 960, 250, 120, 34, 17, 8  # chart geometry, px
 COLOURS = {"pass": "#2e7d32", "warn": "#e0a000", "fail": "#c62828", "skipped": "#9e9e9e"}
-
-
-def _num(v: float | None) -> str:
-    if v is None:
-        return "-"
-    if v != 0 and abs(v) < 0.01:
-        return f"{v:.1e}"
-    return f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
 
 
 def _worst(verdicts: Iterable[Verdict]) -> Verdict:
@@ -178,10 +171,10 @@ def _chart(pool: PoolReport, rows: dict[str, list[ProbeResult]], probe: str, tit
                          V.POOL_OUTLIER.outlier_warn) or 0.0
                 group.note = f"node outlier: {o.details.get('ratio', 0):.2f} of peers"
                 group.limit = x(limit * o.expected)
-                group.limit_label = f"{limit:g} × peers' {_num(o.expected)}"
+                group.limit_label = f"{limit:g} × peers' {number(o.expected)}"
             groups.append(group)
             current = node
-        text = _num(r.measured) + (f"  ({r.measured / r.expected:.2f})" if r.expected and
+        text = number(r.measured) + (f"  ({r.measured / r.expected:.2f})" if r.expected and
                                    r.measured else "")
         out_rows.append(Row(node, r.device, r.verdict.value, r.measured or 0.0, y,
                             max(1.0, x(r.measured or 0.0)), text,
@@ -191,14 +184,14 @@ def _chart(pool: PoolReport, rows: dict[str, list[ProbeResult]], probe: str, tit
     lines, zones = [], []
     if floor is not None:
         zones.append((0.0, x(floor), "fail"))
-        lines.append(Line(x(floor), f"floor {_num(floor)}", "floor"))
+        lines.append(Line(x(floor), f"floor {number(floor)}", "floor"))
         if band is not None and band > floor:
             zones.append((x(floor), x(band) - x(floor), "warn"))
-            lines.append(Line(x(band), f"warn {_num(band)}", "band"))
+            lines.append(Line(x(band), f"warn {number(band)}", "band"))
     if peak is not None:
-        lines.append(Line(x(peak), f"peak {_num(peak)}", "peak"))
+        lines.append(Line(x(peak), f"peak {number(peak)}", "peak"))
     step = _nice_step(top)
-    ticks = [(x(t * step), _num(t * step)) for t in range(int(top / step) + 1)]
+    ticks = [(x(t * step), number(t * step)) for t in range(int(top / step) + 1)]
     note = "" if peak is not None else "no catalog peak for this device: figures only"
     return Chart(f"{title} ({unit})", unit, y + 26, out_rows, lines, zones, groups, ticks, note)
 
@@ -211,7 +204,7 @@ def _nice_step(top: float) -> float:
 
 def _median(rs: list[ProbeResult], probe: str) -> str:
     vals = [r.measured for r in rs if r.probe == probe and r.measured is not None]
-    return _num(statistics.median(vals)) if vals else "-"
+    return number(statistics.median(vals)) if vals else "-"
 
 
 def _pool_view(pool: PoolReport) -> PoolView:
@@ -255,7 +248,7 @@ def _fabric(rows: dict[str, list[ProbeResult]]) -> tuple[str, str]:
     transports = sorted({str(t) for r in seen for t in r.details.get("transports_seen") or []})
     expected = sorted({str(t) for r in seen
                        for t in r.details.get("transports_expected") or []})
-    text = (f"{_num(statistics.median(values)) if values else '-'} GB/s bus bandwidth across "
+    text = (f"{number(statistics.median(values)) if values else '-'} GB/s bus bandwidth across "
             f"{seen[0].details.get('nodes', len(seen))} nodes "
             f"({seen[0].details.get('world', '?')} ranks); transport seen: "
             f"{', '.join(transports) or 'none named'}")

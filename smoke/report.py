@@ -18,7 +18,8 @@ STYLE = {Verdict.PASS: "green", Verdict.WARN: "yellow", Verdict.FAIL: "bold red"
          Verdict.SKIPPED: "dim"}
 
 
-def _num(value: float | None) -> str:
+def number(value: float | None) -> str:
+    """A figure as people read it: 3 significant digits, thousands grouped, '-' for none."""
     if value is None:
         return "-"
     if value != 0 and abs(value) < 0.01:
@@ -40,7 +41,7 @@ def table(report: HostReport) -> Table:
     for r in report.results:
         style = STYLE[r.verdict]
         verdict = r.verdict.value + (" (retried)" if r.attempts > 1 else "")
-        t.add_row(r.device, r.probe, f"T{r.tier}", _num(r.measured), _num(r.expected), r.unit,
+        t.add_row(r.device, r.probe, f"T{r.tier}", number(r.measured), number(r.expected), r.unit,
                   f"[{style}]{verdict}[/{style}]", r.reason)
     return t
 
@@ -60,7 +61,7 @@ def _case(suite: ET.Element, report: HostReport, r: ProbeResult) -> None:
         "name": f"T{r.tier} {r.probe}",
         "time": "0",
     })
-    measured = f"measured={_num(r.measured)} {r.unit} expected={_num(r.expected)}"
+    measured = f"measured={number(r.measured)} {r.unit} expected={number(r.expected)}"
     if r.verdict is Verdict.FAIL:
         ET.SubElement(case, "failure", {"message": r.reason, "type": "fail"}).text = measured
     elif r.verdict is Verdict.SKIPPED:
@@ -122,7 +123,7 @@ def run_table(run: RunReport) -> Table:
 
             def fig(probe: str, rows: list[ProbeResult] = rows) -> str:
                 vals = sorted(r.measured for r in rows if r.probe == probe and r.measured)
-                return _num(vals[len(vals) // 2]) if vals else "-"
+                return number(vals[len(vals) // 2]) if vals else "-"
 
             why = "; ".join(f"{r.device} {r.probe}: {r.reason}" for r in rows
                             if r.verdict is Verdict.FAIL) or ("no report" if not rows else "")
