@@ -282,10 +282,11 @@ def _tpu_report(host: str) -> str:
     return json.dumps(rep.to_dict())
 
 
-def test_a_multislice_runs_as_one_jobset_over_every_host(fake_cluster: Any, tmp_path: Path,
-                                                         cpu_nodes: None) -> None:
-    """The TPU path through the JobSet controller: one JobSet, a Job per slice, a pod per
-    host, every host pinned by the inventory's selectors and tolerations."""
+def add_tpu_hosts(cluster: Any, tmp_path: Path, *, nodepool_labels: bool = False
+                  ) -> tuple[Path, list[str]]:
+    """TPU_STACK written to `tmp_path` and one fake node per host of its v5p multislice,
+    labelled and tainted as the inventory says (with `nodepool_labels`, each slice's GKE node
+    pool label too); every host prints a healthy recorded report."""
     from fleet import load_fleet
     from fleet.inventory import build_inventory
 
@@ -295,10 +296,21 @@ def test_a_multislice_runs_as_one_jobset_over_every_host(fake_cluster: Any, tmp_
     taints = [{"key": t["key"], "value": t.get("value", ""), "effect": t["effect"]}
               for t in pool.tolerations if t.get("operator", "Equal") == "Equal"]
     hosts = [f"tpu-host-{i}" for i in range(pool.hosts_per_slice * pool.slices)]
-    for host in hosts:
-        fake_cluster.add_node(host, labels=dict(pool.node_selector), taints=taints,
-                              allocatable={pool.resource: str(pool.devices_per_node)})
-        fake_cluster.set_node_output(host, _tpu_report(host))
+    for i, host in enumerate(hosts):
+        labels = dict(pool.node_selector)
+        if nodepool_labels:
+            labels["cloud.google.com/gke-nodepool"] = f"v5p-ms-{i // pool.hosts_per_slice}"
+        cluster.add_node(host, labels=labels, taints=taints,
+                         allocatable={pool.resource: str(pool.devices_per_node)})
+        cluster.set_node_output(host, _tpu_report(host))
+    return stack, hosts
+
+
+def test_a_multislice_runs_as_one_jobset_over_every_host(fake_cluster: Any, tmp_path: Path,
+                                                         cpu_nodes: None) -> None:
+    """The TPU path through the JobSet controller: one JobSet, a Job per slice, a pod per
+    host, every host pinned by the inventory's selectors and tolerations."""
+    stack, hosts = add_tpu_hosts(fake_cluster, tmp_path)
     code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--tier", "2")
     assert code == 0, output
     assert doc is not None

@@ -18,7 +18,6 @@ from smoke._results import HostReport, ProbeResult, Verdict
 from smoke._run import Check, NodeOutcome, PoolReport, PoolStatus, RunReport
 from tests.smoke.test_cluster_run import (
     STACK,
-    TPU_STACK,
     _recorded,
     add_pool_nodes,
     assert_nothing_left,
@@ -180,23 +179,9 @@ def test_a_tpu_slice_is_quarantined_whole_naming_the_failing_host(
         fake_cluster: Any, tmp_path: Path, nodepool_labels: bool) -> None:
     """One crashed host of slice 0 takes out slice 0's hosts (found by their GKE node pool,
     or without that label by the run's slice index), never slice 1's."""
-    from fleet import load_fleet
-    from fleet.inventory import build_inventory
-    from tests.smoke.test_cluster_run import _tpu_report
+    from tests.smoke.test_cluster_run import add_tpu_hosts
 
-    stack = tmp_path / "Pulumi.tpu.yaml"
-    stack.write_text(TPU_STACK, encoding="utf-8")
-    pool = build_inventory(load_fleet(str(stack)), "tpu").pool("v5p-ms")
-    taints = [{"key": t["key"], "value": t.get("value", ""), "effect": t["effect"]}
-              for t in pool.tolerations if t.get("operator", "Equal") == "Equal"]
-    hosts = [f"tpu-host-{i}" for i in range(pool.hosts_per_slice * pool.slices)]
-    for i, host in enumerate(hosts):
-        labels = dict(pool.node_selector)
-        if nodepool_labels:
-            labels["cloud.google.com/gke-nodepool"] = f"v5p-ms-{i // pool.hosts_per_slice}"
-        fake_cluster.add_node(host, labels=labels, taints=taints,
-                              allocatable={pool.resource: str(pool.devices_per_node)})
-        fake_cluster.set_node_output(host, _tpu_report(host))
+    stack, hosts = add_tpu_hosts(fake_cluster, tmp_path, nodepool_labels=nodepool_labels)
     bad = hosts[0]
     fake_cluster.set_node_output(bad, "libtpu: TPU chip 2 is unhealthy", exit_code=3)
     code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--tier", "2",
