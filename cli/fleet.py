@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cli._args import StackArg
 from cli._errors import command
 from cli._output import console, print_json, print_table
 
@@ -16,13 +17,6 @@ if TYPE_CHECKING:
 
 app = typer.Typer(rich_markup_mode="markdown",
                   help="Validate and describe a stack's fleet.", no_args_is_help=True)
-
-StackArg = Annotated[
-    Path | None,
-    typer.Argument(help="A `stacks/Pulumi.<stack>.yaml` file (default: the example stack).",
-                   show_default=False),
-]
-
 
 def _row(p: ResolvedPool) -> dict[str, Any]:
     tflops = p.shape.accelerator.bf16_tflops

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from cli._args import StackArg
 from cli._errors import command
 
 if TYPE_CHECKING:
@@ -15,11 +16,7 @@ if TYPE_CHECKING:
 
 @command
 def plan(
-    stack_file: Annotated[
-        Path | None,
-        typer.Argument(help="A `stacks/Pulumi.<stack>.yaml` file (default: the example stack).",
-                       show_default=False),
-    ] = None,
+    stack_file: StackArg = None,
     as_json: Annotated[bool, typer.Option("--json", help="Deterministic JSON (for CI diffs).")
                        ] = False,
     out: Annotated[Path | None, typer.Option("--out", help="Write the plan to FILE instead.",

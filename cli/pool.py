@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cli._args import StackArg
 from cli._errors import command
 from cli._output import console, print_json, print_table
 
@@ -25,9 +26,6 @@ app = typer.Typer(rich_markup_mode="markdown", no_args_is_help=True,
                   help="Ask for accelerator pools, resize them and give them back: each a "
                   "change of the stack file checked against every rule and budget.")
 
-StackArg = Annotated[Path | None, typer.Argument(
-    help="A `stacks/Pulumi.<stack>.yaml` file (default: the example stack).",
-    show_default=False)]
 StackOpt = Annotated[Path | None, typer.Option(
     "--stack", metavar="FILE", show_default=False,
     help="The `stacks/Pulumi.<stack>.yaml` file (default: the example stack).")]

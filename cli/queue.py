@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cli._args import StackArg
 from cli._errors import command
 from cli._output import console, print_json
 
@@ -76,11 +76,7 @@ def _json(routing: list[ClusterRouting], team: str | None) -> list[dict[str, Any
 @app.command()
 @command
 def show(
-    stack_file: Annotated[
-        Path | None,
-        typer.Argument(help="A `stacks/Pulumi.<stack>.yaml` file (default: the example stack).",
-                       show_default=False),
-    ] = None,
+    stack_file: StackArg = None,
     team: Annotated[str | None, typer.Option(
         "--team", metavar="T", show_default=False, help="Only this team's queues.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
