@@ -67,6 +67,46 @@ class Reporter(Protocol):
 
 
 # -- the names accelfleet derives ---------------------------------------------------------
+# The Cloud TPU VM pools of a fleet share one network and one node identity, named after this
+# (components/gcp TpuVms): a GKE cluster of the same name would collide with them.
+TPU_VMS_NAME = "tpu-vms"
+
+
+def node_account_id(name: str) -> str:
+    """The node service account id (6-30 chars, letters, digits and '-') of a GKE cluster or
+    of the Cloud TPU VMs: the first 23 characters of `name` and "-nodes"."""
+    stem = name[:23].rstrip("-")
+    return f"{stem}-nodes" if len(stem) >= 1 else "accelfleet-nodes"
+
+
+def check_derived_names(r: Reporter, spec: FleetSpec) -> None:
+    """Names accelfleet derives are unique per project: the node service-account id is cut
+    to 23 characters (two clusters sharing them would get the same id, and IAM refuses the
+    second with 409 "already exists"), and the Cloud TPU VMs' network and service account are
+    named `tpu-vms` (a cluster of that name would own the same VPC, subnet and account).
+    https://cloud.google.com/iam/docs/service-accounts-create#creating (account ids are
+    unique per project, 6-30 characters)"""
+    owners: dict[str, str] = {}
+    for c in spec.clusters:
+        if c.cloud != "gcp":
+            continue
+        where = f"clusters {c.name!r}.name"
+        if c.name == TPU_VMS_NAME:
+            r.add(where, f"cluster name {c.name!r} is the name accelfleet gives the Cloud TPU "
+                  f"VMs' network ({TPU_VMS_NAME}-vpc) and node service account "
+                  f"({node_account_id(TPU_VMS_NAME)})",
+                  "rename the cluster, e.g. tpu-vms-gke")
+        account = node_account_id(c.name)
+        other = owners.get(account)
+        if other is not None:
+            r.add(where, f"clusters {other!r} and {c.name!r} share their first 23 characters, "
+                  f"so both nodes' service accounts would be {account!r} (a project's "
+                  "account ids are unique; the second create fails with 409)",
+                  "rename one of them so that the first 23 characters differ")
+        else:
+            owners[account] = c.name
+
+
 def slice_pool_names(pool: str, slices: int) -> list[str]:
     """The GKE node pools of a TPU pool: one per slice, NAME-s0.. when there are several."""
     return [pool] if slices <= 1 else [f"{pool}-s{i}" for i in range(slices)]

@@ -21,12 +21,14 @@ from fleet.cloud_limits import (
     known_regions,
 )
 from fleet.costs import check_budgets, priced, stack_rates
+from fleet.endpoint_rules import endpoint_checks
 from fleet.errors import AccelfleetError, Problem, SpecError, suggest
 from fleet.expiry import expiry_warnings
 from fleet.model import Fleet, ResolvedPool
 from fleet.names import (
     POOL_PLACES,
     check_cluster_names,
+    check_derived_names,
     check_gce_reservation,
     check_labels,
     check_name,
@@ -83,6 +85,7 @@ class _Checker:
 
     def run(self) -> list[ResolvedPool]:
         check_cluster_names(self, self.spec)
+        check_derived_names(self, self.spec)
         check_team_names(self, self.spec, _team_clouds(self.spec))
         check_unique(self, "pools", self.pool_names)
         for pool in self.spec.pools:
@@ -91,6 +94,8 @@ class _Checker:
         check_namespace(self, self.spec)
         self.regions_known = known_regions(self, self.spec)
         check_cluster_ranges(self, self.spec)
+        endpoint_problems, endpoint_warnings = endpoint_checks(self.spec)
+        self.problems += endpoint_problems
         for cluster in self.spec.clusters:
             self._cluster(cluster)
         resolved = []
@@ -99,6 +104,7 @@ class _Checker:
             if r is not None:
                 resolved.append(r)
         self.system_pools, self.warnings = system_pools(self, self.spec)
+        self.warnings = [*endpoint_warnings, *self.warnings]
         rates = stack_rates(self, self.spec)  # the stack's `prices:`, checked
         resolved = priced(resolved, self.catalog, rates)
         self.warnings = [*self.warnings, *expiry_warnings(resolved, date.today())]
@@ -250,6 +256,14 @@ class _Checker:
                     "remove `nodes` (it follows from the topology) or change the topology"
                     + ("; a multi-host slice cannot be resized" if multi_host else ""),
                 )
+            # https://cloud.google.com/kubernetes-engine/docs/how-to/tpu-multislice (read
+            # 2026-11-24): GKE runs Multislice on multi-host TPU slices only.
+            if not multi_host and pool.multislice > 1:
+                self.add(f"{at}.multislice",
+                         f"{pool.multislice} slices of a single-host topology: GKE supports "
+                         "Multislice only for multi-host TPU slices",
+                         "use a multi-host topology for the slices, or remove `multislice` "
+                         "(one slice per pool)")
             # GKE and xpk scale a multi-host slice atomically: none of its hosts, or all.
             if auto is not None and multi_host and (auto.min_nodes, auto.max_nodes) != (0, hosts):
                 self.add(f"{at}.autoscaling",

@@ -25,6 +25,7 @@ from components.outputs import ClusterArgs, ClusterOutputs
 from fleet.catalog import Catalog
 from fleet.errors import InputError
 from fleet.model import Fleet, ResolvedPool
+from fleet.names import TPU_VMS_NAME
 from fleet.routing import ClusterRouting
 from fleet.spec import Cluster
 
@@ -153,7 +154,7 @@ def build_tpu_vms(pools: list[ResolvedPool], fleet: Fleet, catalog: Catalog,
                   opts: pulumi.ResourceOptions | None = None) -> TpuVms:
     """Build the Cloud TPU VM pools (runtime: tpu-vm) of a fleet."""
     del catalog  # every fact a TPU VM needs is already on the resolved shape
-    return TpuVms("tpu-vms", pools, fleet, opts)
+    return TpuVms(TPU_VMS_NAME, pools, fleet, opts)
 
 
 def gpudirect_mtu(pools: list[ResolvedPool]) -> int | None:

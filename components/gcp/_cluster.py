@@ -8,6 +8,8 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
+from fleet.names import node_account_id
+
 IDENTITY_TYPE = "accelfleet:gcp:NodeIdentity"
 CLUSTER_TYPE = "accelfleet:gcp:GkeCluster"
 # Only what a node needs: write logs and metrics, read images. Never the default compute SA.
@@ -45,7 +47,7 @@ class NodeIdentity(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(IDENTITY_TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        account_id = _account_id(args.name)
+        account_id = node_account_id(args.name)
         account = gcp.serviceaccount.Account(
             f"{args.name}-sa", account_id=account_id, project=args.project,
             display_name=f"accelfleet nodes of {args.name}", opts=child)
@@ -56,12 +58,6 @@ class NodeIdentity(pulumi.ComponentResource):
                 f"{args.name}-{role.split('/')[-1]}", project=args.project, role=role,
                 member=member, opts=child)
         self.register_outputs({"email": self.email})
-
-
-def _account_id(name: str) -> str:
-    """A service account id (6-30 chars, letters, digits and '-') for a cluster name."""
-    stem = name[:23].rstrip("-")
-    return f"{stem}-nodes" if len(stem) >= 1 else "accelfleet-nodes"
 
 
 @dataclass(frozen=True)

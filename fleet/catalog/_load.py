@@ -184,6 +184,7 @@ def load_tpus(accelerators: Mapping[str, Accelerator]) -> dict[str, TpuGeneratio
         fields["machine_types"] = tuple(
             sorted((int(k), str(v)) for k, v in fields.get("machine_types", {}).items())
         )
+        fields["max_sides"] = tuple(sorted(int(s) for s in fields.get("max_sides") or ()))
         gen = _build(TpuGeneration, f"tpu.yaml {raw.get('key')}", fields)
         if gen.accelerator not in accelerators:
             raise CatalogError(f"tpu.yaml {gen.key}: unknown accelerator {gen.accelerator!r}")
@@ -191,6 +192,9 @@ def load_tpus(accelerators: Mapping[str, Accelerator]) -> dict[str, TpuGeneratio
             raise CatalogError(f"tpu.yaml {gen.key}: dims must be 2 or 3")
         if gen.machine_for(gen.multihost_chips_per_vm) is None:
             raise CatalogError(f"tpu.yaml {gen.key}: no machine type for the multi-host VM size")
+        if gen.max_sides and (len(gen.max_sides) != gen.dims or not gen.max_sides_source):
+            raise CatalogError(f"tpu.yaml {gen.key}: max_sides needs {gen.dims} sides and a "
+                               "max_sides_source")
         gens.append(gen)
     _unique([g.key for g in gens], "tpu.yaml")
     return {g.key: g for g in gens}

@@ -155,6 +155,11 @@ class TpuGeneration:
     tensorcores_per_chip: int
     source: str
     placement: Literal["compact", "workload-policy"] = "compact"
+    # The largest side of a slice, sides sorted ascending (v5p 16x16x24): a topology whose
+    # sorted sides exceed any of these is refused, whatever its chip count. () = no bound
+    # beyond max_chips. `max_sides_source` says where the bound was read.
+    max_sides: tuple[int, ...] = ()
+    max_sides_source: str = ""
 
     def machine_for(self, chips_per_vm: int) -> str | None:
         return dict(self.machine_types).get(chips_per_vm)

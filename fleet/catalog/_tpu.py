@@ -23,10 +23,13 @@ def _valid_2d(a: int, b: int, max_chips: int) -> bool:
     )
 
 
-def _valid_3d(a: int, b: int, c: int, max_chips: int) -> bool:
+def _valid_3d(a: int, b: int, c: int, max_chips: int,
+              max_sides: tuple[int, ...] = ()) -> bool:
     # Sorted so that a <= b <= c; the rule is stated on the sorted sides.
     chips = a * b * c
     if chips > max_chips or a < 1:
+        return False
+    if max_sides and any(s > m for s, m in zip((a, b, c), max_sides, strict=True)):
         return False
     # Below one 4x4x4 cube only 2x2x1 (one host), 2x2x2, 2x2x4 and 2x4x4 exist.
     small = (a, b, c) == (1, 2, 2) or (a >= 2 and {a, b, c} <= {2, 4} and chips <= 32)
@@ -60,7 +63,7 @@ def topologies(gen: TpuGeneration) -> tuple[tuple[int, ...], ...]:
                 for c in sides3:
                     if c < b or a * b * c > limit:
                         continue
-                    if _valid_3d(a, b, c, limit):
+                    if _valid_3d(a, b, c, limit, gen.max_sides):
                         found.append(_display_order(gen, (a, b, c)))
     return tuple(sorted(found, key=lambda t: (prod(t), t)))
 

@@ -171,7 +171,7 @@ def test_disk_and_multislice_bounds(spec: dict[str, Any]) -> None:
     spec["pools"][0]["disk_size_gb"] = 70_000
     p = only(spec, "pools 'h100'.disk_size_gb")
     assert "70,000 GB" in p.message and "65,536 GB" in p.message and "64 TiB" in p.message
-    spec["pools"] = [tpu(name="ms", topology="2x2x1", multislice=100_000)]
+    spec["pools"] = [tpu(name="ms", topology="2x2x2", multislice=100_000)]
     p = only(spec, "pools 'ms'.multislice")
     assert "100,000" in p.message and "accelfleet allows" in p.message
 

@@ -98,7 +98,7 @@ def test_disabling_the_system_pool_is_explicit_and_warns(spec):
     spec["clusters"][0]["system_pool"] = {"enabled": False}
     fleet = validate_fleet(spec)
     assert fleet.system_pool("gke") is None and fleet.system_pool("eks") is not None
-    (warning,) = fleet.warnings
+    (warning,) = [w for w in fleet.warnings if w.where.endswith(".system_pool")]
     assert warning.where == "clusters 'gke'.system_pool"
     assert "CoreDNS" in warning.message and "untainted" in warning.hint
 
