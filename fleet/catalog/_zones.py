@@ -87,7 +87,8 @@ class ZoneOffers:
         else:
             what = shape.machine_type
             table = self.gcp_families.get(shape.machine.family)
-            reason = f"the {shape.machine.family} family is not in zones.yaml"
+            reason = self.gcp_unknown.get(
+                shape.machine.family, f"the {shape.machine.family} family is not in zones.yaml")
         if table is None:
             return self._unknown("gcp", what, reason)
         return self._known("gcp", what, table, table.get(region, ()))

@@ -1,0 +1,46 @@
+""""Valid" means CI passes (issue 21, item 1): the stacks the README shows a newcomer pass
+`accelfleet plan --policies` offline, as CI runs it, and `fleet validate` warns about nothing
+the policy pack would refuse."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FENCE = re.compile(r"```yaml\n(.*?)```", re.DOTALL)
+
+
+def readme_stacks() -> list[str]:
+    """Every YAML block of the README that is a whole stack file (it has `accelfleet:fleet`)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return [b for b in FENCE.findall(text) if "accelfleet:fleet:" in b and "config:" in b]
+
+
+def stack_files(tmp_path: Path) -> list[Path]:
+    files = []
+    for i, block in enumerate(readme_stacks()):
+        path = tmp_path / f"Pulumi.readme{i}.yaml"
+        path.write_text(block, encoding="utf-8")
+        files.append(path)
+    return [*files, ROOT / "stacks" / "Pulumi.example.yaml"]
+
+
+def test_the_readme_shows_a_stack() -> None:
+    assert readme_stacks()
+
+
+@pytest.mark.slow
+def test_readme_stacks_pass_the_policy_pack_offline(tmp_path: Path) -> None:
+    from components.plan import run_plan
+    from policies.rules import check_plan
+
+    for path in stack_files(tmp_path):
+        plan = run_plan(path)
+        violations = check_plan(plan.to_dict())
+        assert not violations, f"{path.name}: " + "; ".join(v.render() for v in violations)
+        # what the pack refuses, validate warns about first; these stacks draw no such warning
+        policy_words = [w for w in plan.fleet.warnings if "--policies" in w.message]
+        assert not policy_words, policy_words

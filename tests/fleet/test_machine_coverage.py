@@ -1,0 +1,103 @@
+"""The catalog holds the GPU machine types people run today (issue 20, item 15): every GPU
+machine type of a dated public list (SkyPilot's catalog, the snapshot zones.yaml reads) is a
+catalog machine type or excluded with its reason (tests/fleet/data/machine_coverage.yaml), and
+the catalog's vCPUs and memory agree with the snapshot's."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fleet.catalog import load_catalog
+
+DATA = Path(__file__).parent / "data"
+SNAPSHOT = DATA / "skypilot_gcp_gpu_vms.csv"
+
+
+def snapshot_rows() -> list[dict[str, str]]:
+    lines = [ln for ln in SNAPSHOT.read_text(encoding="utf-8").splitlines()
+             if ln and not ln.startswith("#")]
+    return list(csv.DictReader(lines))
+
+
+def coverage() -> dict[str, Any]:
+    data = yaml.safe_load((DATA / "machine_coverage.yaml").read_text(encoding="utf-8"))
+    assert data["schema_version"] == 1
+    return dict(data)
+
+
+def test_the_snapshot_names_its_source() -> None:
+    head = SNAPSHOT.read_text(encoding="utf-8").splitlines()[0]
+    assert "skypilot-catalog@006059e0f18acb1341e22a27751e9f80df6ba92f" in head
+    # the same commit as the zones the catalog reads
+    assert "006059e0f18acb1341e22a27751e9f80df6ba92f" in load_catalog().zone_offers.sources["gcp"]
+
+
+def test_every_gpu_machine_type_of_the_snapshot_is_built_or_excluded_with_a_reason() -> None:
+    cat = load_catalog()
+    excluded = coverage()["gcp"]["machine_types"]
+    machines = [r for r in snapshot_rows() if r["InstanceType"]]
+    assert len(machines) > 20
+    missing = []
+    for row in machines:
+        name = row["InstanceType"]
+        built = name in cat.machines and cat.machines[name].cloud == "gcp"
+        if built:
+            assert name not in excluded, f"{name} is built now: drop it from machine_coverage.yaml"
+        elif not str(excluded.get(name, "")).strip():
+            missing.append(name)
+    assert not missing, f"GPU machine types neither in the catalog nor excluded: {missing}"
+
+
+@pytest.mark.parametrize("name", ["g2-standard-4", "g2-standard-8", "g2-standard-16",
+                                  "g2-standard-32", "a3-highgpu-1g", "a3-highgpu-2g",
+                                  "a3-highgpu-4g", "a3-edgegpu-8g"])
+def test_the_types_the_issue_names_are_built(name: str) -> None:
+    machine = load_catalog().machines[name]
+    assert machine.gpus >= 1 and machine.gke_accelerator
+
+
+def test_figures_agree_with_the_snapshot() -> None:
+    cat = load_catalog()
+    for row in snapshot_rows():
+        host = cat.hosts.get(row["InstanceType"])
+        if host is None:
+            continue
+        assert (host.vcpus, host.memory_gib) == (
+            int(float(row["vCPUs"])), int(float(row["MemoryGiB"]))), row["InstanceType"]
+
+
+def test_attached_gpus_are_excluded_with_a_reason() -> None:
+    # N1 + T4 (accelerator type and count on an n1 machine) is not modeled yet: say so.
+    attached = coverage()["gcp"]["attached_gpus"]
+    names = [r["AcceleratorName"] for r in snapshot_rows() if not r["InstanceType"]]
+    assert "T4" in names
+    for name in names:
+        assert str(attached.get(name, "")).strip(), f"{name}: attached GPU with no reason"
+
+
+def test_named_types_outside_the_snapshot_are_built_or_excluded() -> None:
+    cat = load_catalog()
+    not_in = coverage()["not_in_snapshot"]
+    for name in ["g4-standard-48", "g4-standard-384", "g4dn.xlarge", "g4dn.12xlarge",
+                 "g4dn.metal", "p5.4xlarge"]:
+        assert name in cat.machines, name
+    for name, reason in not_in.items():
+        assert name not in cat.machines and "Arm" in reason, name
+
+
+def test_a3_high_partial_sizes_have_no_gpudirect() -> None:
+    # only a3-highgpu-8g carries the four GPU NICs of GPUDirect-TCPX
+    cat = load_catalog()
+    assert cat.machines["a3-highgpu-8g"].networking is not None
+    assert all(cat.machines[f"a3-highgpu-{n}g"].networking is None for n in (1, 2, 4))
+
+
+def test_p5_4xlarge_gets_no_efa_of_the_48xlarge() -> None:
+    cat = load_catalog()
+    assert cat.machines["p5.48xlarge"].networking.efa_interfaces == 32  # type: ignore[union-attr]
+    assert cat.machines["p5.4xlarge"].networking is None
