@@ -103,3 +103,4 @@ def _public(c: Cluster, where: str, warnings: list[Problem]) -> None:
         "(public-endpoint-authorized-cidrs)",
         "add the egress range of the machine running `pulumi up` (your CI runners') and of "
         f"whoever runs `accelfleet smoke`, e.g. `authorized_cidrs: [{EXAMPLE_RUNNER_CIDR}]`"))
+

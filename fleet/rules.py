@@ -42,6 +42,7 @@ from fleet.routing_rules import routing_checks
 from fleet.spec import Cluster, FleetSpec, Pool
 from fleet.spec_errors import from_pydantic, records
 from fleet.system_pools import check_cpu_pool, system_pools
+from fleet.tpu_vm_rules import tpu_vm_limits
 
 
 def validate_fleet(
@@ -237,6 +238,8 @@ class _Checker:
                      "as the default compute service account)",
                      "drop `runtime: tpu-vm` to run the slice in GKE, where flex-start and "
                      "queued provisioning work, or use on-demand, spot or a reservation")
+        if runtime == "tpu-vm":
+            tpu_vm_limits(self, pool, at)
         expected = {"gcp": "gke", "aws": "eks"}[cloud]
         if runtime in ("gke", "eks") and runtime != expected:
             self.add(f"{at}.runtime", f"{runtime!r} does not match a {cloud} cluster",

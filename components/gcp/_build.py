@@ -51,7 +51,7 @@ class GcpCluster(pulumi.ComponentResource):
         fabric = NetworkFabric(f"{c.name}-network", NetworkFabricArgs(
             name=c.name, project=project, region=region, cidr=c.network.cidr,
             pods_cidr=c.network.pods_cidr, services_cidr=c.network.services_cidr,
-            mtu=gpudirect_mtu(args.pools)), child)
+            mtu=cluster_mtu(args.pools, args.catalog)), child)
         identity = NodeIdentity(f"{c.name}-identity",
                                 NodeIdentityArgs(name=c.name, project=project), child)
         by_kind: dict[str, list[ResolvedPool]] = {}
@@ -135,12 +135,13 @@ class TpuVms(pulumi.ComponentResource):
     """Cloud TPU VMs outside Kubernetes, on their own private network and identity."""
 
     def __init__(self, name: str, pools: list[ResolvedPool], fleet: Fleet,
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+                 opts: pulumi.ResourceOptions | None = None, *, mtu: int | None = None
+                 ) -> None:
         super().__init__(TPU_VMS_TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         project, region = _project_region(fleet)
         fabric = NetworkFabric(f"{name}-network", NetworkFabricArgs(
-            name=name, project=project, region=region, cidr=TPU_VM_CIDR), child)
+            name=name, project=project, region=region, cidr=TPU_VM_CIDR, mtu=mtu), child)
         identity = NodeIdentity(f"{name}-identity",
                                 NodeIdentityArgs(name=name, project=project), child)
         for p in pools:
@@ -153,16 +154,26 @@ class TpuVms(pulumi.ComponentResource):
 def build_tpu_vms(pools: list[ResolvedPool], fleet: Fleet, catalog: Catalog,
                   opts: pulumi.ResourceOptions | None = None) -> TpuVms:
     """Build the Cloud TPU VM pools (runtime: tpu-vm) of a fleet."""
-    del catalog  # every fact a TPU VM needs is already on the resolved shape
-    return TpuVms(TPU_VMS_NAME, pools, fleet, opts)
+    return TpuVms(TPU_VMS_NAME, pools, fleet, opts, mtu=catalog.tpu_network_mtu)
 
 
 def gpudirect_mtu(pools: list[ResolvedPool]) -> int | None:
-    """The primary VPC's MTU: the largest of the cluster's GPUDirect networks' (catalog), or
-    None (Compute Engine's default) without GPUDirect."""
+    """The largest MTU of the cluster's GPUDirect networks (catalog), or None without."""
     mtus = [p.networking.mtu for p in pools
             if p.networking is not None and p.networking.kind != "efa" and p.networking.mtu]
     return max(mtus) if mtus else None
+
+
+def cluster_mtu(pools: list[ResolvedPool], catalog: Catalog) -> int | None:
+    """The primary VPC's MTU: its GPUDirect networks' (Cluster Toolkit's blueprints give the
+    primary VPC theirs), else the TPU network MTU when the cluster has TPU slices (tpu.yaml
+    `network`: the references' 8896), else None (Compute Engine's default, 1460)."""
+    gpudirect = gpudirect_mtu(pools)
+    if gpudirect is not None:
+        return gpudirect
+    if any(p.shape.tpu is not None for p in pools):
+        return catalog.tpu_network_mtu
+    return None
 
 
 def _project_region(fleet: Fleet) -> tuple[str, str]:

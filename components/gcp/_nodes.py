@@ -82,14 +82,32 @@ def management(pool: ResolvedPool | None = None) -> gcp.container.NodePoolManage
 
 def autoscaling(pool: ResolvedPool) -> gcp.container.NodePoolAutoscalingArgs | None:
     """Total (all zones) min and max of one node pool, when the model says it autoscales.
-    Spot and flex-start capacity take nodes in any zone that has them (location policy ANY)."""
+    Spot and flex-start capacity take nodes in any zone that has them (location policy ANY).
+
+    A flex-start or queued multi-host TPU slice takes per-zone min and max instead, as Cluster
+    Toolkit sets them: "Per-zone limits (min_node_count/max_node_count) are required to
+    workaround a Terraform provider bug when using TPU Flex Start"
+    (GoogleCloudPlatform/cluster-toolkit@1047080375afbb44da4b596be314634e7486af4a
+    modules/compute/gke-node-pool/main.tf, the node pool's autoscaling block). The slice is
+    compact, in one zone, so per zone is all of it."""
     scaling = pool.scaling
     if scaling is None:
         return None
     anywhere = pool.spec.capacity.spot or pool.flex_start
+    policy = "ANY" if anywhere else "BALANCED"
+    if per_zone_limits(pool):
+        zones = len(pool.spec.zones)
+        return C.NodePoolAutoscalingArgs(
+            min_node_count=per_zone_count(scaling[0], zones),
+            max_node_count=per_zone_count(scaling[1], zones), location_policy=policy)
     return C.NodePoolAutoscalingArgs(
         total_min_node_count=scaling[0], total_max_node_count=scaling[1],
-        location_policy="ANY" if anywhere else "BALANCED")
+        location_policy=policy)
+
+
+def per_zone_limits(pool: ResolvedPool) -> bool:
+    """Whether the pool's autoscaling limits are per zone (see `autoscaling`)."""
+    return pool.shape.tpu is not None and pool.shape.multi_host and pool.flex_start
 
 
 def per_zone_count(nodes: int, zones: int) -> int:

@@ -114,7 +114,7 @@ class TpuVmArgs:
 
 
 class TpuVm(pulumi.ComponentResource):
-    """Cloud TPU VMs outside Kubernetes: one `tpu.V2Vm` per slice, on-demand, spot or reserved,
+    """Cloud TPU VMs outside Kubernetes: one `tpu.V2Vm` (one slice), on-demand or spot,
     with the dedicated node identity, secure boot and labels. No external IPs. Flex-start and
     queued TPU VMs are refused by the rules: pulumi-gcp's tpu.V2QueuedResource cannot set
     their service account, shielded VM, labels or provisioning model."""
@@ -133,6 +133,12 @@ class TpuVm(pulumi.ComponentResource):
             raise InputError(
                 f"pool {pool.name!r}: flex-start and queued TPU VMs cannot be built with the "
                 "dedicated service account", hint="drop `runtime: tpu-vm` to run it in GKE")
+        if pool.spec.multislice > 1 or pool.spec.capacity.reservation:
+            # fleet.tpu_vm_rules refuses both first: N VMs are no Multislice, and V2Vm has
+            # no reservation name
+            raise InputError(
+                f"pool {pool.name!r}: a Cloud TPU VM pool is one slice with no named "
+                "reservation", hint="drop `runtime: tpu-vm` to run it in GKE")
         child = pulumi.ResourceOptions(parent=self)
         zone = pool.spec.zones[0]
         cap = pool.spec.capacity
@@ -149,8 +155,7 @@ class TpuVm(pulumi.ComponentResource):
                 service_account=gcp.tpu.V2VmServiceAccountArgs(
                     email=args.service_account,
                     scopes=["https://www.googleapis.com/auth/cloud-platform"]),
-                scheduling_config=gcp.tpu.V2VmSchedulingConfigArgs(
-                    spot=cap.spot or None, reserved=bool(cap.reservation) or None),
+                scheduling_config=gcp.tpu.V2VmSchedulingConfigArgs(spot=cap.spot or None),
                 shielded_instance_config=gcp.tpu.V2VmShieldedInstanceConfigArgs(
                     enable_secure_boot=True),
                 opts=child)

@@ -39,6 +39,7 @@ from fleet.catalog._load import (
     load_machines,
     load_prices,
     load_taints,
+    load_tpu_network_mtu,
     load_tpus,
     read_yaml,
 )
@@ -142,6 +143,7 @@ class Catalog:
             if cloud == "aws":
                 self.eks_addons: EksAddonPins = load_eks_addons(data.get("eks_addons"))
         self.tpus = load_tpus(self.accelerators)
+        self.tpu_network_mtu: int = load_tpu_network_mtu()  # tpu.yaml `network`
         self.fabrics: dict[str, Fabric] = load_fabrics(
             {m.networking.kind: m.networking for m in self.machines.values() if m.networking})
         self.prices = {(p.cloud, p.machine): p for p in load_prices()}

@@ -200,6 +200,17 @@ def load_tpus(accelerators: Mapping[str, Accelerator]) -> dict[str, TpuGeneratio
     return {g.key: g for g in gens}
 
 
+def load_tpu_network_mtu() -> int:
+    """The MTU of the VPC of TPU clusters and Cloud TPU VMs (tpu.yaml `network`)."""
+    net = read_yaml("tpu.yaml").get("network")
+    if not isinstance(net, dict) or not net.get("source"):
+        raise CatalogError("tpu.yaml network: needs `mtu` and a `source`")
+    mtu = net.get("mtu")
+    if not isinstance(mtu, int) or not 1300 <= mtu <= 8896:
+        raise CatalogError(f"tpu.yaml network.mtu: {mtu!r} is not a VPC MTU (1300-8896)")
+    return mtu
+
+
 def _mounts(raw: object, where: str) -> tuple[HostMount, ...]:
     if not isinstance(raw, list):
         raise CatalogError(f"{where}: 'mounts' must be a list")

@@ -106,7 +106,8 @@ def test_mtus_of_gpu_vpcs_and_of_the_primary_vpc(plan: Plan) -> None:
     assert {vpcs[sets[n]["vpc"]]["mtu"] for n in VPCS} == {8244}
     assert {vpcs[sets[n]["vpc"]]["mtu"] for n in ["gvnic-1", *RDMA]} == {8896}
     assert vpcs["c1-vpc"]["mtu"] == 8896  # the largest MTU of the cluster's GPU networks
-    assert "mtu" not in vpcs["tpu-vms-vpc"]  # no GPUDirect: Compute Engine's default
+    # the Cloud TPU VMs' network takes the TPU MTU (tpu.yaml `network`; issue 20 item 8)
+    assert vpcs["tpu-vms-vpc"]["mtu"] == load_catalog().tpu_network_mtu == 8896
 
 
 def test_example_primary_vpc_takes_tcpx_mtu() -> None:
