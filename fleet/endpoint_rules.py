@@ -17,9 +17,9 @@ from fleet.errors import Problem
 from fleet.spec import Cluster, FleetSpec
 
 # GKE, "Add authorized networks for control plane access"
-# (https://cloud.google.com/kubernetes-engine/docs/how-to/authorized-networks, read
-# 2026-11-24): with the public endpoint disabled, authorized networks can only be internal
-# addresses (the private endpoint answers nothing else); the API refuses a public range.
+# (https://cloud.google.com/kubernetes-engine/docs/how-to/authorized-networks; issue 20 item 4
+# quotes it, the page was not read here): with the public endpoint disabled, authorized
+# networks can only be internal addresses; the API refuses a public range.
 GKE_AUTHORIZED_NETWORKS_DOC = "https://cloud.google.com/kubernetes-engine/docs/how-to/authorized-networks"
 OPEN = ("0.0.0.0/0", "::/0")  # what the policy pack calls "open to all"
 EXAMPLE_RUNNER_CIDR = "203.0.113.0/24"  # documentation range (RFC 5737), for the hints

@@ -259,8 +259,9 @@ class _Checker:
                     "remove `nodes` (it follows from the topology) or change the topology"
                     + ("; a multi-host slice cannot be resized" if multi_host else ""),
                 )
-            # https://cloud.google.com/kubernetes-engine/docs/how-to/tpu-multislice (read
-            # 2026-11-24): GKE runs Multislice on multi-host TPU slices only.
+            # GKE runs Multislice on multi-host TPU slices only (issue 20 item 5;
+            # https://cloud.google.com/kubernetes-engine/docs/how-to/tpu-multislice, not read
+            # here).
             if not multi_host and pool.multislice > 1:
                 self.add(f"{at}.multislice",
                          f"{pool.multislice} slices of a single-host topology: GKE supports "

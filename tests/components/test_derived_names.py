@@ -41,7 +41,7 @@ STACK = f"""config:
       - {{name: {"w" * 40}, cluster: {CLUSTER}, team: {"t" * 63}, accelerator: tpu7x,
          topology: 2x2x2, zone: us-central1-c}}
       - {{name: {"v" * 38}, runtime: tpu-vm, team: {"t" * 63}, accelerator: v5p-8,
-         multislice: 3, zone: us-central1-a}}
+         zone: us-central1-a}}
       - {{name: {"a" * 40}, cluster: {"e" * 40}, team: {"t" * 63}, accelerator: p5.48xlarge,
          nodes: 1, zone: us-east-1a}}
 """
