@@ -85,8 +85,8 @@ def _public(c: Cluster, where: str, warnings: list[Problem]) -> None:
             f"{where}.authorized_cidrs",
             f"{', '.join(opened)} opens the public control-plane endpoint to every network; "
             "`accelfleet plan --policies` refuses it (public-endpoint-authorized-cidrs)",
-            "list only the networks that need the API: your CI runners' and your office's "
-            f"egress ranges (e.g. [{EXAMPLE_RUNNER_CIDR}])"))
+            "in `authorized_cidrs`, list only the networks that need the API: your CI "
+            f"runners' and your office's egress ranges (e.g. [{EXAMPLE_RUNNER_CIDR}])"))
         return
     if c.authorized_cidrs:
         return

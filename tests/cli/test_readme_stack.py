@@ -44,3 +44,41 @@ def test_readme_stacks_pass_the_policy_pack_offline(tmp_path: Path) -> None:
         # what the pack refuses, validate warns about first; these stacks draw no such warning
         policy_words = [w for w in plan.fleet.warnings if "--policies" in w.message]
         assert not policy_words, policy_words
+
+
+OPEN_STACK = """config:
+  accelfleet:fleet:
+    clouds:
+      gcp: {project: acme-ml-prod, region: us-central1}
+      aws: {account: "123456789012", region: us-east-1}
+    clusters:
+      - {name: gke, cloud: gcp}
+      - {name: eks, cloud: aws, authorized_cidrs: [0.0.0.0/0]}
+    teams:
+      - {name: ml}
+    pools:
+      - {name: l4, cluster: gke, team: ml, accelerator: g2-standard-12, nodes: 1,
+         zone: us-central1-a}
+      - {name: g6, cluster: eks, team: ml, accelerator: g6.xlarge, nodes: 1, zone: us-east-1a}
+"""
+
+
+@pytest.mark.slow
+def test_what_the_policy_pack_refuses_validate_warns_about(tmp_path: Path) -> None:
+    """Issue 21 item 1 / issue 20 item 14: every cluster `plan --policies` refuses draws a
+    `fleet validate` warning naming the same policy and the fix."""
+    from components.plan import run_plan
+    from policies.rules import check_plan
+
+    path = tmp_path / "Pulumi.open.yaml"
+    path.write_text(OPEN_STACK, encoding="utf-8")
+    plan = run_plan(path)
+    refused = {v.resource.split("::")[1].rsplit("-", 1)[0]: v.policy
+               for v in check_plan(plan.to_dict())}
+    assert refused == {"gke": "public-endpoint-authorized-cidrs",
+                       "eks": "public-endpoint-authorized-cidrs"}
+    for cluster, policy in refused.items():
+        warned = [w for w in plan.fleet.warnings
+                  if w.where == f"clusters {cluster!r}.authorized_cidrs"]
+        assert warned and policy in warned[0].message, (cluster, plan.fleet.warnings)
+        assert "authorized_cidrs" in warned[0].hint

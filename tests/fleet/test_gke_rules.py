@@ -93,14 +93,16 @@ def test_authorized_cidrs_silence_the_warning(spec):
     ("v5p", "4x4x384"), ("v5p", "8x8x96"), ("v5p", "16x16x28"), ("tpu7x", "4x4x576"),
 ])
 def test_each_side_is_bounded(spec, gen, topology):
-    # v5p: "The maximum v5p shape is 16x16x24" (docs.cloud.google.com/tpu/docs/v5p); the
-    # total chip count alone let these through.
+    # v5p: "The maximum v5p shape is 16x16x24" (docs.cloud.google.com/tpu/docs/v5p); tpu7x:
+    # xpk's generate_tpu_topologies caps each side at 256. The chip count alone let these in.
     spec["pools"] = [pool(name="tpu", accelerator=gen, topology=topology, nodes=None)]
     p = only(spec, "pools 'tpu'")
     assert topology in p.message or "topology" in p.where
 
 
-@pytest.mark.parametrize(("gen", "topology"), [("v5p", "16x16x24"), ("tpu7x", "16x24x24")])
+# xpk@02b0c0928aeee28beee4b90f853073488d3893fb lists tpu7x 4x4x244 and 16x24x24: still valid
+@pytest.mark.parametrize(("gen", "topology"), [("v5p", "16x16x24"), ("tpu7x", "16x24x24"),
+                                               ("tpu7x", "4x4x244"), ("v5p", "8x8x24")])
 def test_the_largest_shapes_still_validate(gen, topology):
     g = load_catalog().tpus[gen]
     assert tpu.normalise(g, tpu.parse_topology(topology) or ()) is not None
