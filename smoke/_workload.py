@@ -109,6 +109,7 @@ class RenderOptions:
     timeout_s: int = 900  # activeDeadlineSeconds, and the agent's --timeout-s
     images: Mapping[str, str] = field(default_factory=dict)  # image key -> reference
     ttl_s: int = 3600
+    sustain_s: float | None = None  # the agent's --sustain-s (None: its default, 20 s on GPU/TPU)
 
     def __post_init__(self) -> None:
         if len(self.run_id) > 16 or not _DNS_LABEL.match(self.run_id):
@@ -122,6 +123,10 @@ class RenderOptions:
         if not 0 <= self.tier <= 3:
             raise InputError(f"tier {self.tier} is not one the agent runs",
                              hint="choose a tier from 0 to 3")
+        if self.sustain_s is not None and not 0 <= self.sustain_s < self.timeout_s:
+            raise InputError(f"--sustain-s {self.sustain_s:g} does not fit the pods' deadline "
+                             f"of {self.timeout_s} s", hint="shorten --sustain-s (0 skips the "
+                             "sustained phase) or lengthen --timeout-s")
         if self.timeout_s < 1 or self.ttl_s < 0:
             raise InputError("timeout_s must be positive and ttl_s not negative",
                              hint="e.g. timeout_s 900, ttl_s 3600")
@@ -276,6 +281,8 @@ def _context(pool: InventoryPool, options: RenderOptions, name: str, image: str,
     args = ["--tier", str(options.tier), "--backend", "jax" if pool.kind == "tpu" else "torch",
             "--expect-json", json.dumps(exp.to_dict(), sort_keys=True), "--pool", pool.name,
             "--timeout-s", str(options.timeout_s)]
+    if options.sustain_s is not None:
+        args += ["--sustain-s", f"{options.sustain_s:g}"]
     env = [{"name": "PYTHONPATH", "value": MOUNT_PATH}, {"name": "PYTHONUNBUFFERED", "value": "1"},
            {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
