@@ -29,6 +29,7 @@ AGENT_MODULES: tuple[tuple[str, str], ...] = (
     ("smoke", "_torch_dist.py"),
     ("smoke", "_jax.py"),
     ("smoke", "_sustain.py"),
+    ("smoke", "_telemetry.py"),
     ("fleet", "errors.py"),
     ("fleet.catalog", "_records.py"),
 )

@@ -25,7 +25,8 @@ from fleet.inventory import Inventory
 from smoke import Verdict, run_local
 from smoke._backend import Device, Sizes, SustainedLoad
 from smoke._expect import Expectation, from_catalog
-from smoke._sustain import DeviceTelemetry, judge_sustained, open_telemetry, run_sustained
+from smoke._sustain import judge_sustained, run_sustained
+from smoke._telemetry import DeviceTelemetry, open_telemetry
 from smoke._workload import RenderOptions, render_run
 from smoke.verdict import SUSTAINED, TIERS, UNITS, threshold
 from tests.smoke.workload_stack import agent_of, arg_of, inventory, job_of, pod_of
@@ -188,7 +189,7 @@ def test_nvml_sampled_during_the_load_and_power_brake_fails() -> None:
     assert t["sm_max_mhz"] == 1980 and t["power_limit_w"] == 700.0
     assert t["power_w"]["max"] == 690.0 and t["temp_c"]["max"] == 61
     assert t["reasons_seen"] == {"SW power cap": t["samples"]}  # normal at the power cap
-    assert t["mapped_by"] == "pci bus id"
+    assert t["mapped_by"] == "nvidia-ml-py, by pci bus id"
     assert bad.verdict is Verdict.FAIL
     assert "HW power brake slowdown" in bad.reason and "HW slowdown" in bad.reason
     assert nvml.log == ["init", "shutdown"]  # type: ignore[attr-defined]
@@ -232,7 +233,10 @@ def test_not_sampled_says_why(nvml: types.ModuleType | None, devices: list[Devic
 
 
 def test_missing_pynvml_is_not_sampled_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    import smoke._telemetry
+
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml -> ImportError
+    monkeypatch.setattr(smoke._telemetry, "_find_smi", lambda: None)  # and no nvidia-smi
     sampler, reason = open_telemetry(_gpus(1), 0.1)
     assert sampler is None and "pip install nvidia-ml-py" in reason
 
@@ -345,9 +349,72 @@ def test_cli_offers_the_option() -> None:
 
 def test_a_cuda_devices_pci_location_matches_nvmls_bus_id() -> None:
     pytest.importorskip("torch")
-    from smoke._sustain import _bus
+    from smoke._telemetry import _bus
     from smoke._torch import _pci
 
     props = types.SimpleNamespace(pci_domain_id=0, pci_bus_id=4, pci_device_id=0)
     assert _pci(props) == _bus(_smi("Bus Id").encode()) == "0000:04:00"
     assert _pci(object()) is None  # an old torch without the fields: mapped by index
+
+
+# -- nvidia-smi, where the image has no nvidia-ml-py ------------------------------------------
+_SMI = '''#!{python}
+"""A stand-in for nvidia-smi --query-gpu=... --format=csv,noheader,nounits: two H100s, the
+recorded one's bus id, max SM clock and power limit; each call takes the next reason mask."""
+import pathlib, sys
+state = pathlib.Path({state!r})
+query = next(a for a in sys.argv if a.startswith("--query-gpu="))
+if {old_driver} and "clocks_event_reasons.active" in query:
+    print('Field "clocks_event_reasons.active" is not a valid field to query.')
+    sys.exit(2)
+calls = int(state.read_text()) if state.exists() else 0
+state.write_text(str(calls + 1))
+reasons = {reasons!r}
+for gpu, bus in enumerate(("00000000:04:00.0", "00000000:05:00.0")):
+    mask = reasons[gpu][min(calls, len(reasons[gpu]) - 1)]
+    print(f"{{bus}}, 1755, {max_mhz}, 61, {power}, {limit}, 0x{{mask:016x}}")
+'''
+
+
+def _fake_smi(tmp_path: Path, reasons: list[list[int]], *, old_driver: bool = False,
+              power: str = "690.12") -> str:
+    path = tmp_path / "nvidia-smi"
+    path.write_text(_SMI.format(
+        python=sys.executable, state=str(tmp_path / "calls"), old_driver=old_driver,
+        reasons=reasons, power=power,
+        max_mhz=_smi("SM", section="Max Clocks").split()[0],  # 1980
+        limit=_smi("Current Power Limit").split()[0]), encoding="utf-8")  # 700.00
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.mark.parametrize("old_driver", [False, True])
+def test_nvidia_smi_samples_when_nvidia_ml_py_is_absent(tmp_path: Path,
+                                                        old_driver: bool) -> None:
+    smi = _fake_smi(tmp_path, [[0x4], [0x4, 0x4, 0x40]], old_driver=old_driver)
+    be = _LoadedBackend({"cuda0": 790.0, "cuda1": 785.0}, seconds=0.5)
+    by = {r.device: r for r in run_sustained(be, _gpus(2), TINY, 0.5,  # type: ignore[arg-type]
+                                             _h100(), {"cuda0": 800.0, "cuda1": 800.0},
+                                             smi=smi)}
+    t = by["cuda0"].details["telemetry"]
+    assert by["cuda0"].verdict is Verdict.PASS, by["cuda0"].reason
+    assert t["mapped_by"] == "nvidia-smi, by pci bus id" and t["samples"] >= 3
+    assert (t["sm_max_mhz"], t["power_limit_w"], t["power_w"]["max"]) == (1980, 700.0, 690.12)
+    assert by["cuda1"].verdict is Verdict.FAIL and "HW thermal slowdown" in by["cuda1"].reason
+
+
+def test_nvidia_smi_not_available_fields_are_named(tmp_path: Path) -> None:
+    smi = _fake_smi(tmp_path, [[0x4], [0x4]], power="[N/A]")
+    r = run_sustained(_LoadedBackend({"cuda0": 790.0, "cuda1": 790.0}, 0.1),  # type: ignore
+                      _gpus(2), TINY, 0.1, _h100(), {}, smi=smi)[0]
+    assert r.details["telemetry"]["unreadable"] == {"power_w": "[N/A]"}
+    assert r.details["telemetry"]["power_w"] is None and r.verdict is Verdict.PASS
+
+
+def test_a_broken_nvidia_smi_is_not_sampled_with_its_message(tmp_path: Path) -> None:
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 'NVIDIA-SMI has failed because it could not communicate "
+                   "with the NVIDIA driver.'\nexit 9\n", encoding="utf-8")
+    smi.chmod(0o755)
+    sampler, why = open_telemetry(_gpus(1), 0.1, smi=str(smi))
+    assert sampler is None and "could not communicate with the NVIDIA driver" in why
