@@ -213,3 +213,21 @@ def test_the_launcher_reads_timing_from_the_pod(tmp_path: Path) -> None:
     state = _PodState.of(pod)
     assert state.timing is not None
     assert (state.timing["startup_s"], state.timing["run_s"]) == (120.0, 30.0)
+
+
+def test_the_run_summary_says_how_long_pods_took_to_start() -> None:
+    from smoke._run import PoolReport, PoolStatus, RunReport
+    from smoke.report import run_summary
+
+    def node(i: int, start: str, end: str) -> NodeOutcome:
+        timing = pod_timing(_with_times("2026-11-24T10:00:00Z", start, end)).to_dict()
+        return NodeOutcome(index=i, pod=f"p{i}", node=f"n{i}", timing=timing)
+
+    pool = PoolReport("h100", "gke", "a3-highgpu-8g", "af-x-h100", 2, PoolStatus.DONE,
+                      (node(0, "2026-11-24T10:01:00Z", "2026-11-24T10:02:00Z"),
+                       node(1, "2026-11-24T10:04:10Z", "2026-11-24T10:05:00Z")))
+    run = RunReport(run_id="r1", stack="s", started_at="", duration_s=300.0,
+                    thresholds_version="t", agent_digest="d", pools=(pool,))
+    text = run_summary(run)
+    assert "started within 250 s of placement" in text and "slowest h100/n1" in text
+    assert "ran up to 60 s" in text
