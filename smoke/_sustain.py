@@ -83,7 +83,8 @@ def judge_sustained(loads: Mapping[str, SustainedLoad], burst: Mapping[str, floa
                                    "no timed chunk completed under load", unit=unit,
                                    details=details))
             continue
-        text = f"{value:,.3g} {unit} with all {len(loads)} devices loaded for {window_s:g} s"
+        loaded = f"all {len(loads)} devices" if len(loads) > 1 else "its one device"
+        text = f"{value:,.3g} {unit} with {loaded} loaded for {window_s:g} s"
         checks: list[tuple[Verdict, str]] = [(Verdict.PASS, text)]
         b = burst.get(dev)
         floor = None

@@ -418,3 +418,19 @@ def test_a_broken_nvidia_smi_is_not_sampled_with_its_message(tmp_path: Path) -> 
     smi.chmod(0o755)
     sampler, why = open_telemetry(_gpus(1), 0.1, smi=str(smi))
     assert sampler is None and "could not communicate with the NVIDIA driver" in why
+
+
+def test_the_pod_bundle_runs_the_sustained_phase_with_only_stdlib_and_torch(
+        tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from smoke._expect import Expectation as Exp
+    from smoke._results import HostReport
+    from tests.smoke.test_agent import _agent, _bundle
+
+    p = _agent(_bundle(tmp_path), "--tier", "2", "--backend", "torch", "--sustain-s", "0.2",
+               "--expect-json", json.dumps(Exp().to_dict()))
+    out, err = p.communicate(timeout=180)
+    assert p.returncode == 0, err
+    report = HostReport.from_dict(json.loads(out.strip().splitlines()[-1]))
+    (sus,) = [r for r in report.results if r.probe == SUSTAINED]
+    assert sus.measured and sus.details["window_s"] == 0.2 and "blocked" not in err
