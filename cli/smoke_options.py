@@ -37,9 +37,9 @@ HistoryOpt = Annotated[Path | None, typer.Option(
     "(default: .accelfleet/history.sqlite, or $ACCELFLEET_HISTORY).", show_default=False)]
 SustainOpt = Annotated[float | None, typer.Option(
     "--sustain-s", min=0, max=3600, metavar="SECONDS", help="Tier 2 and up: load every device "
-    "of a host at once for this long, sampling GPU clocks, power, temperature and throttle "
-    "reasons, and judge the sustained TFLOP/s against each device's burst figure (default 20 "
-    "on an accelerator, 0.5 on a CPU; 0 skips it).", show_default=False)]
+    "of a host at once this long, sample GPU clocks, power, heat and throttling, and judge "
+    "each device's sustained TFLOP/s by its burst figure. Default 20 on an accelerator, 0.5 "
+    "on a CPU; 0 skips it.", show_default=False)]
 NoHistoryOpt = Annotated[bool, typer.Option(
     "--no-history", help="Do not record this run in the smoke history.")]
 
