@@ -22,6 +22,7 @@ from cli.smoke_options import (
     NoHistoryOpt,
     OutputsOpt,
     StackArg,
+    SustainOpt,
     check_outputs,
 )
 
@@ -86,6 +87,7 @@ def local(
         min=0, help="Fail any device whose bf16 matmul is below this many TFLOP/s.")] = None,
     min_gbps: Annotated[float | None, typer.Option(
         min=0, help="Fail any device whose memory bandwidth is below this many GB/s.")] = None,
+    sustain_s: SustainOpt = None,
     html: HtmlOpt = None,
     metrics: MetricsOpt = None,
     history: HistoryOpt = None,
@@ -111,7 +113,8 @@ def local(
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   console=err, transient=True, disable=not err.is_terminal) as bar:
         report = run_local(backend=backend.value, tier=tier, expect=expect,
-                           min_tflops=min_tflops, min_gbps=min_gbps, progress=_Bar(bar))
+                           min_tflops=min_tflops, min_gbps=min_gbps, progress=_Bar(bar),
+                           sustain_s=sustain_s)
     if as_json:
         typer.echo(report.to_json())
     else:
@@ -196,8 +199,8 @@ ImageOpt = Annotated[list[str] | None, typer.Option(
 
 
 def _render(stack_file: Path | None, outputs: Path | None, pools: str | None, tier: int | None,
-            timeout_s: int | None, image: list[str] | None, run_id: str | None = None
-            ) -> tuple[RenderedRun, RunSource, int]:
+            timeout_s: int | None, image: list[str] | None, run_id: str | None = None,
+            sustain_s: float | None = None) -> tuple[RenderedRun, RunSource, int]:
     import smoke._expect as expect
     from smoke._sources import load_source
     from smoke._workload import RenderOptions, render_run
@@ -208,7 +211,7 @@ def _render(stack_file: Path | None, outputs: Path | None, pools: str | None, ti
     timeout = timeout_s or s.timeout_s
     options = RenderOptions(run_id=run_id or new_run_id(), namespace=s.namespace,
                             tier=s.max_tier if tier is None else tier, timeout_s=timeout,
-                            images={**s.images, **_images(image or [])})
+                            images={**s.images, **_images(image or [])}, sustain_s=sustain_s)
     run = render_run(source.inventory, options, pools=_pool_names(pools),
                      expectation=expect.for_pool)
     return run, source, timeout
@@ -226,12 +229,14 @@ def render(
     tier: TierOpt = None,
     timeout_s: TimeoutOpt = None,
     image: ImageOpt = None,
+    sustain_s: SustainOpt = None,
 ) -> None:
     """Print (or write) the exact manifests `smoke run` would submit, with no cluster: for
     review and for CI. Exit 0, or 2 for a bad stack or option."""
     from smoke._workload import write_manifests
 
-    run, _, _ = _render(stack_file, outputs, pools, tier, timeout_s, image, run_id="render")
+    run, _, _ = _render(stack_file, outputs, pools, tier, timeout_s, image, run_id="render",
+                        sustain_s=sustain_s)
     if out is not None:
         paths = write_manifests(run, out)
         for w in run.pools:
@@ -257,6 +262,7 @@ def run(
     tier: TierOpt = None,
     timeout_s: TimeoutOpt = None,
     image: ImageOpt = None,
+    sustain_s: SustainOpt = None,
     as_json: Annotated[bool, typer.Option(
         "--json", help="Print the run document (per pool, node, device) as JSON.")] = False,
     junit: Annotated[Path | None, typer.Option(
@@ -305,7 +311,8 @@ def run(
     writable(out, directory=True)
     check_outputs(html, metrics, history, no_history)
     cap = _cap(quarantine, max_quarantine)
-    rendered, source, timeout = _render(stack_file, outputs, pools, tier, timeout_s, image)
+    rendered, source, timeout = _render(stack_file, outputs, pools, tier, timeout_s, image,
+                                        sustain_s=sustain_s)
     used = sorted({w.cluster for w in rendered.pools if w.kind != "skipped"})
     clients = connect([source.clusters[c] for c in used], kubeconfig=kubeconfig,
                       contexts=parse_contexts(context or []),

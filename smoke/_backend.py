@@ -31,6 +31,7 @@ class Device:
     platform: str  # "gpu", "tpu" or "cpu"
     kind: str  # the backend's own name for it, e.g. "NVIDIA H100 80GB HBM3", "TPU v5"
     memory_gib: float | None = None  # None where the backend cannot tell (CPU)
+    pci: str | None = None  # "0000:04:00" (domain:bus:device) where the backend tells it
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,15 +45,21 @@ class Sizes:
     repeats: int
     target_repeat_s: float
     max_iters: int = 1 << 16
+    # The sustained all-device window (`--sustain-s` overrides): 20 s on an accelerator.
+    sustain_s: float = 0.5
 
     @classmethod
     def for_platform(cls, platform: str) -> Sizes:
         if platform == "cpu":
+            # A CPU has no throttle telemetry here and its 'devices' share cores: a short
+            # sustained window shows the phase runs, and keeps `smoke local` on a laptop quick.
             return cls(matmul_n=512, known_n=128, copy_mib=32, allreduce_mib=4, repeats=5,
-                       target_repeat_s=0.02)
+                       target_repeat_s=0.02, sustain_s=0.5)
+        # 20 s sustained: long enough for clocks to settle at the power cap and for a power or
+        # cooling fault to show; short for a smoke run (a minutes-long soak is T4 burn-in).
         # 8192^3 bf16 saturates an H100 (about 1.4 ms a product); 1 GiB copies dwarf launch cost.
         return cls(matmul_n=8192, known_n=1024, copy_mib=1024, allreduce_mib=256, repeats=5,
-                   target_repeat_s=0.05)
+                   target_repeat_s=0.05, sustain_s=20.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +68,32 @@ class KnownAnswer:
 
     max_rel_error: float  # max |C - C_ref| / max |C_ref|
     checksum: float  # float64 sum of the device's product, to compare across devices
+
+
+@dataclass(frozen=True, slots=True)
+class SustainedLoad:
+    """One device's share of the sustained phase: every device of the host ran the same bf16
+    matmul at once; `chunks` are (iterations, seconds) in order, timed by the device's clock."""
+
+    flops_per_iter: float
+    chunks: tuple[tuple[int, float], ...]
+    span: tuple[float, float] = (0.0, 0.0)  # time.perf_counter() at the load's start and end
+
+    @property
+    def iters(self) -> int:
+        return sum(i for i, _ in self.chunks)
+
+    @property
+    def seconds(self) -> float:
+        return sum(s for _, s in self.chunks)
+
+    def tflops(self, part: slice = slice(None)) -> float | None:
+        """TFLOP/s over the chunks in `part` (all by default); None when nothing ran."""
+        chunks = self.chunks[part]
+        seconds = sum(s for _, s in chunks)
+        if seconds <= 0:
+            return None
+        return self.flops_per_iter * sum(i for i, _ in chunks) / seconds / 1e12
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +120,13 @@ def measure(run: Callable[[int], float], sizes: Sizes) -> tuple[float, list[floa
     return statistics.median(samples), samples
 
 
+def chunk_iters(one_iter_s: float, window_s: float) -> int:
+    """Iterations per timed chunk of the sustained phase: about an eighth of the window, at
+    most half a second, so the phase ends close to its window and the figure over time shows."""
+    chunk_s = min(0.5, window_s / 8)
+    return max(1, int(chunk_s / max(one_iter_s, 1e-9)))
+
+
 def busbw(bytes_per_device: int, seconds: float, world: int) -> tuple[float, float]:
     """(busbw, algbw) in GB/s by the nccl-tests formula: busbw = algbw x 2(n-1)/n."""
     algbw = bytes_per_device / seconds / 1e9
@@ -111,6 +151,9 @@ class Backend(Protocol):
     def copy_seconds(self, device: Device, sizes: Sizes) -> tuple[float, list[float]]: ...
 
     def allreduce(self, devices: Sequence[Device], sizes: Sizes) -> AllReduce: ...
+
+    def sustain(self, devices: Sequence[Device], sizes: Sizes,
+                window_s: float) -> dict[str, SustainedLoad]: ...
 
 
 def available(name: BackendName) -> bool:

@@ -28,6 +28,8 @@ AGENT_MODULES: tuple[tuple[str, str], ...] = (
     ("smoke", "_torch.py"),
     ("smoke", "_torch_dist.py"),
     ("smoke", "_jax.py"),
+    ("smoke", "_sustain.py"),
+    ("smoke", "_telemetry.py"),
     ("fleet", "errors.py"),
     ("fleet.catalog", "_records.py"),
 )

@@ -16,7 +16,17 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from smoke._backend import AllReduce, BackendName, Device, KnownAnswer, Sizes, busbw, measure
+from smoke._backend import (
+    AllReduce,
+    BackendName,
+    Device,
+    KnownAnswer,
+    Sizes,
+    SustainedLoad,
+    busbw,
+    chunk_iters,
+    measure,
+)
 
 ALLREDUCE_ITERS = 10
 
@@ -134,3 +144,33 @@ class JaxBackend:
                          bytes_per_device=numel * 4, correct=correct,
                          details={"backend": "jax psum (shard_map)", "world": world,
                                   "iters": ALLREDUCE_ITERS, "samples_s": samples})
+
+    def sustain(self, devices: Sequence[Device], sizes: Sizes,
+                window_s: float) -> dict[str, SustainedLoad]:
+        """Every device loaded at once by ONE jitted program: a batch of products, one per
+        device, sharded over the local devices, run in timed chunks until `window_s` has
+        passed. The devices run in lockstep, so each gets the same figure: the slowest one's."""
+        mesh = self._mesh(devices)
+        sharding = NamedSharding(mesh, P("i"))
+        k, n = len(devices), sizes.matmul_n
+        ka, kb = jax.random.split(jax.random.key(1))
+        a = jax.device_put(jax.random.normal(ka, (k, n, n), jnp.bfloat16), sharding)
+        b = jax.device_put(jax.random.normal(kb, (k, n, n), jnp.bfloat16), sharding)
+        mm = jax.jit(lambda x, y: jnp.einsum("bij,bjk->bik", x, y), out_shardings=sharding)
+
+        def run(iters: int) -> float:
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                c = mm(a, b)
+            c.block_until_ready()
+            return time.perf_counter() - t0
+
+        run(1)  # compilation
+        per_chunk = chunk_iters(run(1), window_s)
+        chunks: list[tuple[int, float]] = []
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < window_s:
+            chunks.append((per_chunk, run(per_chunk)))
+        load = SustainedLoad(flops_per_iter=2.0 * n**3, chunks=tuple(chunks),
+                             span=(t0, time.perf_counter()))
+        return {d.id: load for d in devices}

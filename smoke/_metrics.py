@@ -28,6 +28,8 @@ PREFIX = "accelfleet_smoke_"
 FIGURES = {  # probe -> (metric name, help)
     "matmul_tflops": ("matmul_tflops", "bf16 matmul throughput per device, TFLOP/s"),
     "memory_gbps": ("memory_gbps", "device memory bandwidth (read + write copy), GB/s"),
+    "sustained_tflops": ("sustained_tflops", "bf16 matmul throughput per device with every "
+                         "device of the host loaded at once, TFLOP/s"),
     "allreduce_busbw": ("allreduce_busbw_gbps", "all-reduce bus bandwidth inside the node, "
                         "GB/s"),
     "fabric_busbw": ("fabric_busbw_gbps", "all-reduce bus bandwidth across the pool's nodes, "

@@ -45,10 +45,12 @@ class NodeOutcome:
     report: HostReport | None = None
     exit_code: int | None = None
     slice: int | None = None  # a TPU pod's slice (the JobSet's job index); None elsewhere
+    # smoke._podtime.PodTiming: the pod's startup (image pulls, sidecars) apart from its run
+    timing: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "pod": self.pod, "node": self.node,
-                "exit_code": self.exit_code, "slice": self.slice,
+                "exit_code": self.exit_code, "slice": self.slice, "timing": self.timing,
                 "report": None if self.report is None else self.report.to_dict()}
 
     @classmethod
@@ -56,7 +58,7 @@ class NodeOutcome:
         report = data.get("report")
         return cls(index=int(data.get("index", 0)), pod=str(data.get("pod", "")),
                    node=data.get("node"), exit_code=data.get("exit_code"),
-                   slice=data.get("slice"),
+                   slice=data.get("slice"), timing=data.get("timing"),
                    report=None if report is None else HostReport.from_dict(report))
 
 

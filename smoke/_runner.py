@@ -15,6 +15,7 @@ from smoke._expect import Expectation, detect, from_catalog
 from smoke._results import HostReport, ProbeResult, Verdict
 
 SEED = 20261122
+MAX_SUSTAIN_S = 3600  # a longer soak is a burn-in (T4), not a smoke test
 
 
 class Progress(Protocol):
@@ -59,6 +60,7 @@ def run_local(
     progress: Progress | None = None,
     sizes: Sizes | None = None,
     expectation: Expectation | None = None,
+    sustain_s: float | None = None,
 ) -> HostReport:
     """Run tiers 0..`tier` on this machine with `backend` and return the judged report.
 
@@ -72,6 +74,12 @@ def run_local(
         raise InputError("--expect is empty", hint="name what this host should be (e.g. "
                          "a3-highgpu-8g, p5.48xlarge, 'v5p 2x2x1'), or leave --expect out to "
                          "judge the devices found")
+    if sustain_s is not None and not 0 <= sustain_s <= MAX_SUSTAIN_S:
+        from fleet.errors import InputError
+
+        raise InputError(f"--sustain-s {sustain_s:g} is not between 0 and {MAX_SUSTAIN_S}",
+                         hint="give the sustained phase's window in seconds (default 20 on an "
+                         "accelerator), or 0 to skip it")
     started = time.perf_counter()
     when = datetime.now(UTC).isoformat(timespec="seconds")
     tpu = expectation.platform == "tpu" if expectation else bool(expect) and _is_tpu(expect or "")
@@ -85,7 +93,9 @@ def run_local(
     sizes = sizes or Sizes.for_platform(devices[0].platform if devices else "cpu")
     platforms = {d.id: d.platform for d in devices}
     n = len(devices)
-    total = 1 + (n + 1 if tier >= 1 else 0) + (2 * n if tier >= 2 else 0) + (tier >= 3)
+    window_s = sizes.sustain_s if sustain_s is None else sustain_s
+    sustain = tier >= 2 and window_s > 0 and n > 0
+    total = 1 + (n + 1 if tier >= 1 else 0) + (2 * n if tier >= 2 else 0) + sustain + (tier >= 3)
     prog.start(total)
 
     prog.step("T0 inventory")
@@ -95,6 +105,13 @@ def run_local(
     if tier >= 2:
         for probe, fn, floor in ((V.MATMUL, _tflops, min_tflops), (V.MEMORY, _gbps, min_gbps)):
             results += _tier2(be, devices, sizes, exp, probe, fn, floor, platforms, prog)
+    if sustain:
+        from smoke._sustain import run_sustained
+
+        prog.step(f"T2 sustained: all {n} devices at once for {window_s:g} s")
+        burst = {r.device: r.measured for r in results
+                 if r.probe == V.MATMUL and r.measured is not None}
+        results += run_sustained(be, devices, sizes, window_s, exp, burst)
     if tier >= 3:
         prog.step("T3 all-reduce")
         if n < 2:

@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import contextlib
 import platform as _platform
+import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
-from smoke._backend import AllReduce, BackendName, Device, KnownAnswer, Sizes, measure
+from smoke._backend import (
+    AllReduce,
+    BackendName,
+    Device,
+    KnownAnswer,
+    Sizes,
+    SustainedLoad,
+    chunk_iters,
+    measure,
+)
+
+BARRIER_TIMEOUT_S = 120.0  # every device's thread reaches the start line within this
 
 
 class TorchBackend:
@@ -31,7 +45,7 @@ class TorchBackend:
         for i in range(torch.cuda.device_count()):
             props = torch.cuda.get_device_properties(i)
             out.append(Device(id=f"cuda{i}", index=i, platform="gpu", kind=props.name,
-                              memory_gib=props.total_memory / 2**30))
+                              memory_gib=props.total_memory / 2**30, pci=_pci(props)))
         return out
 
     def _device(self, device: Device) -> torch.device:
@@ -90,6 +104,77 @@ class TorchBackend:
 
         backend = "nccl" if devices[0].platform == "gpu" else "gloo"
         return launch(len(devices), backend=backend, mib=sizes.allreduce_mib)
+
+
+    def sustain(self, devices: Sequence[Device], sizes: Sizes,
+                window_s: float) -> dict[str, SustainedLoad]:
+        """Every device loaded at once: a thread per device (its own CUDA device and stream)
+        runs the T2 matmul in timed chunks from a common start until `window_s` has passed.
+        A device whose thread fails raises its error after the others finish."""
+        start = threading.Barrier(len(devices))
+        loads: dict[str, SustainedLoad] = {}
+        errors: dict[str, BaseException] = {}
+
+        def work(device: Device) -> None:
+            try:
+                loads[device.id] = self._sustain_one(device, sizes, window_s, start)
+            except BaseException as exc:  # reported below, in the caller's thread
+                errors[device.id] = exc
+                start.abort()
+
+        threads = [threading.Thread(target=work, args=(d,), name=f"sustain-{d.id}", daemon=True)
+                   for d in devices]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            dev, exc = next(iter(errors.items()))
+            raise RuntimeError(f"{dev}: {type(exc).__name__}: {exc}") from exc
+        return loads
+
+    def _sustain_one(self, device: Device, sizes: Sizes, window_s: float,
+                     start: threading.Barrier) -> SustainedLoad:
+        dev, n = self._device(device), sizes.matmul_n
+        gpu = device.platform == "gpu"
+        stream = torch.cuda.Stream(device=dev) if gpu else None
+        with torch.inference_mode(), (torch.cuda.stream(stream) if stream is not None
+                                      else contextlib.nullcontext()):
+            a = torch.randn(n, n, dtype=torch.bfloat16, device=dev)
+            b = torch.randn(n, n, dtype=torch.bfloat16, device=dev)
+            c = torch.empty(n, n, dtype=torch.bfloat16, device=dev)
+            timer = self._timer(device)
+            matmul = torch.matmul
+
+            def run(iters: int) -> float:
+                timer.start()
+                for _ in range(iters):
+                    matmul(a, b, out=c)
+                return timer.stop()
+
+            run(1)  # warm-up: kernels chosen, memory allocated
+            per_chunk = chunk_iters(run(1), window_s)
+            try:
+                start.wait(BARRIER_TIMEOUT_S)
+            except threading.BrokenBarrierError:
+                pass  # another device failed: this one still runs its window, then reports
+            chunks: list[tuple[int, float]] = []
+            t0 = time.perf_counter()
+            while time.perf_counter() - t0 < window_s:
+                chunks.append((per_chunk, run(per_chunk)))
+        return SustainedLoad(flops_per_iter=2.0 * n**3, chunks=tuple(chunks),
+                             span=(t0, time.perf_counter()))
+
+
+def _pci(props: Any) -> str | None:
+    """`domain:bus:device` of a CUDA device, as NVML's bus id begins (hex, lower case)."""
+    try:
+        domain = int(props.pci_domain_id)
+        bus = int(props.pci_bus_id)
+        dev = int(props.pci_device_id)
+    except (AttributeError, TypeError, ValueError):
+        return None
+    return f"{domain:04x}:{bus:02x}:{dev:02x}"
 
 
 class _Timer:

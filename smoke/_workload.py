@@ -50,6 +50,15 @@ DEFAULT_NAMESPACE = "accelfleet-smoke"
 RENDEZVOUS_PORT = 29500  # + the pool's index among the rendered pools of its cluster
 TPU_PORTS = (8471, 8080, 8431)  # TPU runtime, slice builder / megascale, TPU runtime metrics
 NAME_MAX = 50  # so that pod hostnames `<name>-<index>` (JobSet: `<name>-slice-<j>-<i>`) fit 63
+# What each smoke pod requests beside its accelerators, per device on the node, so that it is not
+# BestEffort (first evicted under pressure, no CPU share): one CPU for the rank process that
+# drives each device in the in-node all-reduce, and the memory AWS's EKS NCCL test requests per
+# GPU (32000Mi for a p5's 8: aws-samples/awsome-distributed-training@50820097
+# micro-benchmarks/nccl-tests/kubernetes/nccl-tests.yaml). Never more than half the node's vCPUs
+# or memory (catalog hosts.yaml), so a one-GPU g6.xlarge still fits. No CPU or memory limit:
+# a smoke test must not be OOM-killed or throttled by its own guess.
+CPU_PER_DEVICE = 1
+MEMORY_MIB_PER_DEVICE = 4000
 TPU_VM_SKIP = ("runtime tpu-vm: Cloud TPU VMs are not Kubernetes nodes; smoke them with "
                "`accelfleet smoke local` on each VM")
 
@@ -109,6 +118,7 @@ class RenderOptions:
     timeout_s: int = 900  # activeDeadlineSeconds, and the agent's --timeout-s
     images: Mapping[str, str] = field(default_factory=dict)  # image key -> reference
     ttl_s: int = 3600
+    sustain_s: float | None = None  # the agent's --sustain-s (None: its default, 20 s on GPU/TPU)
 
     def __post_init__(self) -> None:
         if len(self.run_id) > 16 or not _DNS_LABEL.match(self.run_id):
@@ -122,6 +132,10 @@ class RenderOptions:
         if not 0 <= self.tier <= 3:
             raise InputError(f"tier {self.tier} is not one the agent runs",
                              hint="choose a tier from 0 to 3")
+        if self.sustain_s is not None and not 0 <= self.sustain_s < self.timeout_s:
+            raise InputError(f"--sustain-s {self.sustain_s:g} does not fit the pods' deadline "
+                             f"of {self.timeout_s} s", hint="shorten --sustain-s (0 skips the "
+                             "sustained phase) or lengthen --timeout-s")
         if self.timeout_s < 1 or self.ttl_s < 0:
             raise InputError("timeout_s must be positive and ttl_s not negative",
                              hint="e.g. timeout_s 900, ttl_s 3600")
@@ -202,7 +216,7 @@ def render_run(inventory: Inventory, options: RenderOptions, *,
             workloads.append(PoolWorkload(pool, cluster, "skipped", name, 0, [], backend, image,
                                           skipped=reason))
             continue
-        ctx = _context(pool, options, name, image, expectation(pool, backend), items)
+        ctx = _context(pool, options, name, image, expectation(pool, backend), items, catalog)
         if pool.kind == "tpu":
             objs = _render("tpu-jobset.yaml.j2", _tpu(pool, ctx))
             workloads.append(PoolWorkload(pool, cluster, "jobset", name, _pods(pool), objs,
@@ -270,12 +284,25 @@ def _labels(options: RenderOptions, pool: str | None = None) -> dict[str, str]:
     return labels | MANAGED_BY
 
 
+def host_requests(pool: InventoryPool, catalog: Catalog) -> dict[str, str]:
+    """The CPU and memory one smoke pod requests on its node (see CPU_PER_DEVICE)."""
+    devices = max(1, pool.devices_per_node)
+    cpu, memory_mib = devices * CPU_PER_DEVICE, devices * MEMORY_MIB_PER_DEVICE
+    host = catalog.hosts.get(pool.machine_type)
+    if host is not None:
+        cpu = max(1, min(cpu, host.vcpus // 2))
+        memory_mib = max(512, min(memory_mib, host.memory_mib // 2))
+    return {"cpu": str(cpu), "memory": f"{memory_mib}Mi"}
+
+
 def _context(pool: InventoryPool, options: RenderOptions, name: str, image: str,
-             exp: Expectation, items: list[dict[str, str]]) -> dict[str, Any]:
+             exp: Expectation, items: list[dict[str, str]], catalog: Catalog) -> dict[str, Any]:
     """What both pool templates take: names, labels, scheduling, the agent's argv and env."""
     args = ["--tier", str(options.tier), "--backend", "jax" if pool.kind == "tpu" else "torch",
             "--expect-json", json.dumps(exp.to_dict(), sort_keys=True), "--pool", pool.name,
             "--timeout-s", str(options.timeout_s)]
+    if options.sustain_s is not None:
+        args += ["--sustain-s", f"{options.sustain_s:g}"]
     env = [{"name": "PYTHONPATH", "value": MOUNT_PATH}, {"name": "PYTHONUNBUFFERED", "value": "1"},
            {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
@@ -288,6 +315,7 @@ def _context(pool: InventoryPool, options: RenderOptions, name: str, image: str,
         "node_selector": dict(pool.node_selector), "tolerations": list(pool.tolerations),
         "timeout_s": options.timeout_s, "ttl_s": options.ttl_s, "args": args, "env": env,
         "resources": {pool.resource: str(pool.devices_per_node)},
+        "requests": host_requests(pool, catalog),
         "mounts": [{"name": "agent", "mountPath": MOUNT_PATH, "readOnly": True},
                    {"name": "dshm", "mountPath": "/dev/shm"}],
         "volumes": [{"name": "agent", "configMap": {"name": configmap_name(options.run_id),
@@ -301,7 +329,8 @@ def _tpu(pool: InventoryPool, ctx: dict[str, Any]) -> dict[str, Any]:
     args = list(ctx["args"])
     if hosts > 1:  # multi-host JAX must initialise together, whatever the tier
         args += ["--cross-node", "jax", "--expect-world", str(hosts * pool.jax_devices_per_node)]
-    return {**ctx, "args": args, "slices": pool.slices, "hosts": pool.hosts_per_slice,
+    return {**ctx, "args": args, "requests": {**ctx["resources"], **ctx["requests"]},
+            "slices": pool.slices, "hosts": pool.hosts_per_slice,
             "ports": [{"containerPort": p, "protocol": "TCP"} for p in TPU_PORTS]}
 
 
@@ -317,8 +346,10 @@ def _gpu(pool: InventoryPool, options: RenderOptions, catalog: Catalog, ctx: dic
         args += ["--cross-node", "torch"]
     annotations: dict[str, str] = {}
     init: list[dict[str, Any]] = []
+    capabilities: list[str] = []
     fabric = _fabric(pool, catalog)
     if fabric is not None:
+        fabric_env = list(fabric.env)
         if fabric.kind == "efa":
             machine = catalog.machines.get(pool.machine_type)
             if machine is None or machine.networking is None:
@@ -327,7 +358,11 @@ def _gpu(pool: InventoryPool, options: RenderOptions, catalog: Catalog, ctx: dic
                                  "this accelfleet")
             efa = catalog.kube_section("aws", "efa")["resource"]
             resources[efa] = str(machine.networking.efa_interfaces)
-        env += [{"name": k, "value": v} for k, v in fabric.env]
+            if machine.networking.efa_rdma_read:
+                fabric_env += fabric.rdma_env
+        resources |= dict(fabric.resources)
+        capabilities = list(fabric.capabilities)
+        env += [{"name": k, "value": v} for k, v in fabric_env]
         annotations = _fabric_annotations(fabric)
         if options.tier >= 3:
             args += ["--expect-transport", ",".join(fabric.nccl_networks)]
@@ -340,7 +375,8 @@ def _gpu(pool: InventoryPool, options: RenderOptions, catalog: Catalog, ctx: dic
             host |= {m.volume: m.host_path for m in fabric.daemon.mounts}
         volumes += [{"name": v, "hostPath": {"path": p}} for v, p in host.items()]
     return {**ctx, "args": args, "env": env, "mounts": mounts, "volumes": volumes,
-            "resources": resources, "annotations": annotations, "init_containers": init,
+            "resources": resources, "requests": {**resources, **ctx["requests"]},
+            "capabilities": capabilities, "annotations": annotations, "init_containers": init,
             "port": port, "pods": pool.nodes}
 
 

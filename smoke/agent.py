@@ -62,6 +62,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="devices the whole slice or multislice must show (JAX)")
     ap.add_argument("--nccl-env-file", default="",
                     help="a shell env profile whose `export` lines set NCCL's variables")
+    ap.add_argument("--sustain-s", type=float, default=None,
+                    help="window of the sustained phase (every device at once, tier 2 and "
+                    "up) in seconds; default 20 on an accelerator, 0 skips it")
     ap.add_argument("--timeout-s", type=int, default=600,
                     help="bound on joining and running the cross-node collective")
     return ap.parse_args(argv)
@@ -129,7 +132,7 @@ def run(args: argparse.Namespace) -> HostReport:
         explicit = None if any(k in os.environ for k in _TPU_ENV) else Rendezvous.from_env()
         init_jax_distributed(explicit, timeout_s=args.timeout_s)
     report = run_local(backend=args.backend, tier=args.tier, expectation=expectation,
-                       progress=_StderrProgress())
+                       progress=_StderrProgress(), sustain_s=args.sustain_s)
     if args.tier >= 3 and args.cross_node != "none":
         print("T3 across nodes", file=sys.stderr, flush=True)
         report = replace(report, results=(*report.results, _cross_node(args, report)))

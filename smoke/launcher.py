@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from smoke import verdict as V
 from smoke._access import with_retries
+from smoke._podtime import pod_timing
 from smoke._results import HostReport, ProbeResult, Verdict
 from smoke._run import POD, WORKLOAD, Check, NodeOutcome, PoolReport, PoolStatus, RunReport
 
@@ -264,7 +265,7 @@ class _ClusterRun:
             log = f"(log unreadable: {type(exc).__name__})"
         report = parse_host_report(log)
         outcome = NodeOutcome(index=index, pod=name, node=node, report=report, exit_code=code,
-                              slice=pod.slice)
+                              slice=pod.slice, timing=pod.timing)
         if report is not None and code in (0, None):
             return outcome, None
         tail = " | ".join(line.strip() for line in log.strip().splitlines()[-CRASH_LINES:])
@@ -370,6 +371,7 @@ class _PodState:
     exit_code: int | None
     unschedulable: str  # the scheduler's message while it cannot place the pod
     slice: int | None = None  # a TPU pod's slice
+    timing: dict[str, Any] | None = None  # smoke._podtime.PodTiming: startup apart from run
 
     @classmethod
     def of(cls, pod: Mapping[str, Any]) -> _PodState:
@@ -381,7 +383,7 @@ class _PodState:
                    phase=status.get("phase", "Pending"), exit_code=_exit_code(status),
                    unschedulable=_unschedulable(status),
                    slice=int(labels[SLICE_LABEL]) if str(labels.get(SLICE_LABEL, "")).isdigit()
-                   else None)
+                   else None, timing=pod_timing(status).to_dict())
 
 
 def _unschedulable(status: Mapping[str, Any]) -> str:

@@ -147,6 +147,15 @@ def run_summary(run: RunReport) -> str:
     line = (f"run {run.run_id}: {len(run.pools)} pools, {nodes} node reports; "
             f"{counts['pass']} pass, {counts['warn']} warn, {counts['fail']} fail, "
             f"{counts['skipped']} skipped in {run.duration_s:.1f} s")
+    starts = [((n.timing or {}).get("startup_s"), p.name, n.node or n.pod)
+              for p in run.pools for n in p.nodes]
+    slowest = max(((s, pool, node) for s, pool, node in starts if s is not None), default=None)
+    if slowest is not None:
+        runs = [r for p in run.pools for n in p.nodes
+                if (r := (n.timing or {}).get("run_s")) is not None]
+        line += (f"\npods started within {slowest[0]:.0f} s of placement (image pulls, "
+                 f"sidecars; slowest {slowest[1]}/{slowest[2]})"
+                 + (f", then ran up to {max(runs):.0f} s" if runs else ""))
     for f in run.failures:
         line += "\n" + f.line()
     return line

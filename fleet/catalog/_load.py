@@ -110,8 +110,13 @@ def load_machines(
             if fam["gpu_networking"] not in networking:
                 raise CatalogError(f"{where}: unknown gpu_networking {fam['gpu_networking']!r}")
             net = networking[fam["gpu_networking"]]
+        rdma_read = fam.get("efa_rdma_read", False)
+        if not isinstance(rdma_read, bool) or (rdma_read and not fam.get("efa_rdma_read_source")):
+            raise CatalogError(f"{where}: efa_rdma_read must be true or false, and true needs "
+                               "an efa_rdma_read_source")
         if "efa_interfaces" in fam:
-            net = GpuNetworking(kind="efa", efa_interfaces=int(fam["efa_interfaces"]))
+            net = GpuNetworking(kind="efa", efa_interfaces=int(fam["efa_interfaces"]),
+                                efa_rdma_read=rdma_read)
         by_machine = fam.get("efa_interfaces_by_machine") or {}
         if by_machine and not fam.get("efa_source"):
             raise CatalogError(f"{where}: efa_interfaces_by_machine needs an efa_source")
@@ -120,7 +125,7 @@ def load_machines(
         for machine, gpus in fam["machines"].items():
             if machine in by_machine:
                 net = GpuNetworking(kind="efa", efa_interfaces=int(by_machine[machine]),
-                                    source=str(fam["efa_source"]))
+                                    source=str(fam["efa_source"]), efa_rdma_read=rdma_read)
             elif by_machine:
                 net = None
             machines.append(
@@ -282,6 +287,9 @@ def load_fabrics(networking: Mapping[str, GpuNetworking]) -> dict[str, Fabric]:
                                    for n in fields.get("networks") or ())
         fields["mounts"] = _mounts(fields.get("mounts") or [], where)
         fields["env"] = _env(fields.get("env") or {}, where)
+        fields["rdma_env"] = _env(fields.get("rdma_env") or {}, where)
+        fields["resources"] = _env(fields.get("resources") or {}, where)
+        fields["capabilities"] = tuple(fields.get("capabilities") or ())
         if "daemon" in fields:
             fields["daemon"] = _daemon(fields["daemon"], f"{where} daemon", fields["mounts"])
         fabric = _build(Fabric, where, fields)

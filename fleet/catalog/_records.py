@@ -51,6 +51,9 @@ class GpuNetworking:
     mtu: int = 0
     efa_interfaces: int = 0
     source: str = ""
+    # EFA: the device supports RDMA read, so GPUDirect RDMA runs and FI_EFA_USE_DEVICE_RDMA=1 is
+    # safe (libfabric aborts when it is set on a device without RDMA read)
+    efa_rdma_read: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +118,9 @@ class Fabric:
     env: tuple[tuple[str, str], ...] = ()
     nccl_env_file: str = ""
     daemon: FabricDaemon | None = None
+    capabilities: tuple[str, ...] = ()  # Linux capabilities the workload container adds
+    resources: tuple[tuple[str, str], ...] = ()  # what each pod requests (and limits) beside GPUs
+    rdma_env: tuple[tuple[str, str], ...] = ()  # env only where the machine has RDMA read (EFA)
 
     @property
     def interfaces_annotation(self) -> list[dict[str, str]]:

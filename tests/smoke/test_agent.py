@@ -26,6 +26,10 @@ class Blocker(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
         if name.split(".")[0] in BLOCK:
             raise ImportError("blocked in the pod: " + name)
+# The editable install's finder would serve any module the bundle lacks from the source tree:
+# drop it, so a module missing from the bundle fails here as it would in the pod.
+sys.meta_path[:] = [f for f in sys.meta_path
+                    if not getattr(f, "__module__", "").startswith("__editable__")]
 sys.meta_path.insert(0, Blocker())
 sys.path.insert(0, sys.argv[1])
 sys.argv = ["smoke.agent", *sys.argv[2:]]

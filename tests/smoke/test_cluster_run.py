@@ -115,6 +115,8 @@ def test_two_pools_of_two_nodes_healthy(fake_cluster: Any, stack: Path, tmp_path
     assert doc is not None and doc["ok"] and doc["summary"]["fail"] == 0
     hosts = {r.host for p in ("gpu-a", "gpu-b") for r in reports(doc, p)}
     assert hosts == {"gpu-a-node-0", "gpu-a-node-1", "gpu-b-node-0", "gpu-b-node-1"}
+    for node in (n for p in doc["pools"] for n in p["nodes"]):  # startup apart from run
+        assert node["timing"]["startup_s"] >= 0 and node["timing"]["run_s"] > 0, node["timing"]
     for pool in ("gpu-a", "gpu-b"):
         for r in reports(doc, pool):  # the cross-node tier really joined the pool's two nodes
             fabric = next(x for x in r.results if x.probe == "fabric_busbw")

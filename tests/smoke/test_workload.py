@@ -91,7 +91,9 @@ def test_gpu_jobs_one_pod_per_node_with_the_gpus(run: RenderedRun, inventory: In
         agent = agent_of(spec["template"])
         assert agent["command"] == ["python", "-m", "smoke.agent"]
         assert agent["resources"]["limits"][pool.resource] == str(gpus)
-        assert agent["resources"]["requests"] == agent["resources"]["limits"]
+        requests, limits = agent["resources"]["requests"], agent["resources"]["limits"]
+        assert {k: requests[k] for k in limits} == limits  # extended resources: requests = limits
+        assert {"cpu", "memory"} <= set(requests) and not {"cpu", "memory"} & set(limits)
         assert {"name": "dshm", "emptyDir": {"medium": "Memory"}} in pod["volumes"]
 
 
@@ -236,7 +238,8 @@ def test_gib_and_nccl_libraries_mounted_on_rdma(run: RenderedRun) -> None:
 
 def test_efa_pods_request_every_efa_interface(run: RenderedRun) -> None:
     agent = agent_of(pod_of(run, "p5"))
-    assert agent["resources"]["limits"] == {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}
+    assert agent["resources"]["limits"] == {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32",
+                                            "hugepages-2Mi": "5120Mi"}
     env = env_of(agent)
     assert (env["FI_PROVIDER"], env["FI_EFA_USE_DEVICE_RDMA"], env["FI_EFA_FORK_SAFE"]) == (
         "efa", "1", "1")

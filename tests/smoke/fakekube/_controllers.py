@@ -189,7 +189,8 @@ class _Controllers:
                 if self._unfit(pod, node, here) is None:
                     here.append(pod)
                     pod["spec"]["nodeName"] = node["metadata"]["name"]
-                    pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}]
+                    pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "True",
+                                                    "lastTransitionTime": _now()}]
                     break
             else:
                 reasons: dict[str, int] = {}
@@ -350,8 +351,11 @@ class _Controllers:
         pod["status"]["phase"] = "Succeeded" if code == 0 else "Failed"
         for cs in pod["status"].get("containerStatuses") or []:
             cs["ready"] = False
+            started = ((cs.get("state") or {}).get("running") or {}).get("startedAt")
+            # the kubelet keeps the start beside the finish (ContainerStateTerminated)
             cs["state"] = {"terminated": {"exitCode": code, "reason": "Completed" if code == 0
-                                          else "Error", "finishedAt": _now()}}
+                                          else "Error", "startedAt": started or _now(),
+                                          "finishedAt": _now()}}
 
     def _kill(self, key: Key) -> None:
         proc = self._procs.pop(key, None)

@@ -1,0 +1,67 @@
+"""How long a smoke pod waited to start and how long its agent ran, from the pod's status.
+
+A pod's deadline counts from its start, and its first minutes on a fresh node go to pulling a
+multi-GB framework image (and, on GPUDirect pools, to the RxDM sidecar getting ready). The
+kubelet records no pull duration in the pod's status, but it records when the pod was placed
+(`PodScheduled` condition) and when the agent container started and finished
+(`containerStatuses[].state`): the time between placing and starting is the image pulls and the
+init/sidecar containers; the time between starting and finishing is the agent's own run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+AGENT = "agent"  # the smoke pods' agent container
+
+
+@dataclass(frozen=True, slots=True)
+class PodTiming:
+    scheduled_at: str | None
+    started_at: str | None  # the agent container's start
+    finished_at: str | None
+    startup_s: float | None  # placed -> agent started: image pulls, init and sidecar containers
+    run_s: float | None  # agent started -> finished
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _when(value: object) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _seconds(start: datetime | None, end: datetime | None) -> float | None:
+    if start is None or end is None or end < start:
+        return None
+    return (end - start).total_seconds()
+
+
+def pod_timing(status: Mapping[str, Any], container: str = AGENT) -> PodTiming:
+    """The timing of `container` in a pod `status` (as the API returns it); a figure whose
+    timestamps are missing or out of order is None, never a guess."""
+    scheduled = None
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "True":
+            scheduled = cond.get("lastTransitionTime")
+    started = finished = None
+    for cs in status.get("containerStatuses") or []:
+        if cs.get("name") != container:
+            continue
+        state = cs.get("state") or {}
+        term, running = state.get("terminated") or {}, state.get("running") or {}
+        started = term.get("startedAt") or running.get("startedAt")
+        finished = term.get("finishedAt")
+    t_sched, t_start, t_end = _when(scheduled), _when(started), _when(finished)
+    return PodTiming(scheduled_at=scheduled if t_sched else None,
+                     started_at=started if t_start else None,
+                     finished_at=finished if t_end else None,
+                     startup_s=_seconds(t_sched, t_start), run_s=_seconds(t_start, t_end))
