@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 NODE_LABELS = {"cloud.google.com/gke-accelerator": "nvidia-l4",
-               "cloud.google.com/gce-machine-type": "g2-standard-24"}
+               "node.kubernetes.io/instance-type": "g2-standard-24"}
 
 
 def stack_text(pools: int, nodes: int) -> str:

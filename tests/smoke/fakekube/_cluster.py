@@ -109,6 +109,11 @@ class FakeCluster(_Controllers):
             "status": {"allocatable": alloc, "capacity": dict(alloc),
                        "conditions": [{"type": "Ready", "status": "True"}]}})
 
+    def add_node_object(self, node: dict[str, Any]) -> dict[str, Any]:
+        """A whole Node object, e.g. one built from a recorded real node
+        (`tests.smoke.nodes`)."""
+        return self.create("nodes", "", node)
+
     def set_node_command(self, node: str, argv: list[str]) -> None:
         """Pods on `node` run `argv` (`python` is this interpreter) instead of their command."""
         self._commands[node] = list(argv)
