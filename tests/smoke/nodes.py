@@ -1,6 +1,6 @@
 """The fake cluster's nodes, built from recorded real nodes (tests/smoke/data/nodes).
 
-A node is the recording of its machine type (labels, taints, allocatable as GKE set them)
+A node is the recording of its machine type (labels, taints, allocatable as GKE or EKS set them)
 plus only what the cloud derives from the pool: the node-pool name label, the labels and
 taints the pool declares, the zone it is in, the slice topology of a TPU pool, and on a
 flex-start or queued pool the taint GKE puts there (with queued provisioning, the
@@ -74,6 +74,34 @@ def gke_node(name: str, machine_type: str, *, nodepool: str, zone: str = "us-cen
     return {"metadata": {"name": name, "labels": node_labels},
             "spec": {"taints": node_taints},
             "status": {"allocatable": alloc, "capacity": dict(rec.get("capacity", alloc)),
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+EKS_NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
+EKS_CAPACITY_LABEL = "eks.amazonaws.com/capacityType"
+
+
+def eks_node(name: str, instance_type: str, *, nodegroup: str, zone: str = "us-east-1a",
+             labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None,
+             spot: bool = False) -> dict[str, Any]:
+    """A Node object: the recording of `instance_type` in managed node group `nodegroup` and
+    `zone`, with the node group's declared `labels` and `taints` (EKS adds no GPU taint)."""
+    rec = copy.deepcopy(recorded(f"eks-{instance_type}"))
+    node_labels: dict[str, str] = dict(rec["labels"])
+    node_labels.update({EKS_NODEGROUP_LABEL: nodegroup, HOSTNAME_LABEL: name,
+                        EKS_CAPACITY_LABEL: "SPOT" if spot else "ON_DEMAND",
+                        "topology.ebs.csi.aws.com/zone": zone})
+    node_labels.update(dict.fromkeys(ZONE_LABELS, zone))
+    node_labels.update(dict.fromkeys(REGION_LABELS, zone[:-1]))
+    for key in (*ZONE_LABELS, *REGION_LABELS):
+        if key not in rec["labels"]:
+            node_labels.pop(key)
+    node_labels.update(labels or {})
+    node_taints = [*rec["taints"], *(t for t in taints or [] if t not in rec["taints"])]
+    alloc = dict(rec["allocatable"])
+    return {"metadata": {"name": name, "labels": node_labels},
+            "spec": {"taints": node_taints},
+            "status": {"allocatable": alloc, "capacity": dict(alloc),
                        "conditions": [{"type": "Ready", "status": "True"}]}}
 
 
