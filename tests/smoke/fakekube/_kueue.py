@@ -15,7 +15,11 @@ components/k8s/_kueue.py makes):
   node pool (its nodes' labels satisfy the pods' nodeSelector, its taints are tolerated) is
   accepted, and the pool's nodes are added (count: the pod set's) carrying the request's
   label; a request no pool fits stays unprovisioned, as a queued request waits.
-Quota is not modelled.
+Quota is not modelled. Read from kubernetes-sigs/kueue v0.19.2
+(8eab68778fc1b52affe165fdf5af29d1e9b4f3cb): pkg/controller/admissionchecks/provisioning/
+controller.go (a PodTemplate per pod set, the request's class and parameters from the config)
+and provisioning.go `passProvReqParams` (the Workload's `provreq.kueue.x-k8s.io/` annotations,
+prefix removed, become request parameters).
 """
 
 from __future__ import annotations
