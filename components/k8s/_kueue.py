@@ -12,6 +12,11 @@ published CRD schemas), applied as `k8s.apiextensions.CustomResource` in
                     borrowing or preempting (flavorFungibility), reclaiming lent quota
     Namespace, LocalQueue   one per team, both named after it: jobs labelled
                     `kueue.x-k8s.io/queue-name: <team>` in that namespace go to its queue
+    AdmissionCheck, ProvisioningRequestConfig   one each per GKE queued pool: Kueue asks
+                    GKE for the pool's nodes by ProvisioningRequest before it admits a job
+                    there (the queues carry the check on that flavor)
+    accelfleet-smoke   Namespace (the smoke namespace), LocalQueue and ClusterQueue where the
+                    cluster has queued pools: the queue smoke runs on those pools use
 """
 
 from __future__ import annotations
