@@ -28,10 +28,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-NODE_LABELS = {"cloud.google.com/gke-accelerator": "nvidia-l4",
-               "cloud.google.com/gce-machine-type": "g2-standard-24"}
-
-
 def stack_text(pools: int, nodes: int) -> str:
     lines = ["config:", "  accelfleet:fleet:", "    clouds:",
              "      gcp: {project: acme-bench, region: us-central1}",
@@ -56,14 +52,14 @@ def report_line(host: str) -> str:
 def serve(root: str, pools: int, nodes: int, conn: Any) -> None:
     """The fake cluster's process: nodes for every pool, canned reports, until told to stop."""
     from tests.smoke.fakekube import FakeCluster
+    from tests.smoke.nodes import gke_node
 
     cluster = FakeCluster(Path(root)).start()
-    gpu_taint = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
-    for i in range(pools):
+    for i in range(pools):  # the recorded real g2-standard-24 node, in pool p<i>
         for j in range(nodes):
             name = f"p{i:03d}-n{j}"
-            cluster.add_node(name, labels={**NODE_LABELS, "accelfleet.io/pool": f"p{i:03d}"},
-                             taints=[gpu_taint], allocatable={"nvidia.com/gpu": "2"})
+            cluster.add_node_object(gke_node(name, "g2-standard-24", nodepool=f"p{i:03d}",
+                                             labels={"accelfleet.io/pool": f"p{i:03d}"}))
             cluster.set_node_output(name, report_line(name))
     conn.send(cluster.url)
     while True:

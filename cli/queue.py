@@ -47,17 +47,36 @@ def flavor_words(q: TeamQueue, f: QueueFlavor) -> str:
     return f"{f.flavor} ({amounts(dict(f.nominal), q.resources)}{lent})"
 
 
+QUEUED_WORDS = "; nodes by ProvisioningRequest"
+
+
+def queued_words(c: ClusterRouting, q: TeamQueue, f: QueueFlavor) -> str:
+    """A flavor's words; a queued pool's say that its nodes come by ProvisioningRequest (the
+    queue's admission check on that flavor)."""
+    words = flavor_words(q, f)
+    if f.flavor in {x.name for x in c.queued}:
+        return words.removesuffix(")") + QUEUED_WORDS + ")"
+    return words
+
+
 def queue_lines(routing: list[ClusterRouting], team: str | None = None) -> list[str]:
-    """A queue per line: where to submit, then its flavors in the order Kueue tries them."""
+    """A queue per line: where to submit, then its flavors in the order Kueue tries them (a
+    queued pool's flavor says its nodes come by ProvisioningRequest); then, for all teams,
+    the queue smoke runs use on the cluster's queued pools."""
     lines = []
     for c in routing:
+        def order(q: TeamQueue, c: ClusterRouting = c) -> str:
+            return " -> ".join(queued_words(c, q, f) for f in q.flavors)
+
         for q in c.queues:
             if team is not None and q.team != team:
                 continue
             how = "routing" if q.routed else "default order"
-            order = " -> ".join(flavor_words(q, f) for f in q.flavors)
             lines.append(f"queue {c.cluster}/{q.name} (team {q.team}, {how}; cohort "
-                         f"{q.cohort}): {order}")
+                         f"{q.cohort}): {order(q)}")
+        if c.smoke is not None and team is None:
+            lines.append(f"queue {c.cluster}/{c.smoke.name} (smoke runs, namespace "
+                         f"{c.smoke.namespace}; no cohort): {order(c.smoke)}")
     return lines
 
 
@@ -116,10 +135,13 @@ def show(
             continue
         out.print(f"[bold]{c.cluster}[/]: cohort {c.cohort}, {len(c.flavors)} flavor"
                   f"{'s' if len(c.flavors) != 1 else ''} (one per pool)")
-        for q in queues:
-            how = "its routing" if q.routed else "its own pools, default order"
-            out.print(f"  team {q.team}: namespace {q.name}, LocalQueue {q.name} -> "
+        shown = [(f"team {q.team}", q, "its routing" if q.routed
+                  else "its own pools, default order") for q in queues]
+        if c.smoke is not None and team is None:
+            shown.append(("smoke runs", c.smoke, "the queued pools; no cohort"))
+        for who, q, how in shown:
+            out.print(f"  {who}: namespace {q.namespace or q.name}, LocalQueue {q.name} -> "
                       f"ClusterQueue {q.name} ({how})")
             out.print(f"    quota: {amounts(q.nominal(), q.resources)}")
             for i, f in enumerate(q.flavors, 1):
-                out.print(f"    {i}. {flavor_words(q, f)}", soft_wrap=True)
+                out.print(f"    {i}. {queued_words(c, q, f)}", soft_wrap=True)

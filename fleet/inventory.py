@@ -14,6 +14,10 @@ from fleet.errors import InputError
 from fleet.model import POOL_LABEL, Fleet, ResolvedPool
 
 SCHEMA_VERSION = 1
+# The Kueue queue (LocalQueue and ClusterQueue, fleet.routing.smoke_queue) `accelfleet smoke`
+# submits to on a GKE queued-provisioning pool, whose nodes come only through Kueue's
+# ProvisioningRequest admission check.
+SMOKE_QUEUE = "accelfleet-smoke"
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,9 @@ class InventoryPool:
     # The GPU fabric the pool was built with (catalog `Fabric` kind: tcpx, tcpxo, rdma, efa);
     # None without one, or with `fabric: off`.
     gpu_networking: str | None = None
+    # The Kueue LocalQueue (in the smoke namespace) a smoke Job on this pool names; None: the
+    # pool's nodes are there without Kueue (only GKE queued-provisioning pools need it).
+    kueue_queue: str | None = None
 
 
 @dataclass(frozen=True)
@@ -113,6 +120,7 @@ def inventory_pool(pool: ResolvedPool, catalog: Catalog) -> InventoryPool:
         tolerations=tolerations,
         zones=list(pool.spec.zones),
         gpu_networking=pool.networking.kind if pool.networking else None,
+        kueue_queue=SMOKE_QUEUE if pool.cloud == "gcp" and pool.spec.capacity.queued else None,
     )
 
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from fleet.catalog import Catalog
 from fleet.errors import SpecError
-from fleet.inventory import inventory_pool
+from fleet.inventory import SMOKE_QUEUE, inventory_pool
 from fleet.model import ResolvedPool
 
 if TYPE_CHECKING:
@@ -63,6 +63,10 @@ class Flavor:
     quota: Mapping[str, int]
     nodes: int
     topology: str | None = None
+    # A GKE queued-provisioning pool: its nodes come only through a ProvisioningRequest, so
+    # its queues carry Kueue's ProvisioningRequest admission check on this flavor.
+    queued: bool = False
+    device_resource: str | None = None  # nvidia.com/gpu, google.com/tpu; None on CPU pools
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,7 @@ class TeamQueue:
     resources: tuple[str, ...]
     flavors: tuple[QueueFlavor, ...]
     routed: bool  # from `routing:`; False: the team's own pools in the default order
+    namespace: str | None = None  # where its LocalQueue is; None: `name`
 
     def nominal(self) -> dict[str, int]:
         """The queue's nominal quota, every flavor together."""
@@ -111,6 +116,12 @@ class ClusterRouting:
     cohort: str
     flavors: tuple[Flavor, ...]
     queues: tuple[TeamQueue, ...]
+    # The queue `accelfleet smoke` submits to on the cluster's queued pools (see smoke_queue)
+    smoke: TeamQueue | None = None
+
+    @property
+    def queued(self) -> tuple[Flavor, ...]:
+        return tuple(f for f in self.flavors if f.queued)
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready, quantities as Kubernetes writes them."""
@@ -120,12 +131,15 @@ class ClusterRouting:
                          "topology": f.topology, "node_labels": dict(f.node_labels),
                          "quota": quantities(f.quota)} for f in self.flavors],
             "queues": [queue_summary(q) for q in self.queues],
+            "queued_flavors": [f.name for f in self.queued],
+            "smoke_queue": queue_summary(self.smoke) if self.smoke is not None else None,
         }
 
 
 def queue_summary(q: TeamQueue) -> dict[str, Any]:
     return {
-        "team": q.team, "cluster": q.cluster, "namespace": q.name, "local_queue": q.name,
+        "team": q.team, "cluster": q.cluster, "namespace": q.namespace or q.name,
+        "local_queue": q.name,
         "cluster_queue": q.name, "cohort": q.cohort, "routed": q.routed,
         "resources": list(q.resources), "nominal": quantities(q.nominal()),
         "flavors": [{"name": f.flavor, "owner": f.owner, "borrowed": f.borrowed,
@@ -177,7 +191,29 @@ def pool_flavor(pool: ResolvedPool, catalog: Catalog) -> Flavor:
                   node_labels=dict(entry.node_selector),
                   tolerations=tuple(dict(t) for t in entry.tolerations),
                   quota=pool_quota(pool, catalog), nodes=pool.node_range[1],
-                  topology=entry.topology if pool.shape.tpu is not None else None)
+                  topology=entry.topology if pool.shape.tpu is not None else None,
+                  queued=pool.cloud == "gcp" and pool.spec.capacity.queued,
+                  device_resource=entry.resource or None)
+
+
+def smoke_queue(cluster: str, flavors: Sequence[Flavor], namespace: str
+                ) -> TeamQueue | None:
+    """The queue `accelfleet smoke` submits to on a cluster's queued pools: a LocalQueue
+    `SMOKE_QUEUE` in the smoke namespace and a ClusterQueue of that name holding every
+    queued flavor at its full quota, outside the cohort (no team's quota is touched). A
+    queued pool's nodes exist only for the ProvisioningRequest that brought them, so a smoke
+    run's request is as real as a team's; without this queue a smoke pod on a queued pool
+    waits out its timeout (issue 20 item 2). None without a queued pool."""
+    queued = [f for f in flavors if f.queued]
+    if not queued:
+        return None
+    resources = covered([f.quota for f in queued])
+    return TeamQueue(
+        team=SMOKE_QUEUE, cluster=cluster, name=SMOKE_QUEUE, cohort="",
+        resources=resources,
+        flavors=tuple(QueueFlavor(f.name, f.team, {r: f.quota.get(r, 0) for r in resources})
+                      for f in queued),
+        routed=False, namespace=namespace)
 
 
 def capacity_rank(pool: ResolvedPool) -> int:

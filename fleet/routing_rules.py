@@ -29,6 +29,7 @@ from fleet.routing import (
     default_order,
     percent_of,
     pool_flavor,
+    smoke_queue,
 )
 from fleet.spec import FleetSpec, RoutingTeam
 
@@ -132,9 +133,11 @@ class _Resolver:
                     queues.append(queue)
             queues = self._namespaces(cluster, queues, planned)
             if pools or queues:
-                out.append(ClusterRouting(cluster=cluster, cohort=cluster,
-                                          flavors=tuple(self.flavors[p.name] for p in pools),
-                                          queues=tuple(queues)))
+                flavors = tuple(self.flavors[p.name] for p in pools)
+                out.append(ClusterRouting(cluster=cluster, cohort=cluster, flavors=flavors,
+                                          queues=tuple(queues),
+                                          smoke=smoke_queue(cluster, flavors,
+                                                            self.spec.smoke.namespace)))
         # an accelerator entry must match on some cluster the rule routes on (with no
         # `cluster:` and no pool named, a rule routes on every cluster of the team's pools)
         for (i, j), (text, missed) in self.misses.items():

@@ -38,6 +38,7 @@ from fleet.inventory import Inventory, InventoryPool
 from fleet.model import POOL_LABEL
 from smoke import _expect
 from smoke._bundle import MOUNT_PATH, configmap_data
+from smoke._queue import through_kueue
 from smoke._templates import _render, dump_yaml
 
 if TYPE_CHECKING:
@@ -218,13 +219,16 @@ def render_run(inventory: Inventory, options: RenderOptions, *,
             continue
         ctx = _context(pool, options, name, image, expectation(pool, backend), items, catalog)
         if pool.kind == "tpu":
-            objs = _render("tpu-jobset.yaml.j2", _tpu(pool, ctx))
+            objs = through_kueue(_render("tpu-jobset.yaml.j2", _tpu(pool, ctx)),
+                                 pool.kueue_queue, options.timeout_s)
             workloads.append(PoolWorkload(pool, cluster, "jobset", name, _pods(pool), objs,
                                           backend, image))
         else:  # a port of its own per GPU pool of a cluster, even on hostNetwork
             port = RENDEZVOUS_PORT + ports.setdefault(cluster, 0)
             ports[cluster] += 1
-            objs = _render("gpu-job.yaml.j2", _gpu(pool, options, catalog, ctx, port))
+            objs = through_kueue(_render("gpu-job.yaml.j2", _gpu(pool, options, catalog, ctx,
+                                                                 port)),
+                                 pool.kueue_queue, options.timeout_s)
             workloads.append(PoolWorkload(pool, cluster, "job", name, _pods(pool), objs,
                                           backend, image))
     shared = {}

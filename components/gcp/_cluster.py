@@ -134,9 +134,16 @@ class GkeCluster(pulumi.ComponentResource):
             f"{args.name}-k8s", kubeconfig=self.kubeconfig, enable_server_side_apply=True,
             opts=pulumi.ResourceOptions(parent=self))
         # Without it the Kueue objects and every JobSet are refused: their webhooks time out.
+        # Only to this cluster's nodes: every pool runs as the cluster's node service account
+        # (a rule with no target applies to every VM of the network; GKE's own control-plane
+        # rules are targeted, and its docs add this rule with `--target-tags`:
+        # https://cloud.google.com/kubernetes-engine/docs/how-to/private-clusters#add_firewall_rules;
+        # a service-account target needs no network tag on the pools:
+        # https://cloud.google.com/firewall/docs/firewalls#service-accounts-vs-tags).
         gcp.compute.Firewall(
             f"{args.name}-webhooks", name=f"{args.name}-webhooks", project=args.project,
             network=args.network, direction="INGRESS", source_ranges=[MASTER_CIDR],
+            target_service_accounts=[args.node_service_account],
             allows=[gcp.compute.FirewallAllowArgs(protocol="tcp",
                                                   ports=list(CONTROL_PLANE_PORTS))],
             opts=child)

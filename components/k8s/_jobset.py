@@ -6,7 +6,8 @@ one per slice, and so will TPU training.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -21,9 +22,11 @@ TYPE = "accelfleet:k8s:JobSetController"
 
 @dataclass(frozen=True)
 class JobSetControllerArgs:
-    """accelerator_label: a label every accelerator node carries; the controller avoids them."""
+    """accelerator_label: a label every accelerator node carries; the controller avoids them.
+    node_selector: the nodes it runs on (the system pool's label), or none."""
 
     accelerator_label: str = ACCELERATOR_LABEL
+    node_selector: Mapping[str, str] = field(default_factory=dict)
 
 
 class JobSetController(pulumi.ComponentResource):
@@ -36,7 +39,7 @@ class JobSetController(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(TYPE, name, None, opts)
         values = jobset_controller_values(JOBSET_IMAGE_REPOSITORY, JOBSET_IMAGE_TAG,
-                                          args.accelerator_label)
+                                          args.accelerator_label, args.node_selector)
         self.release = pinned_release(f"{name}-{JOBSET.chart}", JOBSET, values,
                                       release_opts(self, opts))
         self.register_outputs({"version": self.release.version,

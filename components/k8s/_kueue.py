@@ -12,11 +12,18 @@ published CRD schemas), applied as `k8s.apiextensions.CustomResource` in
                     borrowing or preempting (flavorFungibility), reclaiming lent quota
     Namespace, LocalQueue   one per team, both named after it: jobs labelled
                     `kueue.x-k8s.io/queue-name: <team>` in that namespace go to its queue
+    AdmissionCheck, ProvisioningRequestConfig   one each per GKE queued pool: Kueue asks
+                    GKE for the pool's nodes by ProvisioningRequest before it admits a job
+                    there (the queues carry the check on that flavor)
+    accelfleet-smoke   Namespace (the smoke namespace), LocalQueue and ClusterQueue where the
+                    cluster has queued pools: the queue smoke runs on those pools use
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,31 +50,88 @@ PREEMPTION = {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority
 
 
 # -- the controller ---------------------------------------------------------------------------
+# Kueue v0.19.2's charts/kueue/values.yaml `managerConfig.controllerManagerConfigYaml`, as
+# data (kubernetes-sigs/kueue@8eab68778fc1b52affe165fdf5af29d1e9b4f3cb). The chart reads the
+# webhooks' namespaceSelector from its `managedJobsNamespaceSelector`
+# (charts/kueue/templates/webhook/manifests.yaml: `mpod.kb.io` fails closed, and without the
+# key selects every namespace but kube-system and kueue-system), so accelfleet sets it; the
+# rest is the chart's default, unchanged.
+MANAGER_CONFIG: dict[str, Any] = {
+    "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+    "health": {"healthProbeBindAddress": ":8081"}, "metrics": {"bindAddress": ":8443"},
+    "webhook": {"port": 9443},
+    "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+    "controller": {"groupKindConcurrency": {
+        "Job.batch": 5, "Pod": 5, "Workload.kueue.x-k8s.io": 10,
+        "LocalQueue.kueue.x-k8s.io": 5, "ClusterQueue.kueue.x-k8s.io": 5,
+        "ResourceFlavor.kueue.x-k8s.io": 1}},
+    "clientConnection": {"qps": 300, "burst": 500},
+    "integrations": {"frameworks": [
+        "batch/job", "kubeflow.org/mpijob", "ray.io/rayjob", "ray.io/rayservice",
+        "ray.io/raycluster", "jobset.x-k8s.io/jobset", "workload.codeflare.dev/appwrapper",
+        "trainer.kubeflow.org/trainjob", "pod", "deployment", "statefulset",
+        "leaderworkerset.x-k8s.io/leaderworkerset"]},
+}
+# xpk sizes the controller by the cluster's nodes: 32 MiB per node, at least 4 GiB, and 4 CPUs
+# per 1000 nodes, at least 2 (AI-Hypercomputer/xpk@367c838253bea41e7d7716145ad6513f44c1a21e:
+# src/xpk/core/kueue_manager.py, MEMORY_SIZE_PER_VM, MIN_MEMORY_LIMIT_SIZE, CPU_SIZE_PER_VM,
+# MIN_CPU_LIMIT_SIZE); the chart's 512Mi is too little for a fleet (issue 20 item 7).
+MEMORY_MIB_PER_NODE, MIN_MEMORY_MIB = 32, 4096
+CPU_PER_NODE, MIN_CPU = 0.004, 2
+
+
+def controller_resources(nodes: int) -> dict[str, Any]:
+    """Requests = limits, sized by the cluster's largest node count, as xpk does."""
+    memory = f"{max(math.ceil(nodes * MEMORY_MIB_PER_NODE), MIN_MEMORY_MIB)}Mi"
+    cpu = str(max(math.ceil(nodes * CPU_PER_NODE), MIN_CPU))
+    amount = {"cpu": cpu, "memory": memory}
+    return {"requests": dict(amount), "limits": dict(amount)}
+
+
+def managed_namespaces_selector(namespaces: Sequence[str]) -> dict[str, Any]:
+    """The namespaces Kueue manages (its webhooks see): the team queues' and the smoke
+    namespace where a queued pool needs it; with none, only namespaces labelled as a team's."""
+    if namespaces:
+        return {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "In",
+                                      "values": sorted(set(namespaces))}]}
+    return {"matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]}
+
+
 def kueue_controller_values(image_repository: str, image_tag: str,
-                            node_selector: Mapping[str, str]) -> dict[str, Any]:
-    """Kueue's Helm values: the pinned image, and the system pool's nodes.
+                            node_selector: Mapping[str, str], *, nodes: int = 0,
+                            namespaces: Sequence[str] = ()) -> dict[str, Any]:
+    """Kueue's Helm values: the pinned image, the system pool's nodes, resources sized by the
+    cluster's `nodes` (xpk's rule), and its webhooks scoped to the `namespaces` it manages.
 
     The chart takes a nodeSelector and tolerations, no affinity: no tolerations keeps the
     controller off every tainted accelerator node, and the selector (the system pool's
     `accelfleet.io/pool` label, when the cluster has one) off untainted CPU pools too.
-    Resources and the manager's configuration stay the chart's (requests 500m CPU / 512Mi;
-    every job framework with `manageJobsWithoutQueueName: false`, so only jobs that name a
-    queue are queued: accelfleet's smoke jobs are not).
+    The manager's configuration is the chart's (every job framework with
+    `manageJobsWithoutQueueName: false`, so only jobs that name a queue are queued) plus
+    `managedJobsNamespaceSelector`: the pod webhook fails closed, and in every namespace
+    while Kueue is down no pod (device plugins on new GPU nodes, smoke pods) could be made.
     """
     manager: dict[str, Any] = {
         "image": {"repository": image_repository, "tag": image_tag,
-                  "pullPolicy": "IfNotPresent"}}
+                  "pullPolicy": "IfNotPresent"},
+        "resources": controller_resources(nodes)}
     controller: dict[str, Any] = {"manager": manager}
     if node_selector:
         controller["nodeSelector"] = dict(node_selector)
-    return {"controllerManager": controller}
+    config = {**MANAGER_CONFIG,
+              "managedJobsNamespaceSelector": managed_namespaces_selector(namespaces)}
+    return {"controllerManager": controller,
+            "managerConfig": {"controllerManagerConfigYaml": json.dumps(config, indent=2)}}
 
 
 @dataclass(frozen=True)
 class KueueControllerArgs:
-    """node_selector: the nodes the controller runs on (the system pool's label), or none."""
+    """node_selector: the nodes the controller runs on (the system pool's label), or none;
+    nodes: the cluster's nodes at their most; namespaces: those Kueue manages."""
 
     node_selector: Mapping[str, str] = field(default_factory=dict)
+    nodes: int = 0
+    namespaces: tuple[str, ...] = ()
 
 
 class KueueController(pulumi.ComponentResource):
@@ -80,7 +144,8 @@ class KueueController(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(CONTROLLER_TYPE, name, None, opts)
         values = kueue_controller_values(KUEUE_IMAGE_REPOSITORY, KUEUE_IMAGE_TAG,
-                                         args.node_selector)
+                                         args.node_selector, nodes=args.nodes,
+                                         namespaces=args.namespaces)
         self.release = pinned_release(f"{name}-{KUEUE.chart}", KUEUE, values,
                                       release_opts(self, opts))
         self.register_outputs({"version": self.release.version,
@@ -110,9 +175,54 @@ def resource_flavor(f: Flavor) -> dict[str, Any]:
     return _object("ResourceFlavor", f.name, spec, {POOL_LABEL: f.pool, TEAM_LABEL: f.team})
 
 
-def cluster_queue(q: TeamQueue) -> dict[str, Any]:
+# Kueue's ProvisioningRequest admission check, the only way a GKE queued-provisioning pool
+# gets nodes (https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest).
+# As GoogleCloudPlatform/cluster-toolkit@1047080375afbb44da4b596be314634e7486af4a:
+# examples/gke-consumption-options/dws-flex-start-queued-provisioning/dws-queues.yaml.tftpl
+# (GPU: managedResources nvidia.com/gpu) and tpu-dws-queues.yaml.tftpl (TPU: managedResources
+# google.com/tpu, parameters `tpu-topology`), and AI-Hypercomputer/xpk@367c838253bea41e7d77
+# 16145ad6513f44c1a21e:src/xpk/templates/kueue_config.yaml.j2 (podSetUpdates: the admitted
+# pods select the nodes of their own request by `autoscaling.gke.io/provisioning-request`,
+# the label the real nodes carry). v1beta2 has no `spec.admissionChecks` on a ClusterQueue
+# (Cluster Toolkit's template sets it; the v0.19.2 CRD prunes it): the check goes in
+# `admissionChecksStrategy`, on the queued flavors only.
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+QUEUED_PROVISIONING_CLASS = "queued-provisioning.gke.io"
+PROVISIONING_REQUEST_LABEL = "autoscaling.gke.io/provisioning-request"
+
+
+def provisioning_check_name(f: Flavor) -> str:
+    return f"{f.name}-dws"
+
+
+def provisioning_request_config(f: Flavor) -> dict[str, Any]:
+    """A queued flavor's ProvisioningRequestConfig: GKE's queued-provisioning class, the
+    device resource it provisions for, the slice topology of a TPU pool."""
+    spec: dict[str, Any] = {
+        "provisioningClassName": QUEUED_PROVISIONING_CLASS,
+        "managedResources": [f.device_resource] if f.device_resource else [],
+        "podSetUpdates": {"nodeSelector": [{
+            "key": PROVISIONING_REQUEST_LABEL,
+            "valueFromProvisioningClassDetail": "ResizeRequestName"}]},
+    }
+    if f.topology is not None and f.device_resource == "google.com/tpu":
+        spec["parameters"] = {"tpu-topology": f.topology}
+    return _object("ProvisioningRequestConfig", provisioning_check_name(f), spec,
+                   {POOL_LABEL: f.pool, TEAM_LABEL: f.team})
+
+
+def admission_check(f: Flavor) -> dict[str, Any]:
+    spec = {"controllerName": PROVISIONING_CONTROLLER,
+            "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig",
+                           "name": provisioning_check_name(f)}}
+    return _object("AdmissionCheck", provisioning_check_name(f), spec,
+                   {POOL_LABEL: f.pool, TEAM_LABEL: f.team})
+
+
+def cluster_queue(q: TeamQueue, queued: Sequence[Flavor] = ()) -> dict[str, Any]:
     """A team's ClusterQueue: one resource group covering every resource of its flavors, the
-    flavors in routing order, only the team's namespace may point a LocalQueue at it."""
+    flavors in routing order, only the team's namespace may point a LocalQueue at it; on each
+    `queued` flavor it holds, Kueue's ProvisioningRequest admission check."""
     flavors = []
     for f in q.flavors:
         resources = []
@@ -124,33 +234,56 @@ def cluster_queue(q: TeamQueue) -> dict[str, Any]:
                 item["lendingLimit"] = quantity(r, f.lending_limit[r])
             resources.append(item)
         flavors.append({"name": f.flavor, "resources": resources})
-    spec = {
-        "cohortName": q.cohort,
-        "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: q.name}},
+    spec: dict[str, Any] = {
+        "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: q.namespace or q.name}},
         "queueingStrategy": "BestEffortFIFO",
         "flavorFungibility": dict(FUNGIBILITY),
         "preemption": dict(PREEMPTION),
         "resourceGroups": [{"coveredResources": list(q.resources), "flavors": flavors}],
     }
+    if q.cohort:
+        spec = {"cohortName": q.cohort, **spec}
+    else:  # outside a cohort nothing is lent or reclaimed
+        spec["preemption"] = {"withinClusterQueue": PREEMPTION["withinClusterQueue"]}
+    mine = {f.flavor for f in q.flavors}
+    checks = [{"name": provisioning_check_name(f), "onFlavors": [f.name]}
+              for f in queued if f.name in mine]
+    if checks:
+        spec["admissionChecksStrategy"] = {"admissionChecks": checks}
     return _object("ClusterQueue", q.name, spec, {TEAM_LABEL: q.team})
 
 
 def local_queue(q: TeamQueue) -> dict[str, Any]:
     return _object("LocalQueue", q.name, {"clusterQueue": q.name}, {TEAM_LABEL: q.team},
-                   namespace=q.name)
+                   namespace=q.namespace or q.name)
 
 
 def namespace(q: TeamQueue) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": q.name, "labels": {**MANAGED, TEAM_LABEL: q.team}}}
+            "metadata": {"name": q.namespace or q.name,
+                         "labels": {**MANAGED, TEAM_LABEL: q.team}}}
 
 
 def kueue_objects(routing: ClusterRouting) -> list[dict[str, Any]]:
     """Every object of a cluster's routing, in the order they are created."""
     objs = [cohort(routing), *(resource_flavor(f) for f in routing.flavors)]
-    for q in routing.queues:
-        objs += [namespace(q), cluster_queue(q), local_queue(q)]
+    for f in routing.queued:
+        objs += [provisioning_request_config(f), admission_check(f)]
+    for q in all_queues(routing):
+        objs += [namespace(q), cluster_queue(q, routing.queued), local_queue(q)]
     return objs
+
+
+def all_queues(routing: ClusterRouting) -> tuple[TeamQueue, ...]:
+    """The team queues, and the smoke queue where the cluster has queued pools."""
+    return (*routing.queues, *((routing.smoke,) if routing.smoke is not None else ()))
+
+
+def managed_namespaces(routing: ClusterRouting | None) -> tuple[str, ...]:
+    """The namespaces Kueue manages on a cluster: every queue's."""
+    if routing is None:
+        return ()
+    return tuple(q.namespace or q.name for q in all_queues(routing))
 
 
 @dataclass(frozen=True)
@@ -176,15 +309,18 @@ class KueueQueues(pulumi.ComponentResource):
                 api_version=obj["apiVersion"], kind=obj["kind"], metadata=obj["metadata"],
                 spec=obj["spec"], opts=pulumi.ResourceOptions(parent=self, depends_on=wait))
 
-        # the queues wait for the cohort and the flavors they name
+        # the queues wait for the cohort, the flavors and the admission checks they name
         shared = [apply(cohort(routing), after),
                   *(apply(resource_flavor(f), after) for f in routing.flavors)]
-        for q in routing.queues:
+        for f in routing.queued:
+            config = apply(provisioning_request_config(f), after)
+            shared.append(apply(admission_check(f), [*after, config]))
+        for q in all_queues(routing):
             ns_obj = namespace(q)
             ns = k8s.core.v1.Namespace(f"{name}-namespace-{q.name}",
                                        metadata=ns_obj["metadata"],
                                        opts=pulumi.ResourceOptions(parent=self))
-            queue = apply(cluster_queue(q), [*after, *shared])
+            queue = apply(cluster_queue(q, routing.queued), [*after, *shared])
             apply(local_queue(q), [*after, ns, queue])
         self.register_outputs({"cohort": routing.cohort,
                                "flavors": [f.name for f in routing.flavors],
@@ -205,9 +341,11 @@ def install_queueing(parent: pulumi.Resource, cluster: str, routing: ClusterRout
     (pkg/controller/jobframework/setup.go, WaitForAPI).
     """
     opts = pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=addon_nodes)
-    JobSetController(cluster, JobSetControllerArgs(), opts)
     selector = {POOL_LABEL: SYSTEM_POOL} if system_pool else {}
-    kueue = KueueController(cluster, KueueControllerArgs(node_selector=selector), opts)
+    JobSetController(cluster, JobSetControllerArgs(node_selector=selector), opts)
+    nodes = sum(f.nodes for f in routing.flavors) if routing is not None else 0
+    kueue = KueueController(cluster, KueueControllerArgs(
+        node_selector=selector, nodes=nodes, namespaces=managed_namespaces(routing)), opts)
     if routing is not None and (routing.flavors or routing.queues):
         KueueQueues(f"{cluster}-queues", KueueQueuesArgs(routing), pulumi.ResourceOptions(
             parent=parent, provider=provider, depends_on=[kueue.release]))

@@ -116,20 +116,25 @@ def scheduling_pod(values: Mapping[str, Any], name: str = "scheduling-check") ->
 
 
 def jobset_controller_values(image_repository: str, image_tag: str,
-                             accelerator_label: str) -> dict[str, Any]:
+                             accelerator_label: str,
+                             node_selector: Mapping[str, str] | None = None) -> dict[str, Any]:
     """JobSet controller: the pinned image; kept off accelerator nodes.
 
     No tolerations: the controller runs on the cluster's untainted nodes, never on a GPU or
     TPU node. The node affinity says so explicitly (every accelfleet accelerator node carries
     `accelerator_label`), so a pool that loses its taint still does not host it. Resources stay
     the chart's (requests 500m CPU / 128Mi, limits 2 CPU / 4Gi; upstream asks for a node with
-    2+ CPUs and 512+ MB free).
+    2+ CPUs and 512+ MB free). With `node_selector` (the system pool's label), it stays off
+    the user's untainted CPU pools too, as Kueue's controller does.
     """
     affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [
             {"key": accelerator_label, "operator": "DoesNotExist"}]}]}}}
+    controller: dict[str, Any] = {"affinity": affinity}
+    if node_selector:  # the system pool (chart v0.12.0 values `controller.nodeSelector`)
+        controller["nodeSelector"] = dict(node_selector)
     return {
         "image": {"repository": image_repository, "tag": image_tag,
                   "pullPolicy": "IfNotPresent"},
-        "controller": {"affinity": affinity},
+        "controller": controller,
     }

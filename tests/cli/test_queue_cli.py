@@ -67,3 +67,43 @@ def test_help() -> None:
     result = runner.invoke(app, ["queue", "show", "--help"])
     assert result.exit_code == 0
     assert "--team" in result.output and "--json" in result.output
+
+
+QUEUED_STACK = """\
+config:
+  accelfleet:fleet:
+    clouds:
+      gcp: {project: acme-ml-test, region: us-central1}
+    clusters:
+      - {name: c1, cloud: gcp}
+    teams:
+      - {name: research}
+    pools:
+      - {name: h100-q, cluster: c1, team: research, accelerator: a3-highgpu-8g, nodes: 2,
+         zone: us-central1-a, capacity: queued}
+      - {name: l4, cluster: c1, team: research, accelerator: g2-standard-24, nodes: 1,
+         zone: us-central1-a}
+"""
+
+
+def test_show_says_which_flavors_get_nodes_by_provisioning_request(tmp_path: Path) -> None:
+    """Issue 20 item 2: a queued pool's nodes come only through Kueue's ProvisioningRequest
+    admission check; the queues say so, and name the queue smoke runs use."""
+    stack = tmp_path / "Pulumi.q.yaml"
+    stack.write_text(QUEUED_STACK, encoding="utf-8")
+    result = runner.invoke(app, ["queue", "show", str(stack)], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert ("team research: namespace research, LocalQueue research -> ClusterQueue research "
+            "(its own pools, default order) quota: nvidia.com/gpu 18, cpu 440, memory 3840Gi "
+            "1. l4 (nvidia.com/gpu 2, cpu 24, memory 96Gi) 2. h100-q (nvidia.com/gpu 16, "
+            "cpu 416, memory 3744Gi; nodes by ProvisioningRequest)") in text
+    assert ("smoke runs: namespace accelfleet-smoke, LocalQueue accelfleet-smoke -> "
+            "ClusterQueue accelfleet-smoke (the queued pools; no cohort) quota: "
+            "nvidia.com/gpu 16, cpu 416, memory 3744Gi 1. h100-q (nvidia.com/gpu 16, cpu 416, "
+            "memory 3744Gi; nodes by ProvisioningRequest)") in text
+    plan = runner.invoke(app, ["plan", str(stack)], env={"COLUMNS": "300"})
+    assert plan.exit_code == 0, plan.output
+    assert ("queue c1/accelfleet-smoke (smoke runs, namespace accelfleet-smoke; no cohort): "
+            "h100-q (nvidia.com/gpu 16, cpu 416, memory 3744Gi; nodes by "
+            "ProvisioningRequest)") in " ".join(plan.output.split())

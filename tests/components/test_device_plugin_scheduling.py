@@ -2,7 +2,9 @@
 
 The Helm values we pass are turned into the DaemonSets the pinned charts would render (their
 templates' scheduling parts, below), validated strictly against the Kubernetes 1.33 schema, and
-scheduled against the nodes of a test stack whose pools carry extra taints.
+scheduled against the nodes of a test stack whose pools carry extra taints: each node built
+from the recorded real EKS node of its instance type (tests/smoke/data/nodes, with its source)
+plus what the node group declares.
 
 Chart templates read for the rendering (scheduling parts only):
 - NVIDIA/k8s-device-plugin v0.18.2 deployments/helm/nvidia-device-plugin/templates/
@@ -39,6 +41,7 @@ from components.k8s import (
 from fleet import validate_fleet
 from fleet.catalog import Taint, load_catalog
 from fleet.model import ACCELERATOR_LABEL
+from tests.smoke.nodes import eks_node
 
 K8S_VERSION = "1.33"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -115,10 +118,16 @@ def stack() -> Stack:
         if r.typ == "aws:eks/nodeGroup:NodeGroup" and r.inputs["nodeGroupName"] in {
                 p["name"] for p in SPEC["pools"]}:
             pool = next(p for p in fleet.pools if p.name == r.inputs["nodeGroupName"])
-            labels = {**r.inputs["labels"], INSTANCE_TYPE: pool.shape.machine_type}
+            # the recorded real node of its instance type, with what the node group declares
             taints = [{"key": t["key"], "value": t.get("value", ""),
                        "effect": EKS_EFFECT[t["effect"]]} for t in r.inputs["taints"]]
-            nodes[pool.name] = {"labels": labels, "taints": taints}
+            node = eks_node(f"{pool.name}-0", pool.shape.machine_type,
+                            nodegroup=r.inputs["nodeGroupName"],
+                            zone=pool.spec.zones[0], labels=dict(r.inputs["labels"]),
+                            taints=taints, spot=pool.spec.capacity.spot)
+            assert node["metadata"]["labels"][INSTANCE_TYPE] == pool.shape.machine_type
+            nodes[pool.name] = {"labels": node["metadata"]["labels"],
+                                "taints": node["spec"]["taints"]}
     values = {r.inputs["chart"]: r.inputs["values"] for r in mocks.resources
               if r.typ == RELEASE}
     return Stack(nodes, values)

@@ -1,8 +1,8 @@
 """GKE DaemonSets accelfleet installs (NCCL installers, NRI device injector) run on every node of
 the pools they serve, whatever extra taints those pools carry: each DaemonSet's pod spec is
 validated strictly against the Kubernetes schema, and its tolerations must cover every taint of
-every pool its node affinity selects (the catalog's accelerator taint, the pool's `taints`, and
-GKE's own `cloud.google.com/gke-queued` on flex-start / queued nodes).
+every pool its node affinity selects (the taints of the recorded real GKE node of its machine
+type, GKE's own `cloud.google.com/gke-queued` on flex-start / queued nodes, the pool's `taints`).
 
 Upstream keeps the same blanket toleration (`- operator: "Exists"`) on all three installers and
 the injector: GoogleCloudPlatform/container-engine-accelerators@992db81
@@ -20,7 +20,7 @@ import kubernetes_validate
 import pytest
 
 from components.plan import Plan, run_plan
-from fleet.catalog import load_catalog
+from tests.smoke.nodes import gke_node
 
 FIXTURE = Path(__file__).parent / "fixtures" / "Pulumi.gcptaints.yaml"
 K8S_VERSION = "1.33"
@@ -42,22 +42,26 @@ def plan() -> Plan:
 
 
 def node_taints(plan: Plan) -> dict[str, list[dict[str, str]]]:
-    """GKE accelerator label of each pool -> the taints its nodes carry."""
-    cat = load_catalog()
+    """GKE accelerator label of each pool -> the taints its nodes carry: a node built from the
+    recorded real GKE node of its machine type (tests/smoke/data/nodes: GKE's own GPU taint,
+    and on flex-start / queued pools its gke-queued taint) plus the taints the node pool
+    declares in the plan."""
     effect = {"NO_SCHEDULE": "NoSchedule", "PREFER_NO_SCHEDULE": "PreferNoSchedule",
               "NO_EXECUTE": "NoExecute"}
-    queued = cat.taints[("gcp", "flex_start")]
     out: dict[str, list[dict[str, str]]] = {}
     by_name = {p.name: p for p in plan.fleet.pools}
     for r in plan.of_type("gcp:container/nodePool:NodePool"):
         cfg = r.inputs["nodeConfig"]
         if not cfg.get("guestAccelerators"):  # a CPU (system) pool: no GPU DaemonSet runs there
             continue
-        taints = [{"key": t["key"], "value": t.get("value", ""), "effect": effect[t["effect"]]}
-                  for t in cfg["taints"]]
-        if by_name[r.inputs["name"]].flex_start:  # GKE adds it to the nodes it queues
-            taints.append({"key": queued.key, "value": queued.value, "effect": queued.effect})
-        out.setdefault(cfg["guestAccelerators"][0]["type"], []).extend(taints)
+        pool = by_name[r.inputs["name"]]
+        declared = [{"key": t["key"], "value": t.get("value", ""),
+                     "effect": effect[t["effect"]]} for t in cfg["taints"]]
+        node = gke_node(f"{pool.name}-0", cfg["machineType"], nodepool=r.inputs["name"],
+                        taints=declared, queued=pool.flex_start)
+        accelerator = node["metadata"]["labels"]["cloud.google.com/gke-accelerator"]
+        assert accelerator == cfg["guestAccelerators"][0]["type"]
+        out.setdefault(accelerator, []).extend(node["spec"]["taints"])
     return out
 
 

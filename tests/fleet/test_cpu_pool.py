@@ -57,7 +57,7 @@ def test_cpu_pool_inventory_entry_is_kind_cpu(spec):
     inv = build_inventory(validate_fleet(_with_cpu_pools(spec)), "test")
     cpu = inv.pool("cpu-batch")
     assert (cpu.kind, cpu.accelerator, cpu.devices_per_node, cpu.resource) == ("cpu", "cpu", 0, "")
-    assert cpu.node_selector == {"cloud.google.com/gce-machine-type": "n2-standard-8",
+    assert cpu.node_selector == {"node.kubernetes.io/instance-type": "n2-standard-8",
                                  POOL_LABEL: "cpu-batch"}
     # Only the pool's own taints: no accelerator taint to tolerate.
     assert cpu.tolerations == [{"key": "example.com/batch", "operator": "Equal",

@@ -137,7 +137,7 @@ def test_flavors_carry_the_pools_node_labels_tolerations_and_topology(
     v5p = flavors["v5p"]
     assert v5p.node_labels == {"cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice",
                                "cloud.google.com/gke-tpu-topology": "4x4x4",
-                               "cloud.google.com/gce-machine-type": "ct5p-hightpu-4t",
+                               "node.kubernetes.io/instance-type": "ct5p-hightpu-4t",
                                POOL_LABEL: "v5p"}
     assert v5p.topology == "4x4x4"
     assert [dict(t) for t in v5p.tolerations] == [

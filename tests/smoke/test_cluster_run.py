@@ -20,6 +20,7 @@ import smoke._expect
 from cli.main import app
 from smoke._expect import Expectation
 from smoke._results import HostReport, ProbeResult, Verdict
+from tests.smoke.nodes import pool_node
 
 pytest.importorskip("torch")
 
@@ -61,15 +62,26 @@ def cpu_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(smoke._expect, "for_pool", lambda pool, backend: Expectation())
 
 
-def add_pool_nodes(cluster: Any, pool: str, count: int, *, gpus: int = 2) -> list[str]:
-    names = []
-    for i in range(count):
-        name = f"{pool}-node-{i}"
-        cluster.add_node(name, labels={"cloud.google.com/gke-accelerator": "nvidia-l4",
-                                       "cloud.google.com/gce-machine-type": "g2-standard-24",
-                                       "accelfleet.io/pool": pool},
-                         taints=[GPU_TAINT], allocatable={"cpu": "24", "nvidia.com/gpu": str(gpus)})
-        names.append(name)
+def stack_pools(text: str) -> dict[str, Any]:
+    """The resolved pools of a stack given as text (name -> ResolvedPool)."""
+    import tempfile
+
+    from fleet import load_fleet
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "Pulumi.nodes.yaml"
+        path.write_text(text, encoding="utf-8")
+        return {p.name: p for p in load_fleet(str(path)).pools}
+
+
+def add_pool_nodes(cluster: Any, pool: str, count: int, *, stack_text: str = STACK
+                   ) -> list[str]:
+    """`count` nodes of `pool` of the stack, each built from the recorded real node of its
+    machine type (tests/smoke/data/nodes) plus what GKE derives from the pool."""
+    resolved = stack_pools(stack_text)[pool]
+    names = [f"{pool}-node-{i}" for i in range(count)]
+    for name in names:
+        cluster.add_node_object(pool_node(resolved, name))
     return names
 
 
@@ -286,24 +298,24 @@ def _tpu_report(host: str) -> str:
 
 def add_tpu_hosts(cluster: Any, tmp_path: Path, *, nodepool_labels: bool = False
                   ) -> tuple[Path, list[str]]:
-    """TPU_STACK written to `tmp_path` and one fake node per host of its v5p multislice,
-    labelled and tainted as the inventory says (with `nodepool_labels`, each slice's GKE node
-    pool label too); every host prints a healthy recorded report."""
+    """TPU_STACK written to `tmp_path` and one fake node per host of its v5p multislice, each
+    built from the recorded real TPU node (tests/smoke/data/nodes) with its slice's GKE node
+    pool label (without `nodepool_labels`, none); every host prints a healthy recorded
+    report."""
     from fleet import load_fleet
     from fleet.inventory import build_inventory
 
     stack = tmp_path / "Pulumi.tpu.yaml"
     stack.write_text(TPU_STACK, encoding="utf-8")
     pool = build_inventory(load_fleet(str(stack)), "tpu").pool("v5p-ms")
-    taints = [{"key": t["key"], "value": t.get("value", ""), "effect": t["effect"]}
-              for t in pool.tolerations if t.get("operator", "Equal") == "Equal"]
+    resolved = load_fleet(str(stack)).pools[0]
     hosts = [f"tpu-host-{i}" for i in range(pool.hosts_per_slice * pool.slices)]
     for i, host in enumerate(hosts):
-        labels = dict(pool.node_selector)
-        if nodepool_labels:
-            labels["cloud.google.com/gke-nodepool"] = f"v5p-ms-{i // pool.hosts_per_slice}"
-        cluster.add_node(host, labels=labels, taints=taints,
-                         allocatable={pool.resource: str(pool.devices_per_node)})
+        # GKE makes one node pool per slice of a multislice
+        node = pool_node(resolved, host, nodepool=f"v5p-ms-{i // pool.hosts_per_slice}")
+        if not nodepool_labels:  # a node that lost its label: the run's slice index decides
+            del node["metadata"]["labels"]["cloud.google.com/gke-nodepool"]
+        cluster.add_node_object(node)
         cluster.set_node_output(host, _tpu_report(host))
     return stack, hosts
 

@@ -16,6 +16,7 @@ from smoke._quarantine import KEY, PREFIX, UNDO, Cap, quarantine
 from smoke._release import release
 from smoke._results import HostReport, ProbeResult, Verdict
 from smoke._run import Check, NodeOutcome, PoolReport, PoolStatus, RunReport
+from tests.smoke.nodes import gke_node
 from tests.smoke.test_cluster_run import (
     STACK,
     _recorded,
@@ -25,6 +26,13 @@ from tests.smoke.test_cluster_run import (
 )
 
 TAINT = {"key": KEY, "value": "failed", "effect": "NoSchedule"}
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}  # GKE's own
+
+
+def _node(cluster: Any, name: str, **kw: Any) -> None:
+    """A node as GKE makes it for a g2-standard-24 pool (the recorded real node, with GKE's
+    GPU taint), with the extra `labels` / `taints` given."""
+    cluster.add_node_object(gke_node(name, "g2-standard-24", nodepool="gpu-a", **kw))
 
 
 def _pool_of(count: int) -> str:
@@ -239,7 +247,7 @@ def _client(cluster: Any, tmp_path: Path) -> Any:
 def test_a_node_cordoned_by_someone_else_is_left_as_it_was(fake_cluster: Any,
                                                            tmp_path: Path) -> None:
     theirs = {"key": "maintenance", "value": "disk", "effect": "NoSchedule"}
-    fake_cluster.add_node("n1", labels={"team": "infra"}, taints=[theirs])
+    _node(fake_cluster, "n1", labels={"team": "infra"}, taints=[theirs])
     fake_cluster.patch("nodes", "", "n1", {"spec": {"unschedulable": True}, "metadata": {
         "annotations": {"infra/ticket": "OPS-42"}}})
     before = _plain(fake_cluster.get("nodes", "", "n1"))
@@ -247,19 +255,21 @@ def test_a_node_cordoned_by_someone_else_is_left_as_it_was(fake_cluster: Any,
     report = quarantine(_run_failing({"n1": [_fail()]}), clients, pools={}, cap=Cap.parse("1"))
     assert [a.state for a in report.actions] == ["quarantined"]
     node = fake_cluster.get("nodes", "", "n1")
-    assert node["spec"]["taints"] == [theirs, TAINT] and node["spec"]["unschedulable"]
+    assert node["spec"]["taints"] == [GPU_TAINT, theirs, TAINT]
+    assert node["spec"]["unschedulable"]
     undo = json.loads(node["metadata"]["annotations"][UNDO])
     assert undo["cordoned"] is False and undo["tainted"] is True
     # meanwhile somebody else adds a taint of their own: the release keeps it
     late = {"key": "gpu-fw", "value": "update", "effect": "NoSchedule"}
-    fake_cluster.patch("nodes", "", "n1", {"spec": {"taints": [theirs, TAINT, late]}})
+    fake_cluster.patch("nodes", "", "n1", {"spec": {"taints": [GPU_TAINT, theirs, TAINT,
+                                                              late]}})
     done = release(clients, nodes=["n1"])
     assert [a.state for a in done.actions] == ["released"]
     assert "left cordoned" in done.actions[0].detail
     node = _plain(fake_cluster.get("nodes", "", "n1"))
     assert node["spec"]["unschedulable"] is True
-    assert node["spec"]["taints"] == [theirs, late]
-    node["spec"]["taints"] = [theirs]
+    assert node["spec"]["taints"] == [GPU_TAINT, theirs, late]
+    node["spec"]["taints"] = [GPU_TAINT, theirs]
     assert node == before
 
 
@@ -270,7 +280,7 @@ def test_a_concurrent_change_is_reread_never_overwritten(fake_cluster: Any, tmp_
     resourceVersion) gets 409 Conflict, is read again, and both taints stay."""
     import smoke._quarantine as q
 
-    fake_cluster.add_node("n1")
+    _node(fake_cluster, "n1")
     raced = {"key": "race", "value": "x", "effect": "NoSchedule"}
     real = q._quarantine_patch
     calls = []
@@ -278,7 +288,7 @@ def test_a_concurrent_change_is_reread_never_overwritten(fake_cluster: Any, tmp_
     def racing(node: dict[str, Any], ann: dict[str, str], unit: list[str]) -> Any:
         calls.append(1)
         if len(calls) == 1:
-            fake_cluster.patch("nodes", "", "n1", {"spec": {"taints": [raced]}})
+            fake_cluster.patch("nodes", "", "n1", {"spec": {"taints": [GPU_TAINT, raced]}})
         return real(node, ann, unit)
 
     monkeypatch.setattr(q, "_quarantine_patch", racing)
@@ -286,13 +296,13 @@ def test_a_concurrent_change_is_reread_never_overwritten(fake_cluster: Any, tmp_
                                                                          tmp_path)},
                         pools={}, cap=Cap.parse("1"))
     assert [a.state for a in report.actions] == ["quarantined"] and len(calls) == 2
-    assert fake_cluster.get("nodes", "", "n1")["spec"]["taints"] == [raced, TAINT]
+    assert fake_cluster.get("nodes", "", "n1")["spec"]["taints"] == [GPU_TAINT, raced, TAINT]
 
 
 def test_warn_skipped_and_the_pool_collective_never_quarantine(fake_cluster: Any,
                                                                tmp_path: Path) -> None:
     for n in ("n1", "n2", "n3"):
-        fake_cluster.add_node(n)
+        _node(fake_cluster, n)
     run = _run_failing({"n1": [_fail(verdict=Verdict.WARN)],
                         "n2": [_fail(verdict=Verdict.SKIPPED)],
                         "n3": [_fail("fabric_busbw")]})
@@ -306,8 +316,8 @@ def test_warn_skipped_and_the_pool_collective_never_quarantine(fake_cluster: Any
 
 def test_a_crashed_pod_and_an_outlier_quarantine_their_node(fake_cluster: Any,
                                                            tmp_path: Path) -> None:
-    fake_cluster.add_node("n1")
-    fake_cluster.add_node("n2")
+    _node(fake_cluster, "n1")
+    _node(fake_cluster, "n2")
     run = _run_failing({"n1": [], "n2": []})
     pool = run.pools[0]
     crash = ProbeResult("host", "pod", 0, Verdict.FAIL, "pod pod-0 exited 3")
@@ -320,7 +330,7 @@ def test_a_crashed_pod_and_an_outlier_quarantine_their_node(fake_cluster: Any,
 
 def test_release_refuses_unknown_nodes_before_changing_anything(fake_cluster: Any,
                                                                 tmp_path: Path) -> None:
-    fake_cluster.add_node("n1")
+    _node(fake_cluster, "n1")
     clients = {"c1": _client(fake_cluster, tmp_path)}
     quarantine(_run_failing({"n1": [_fail()]}), clients, pools={}, cap=Cap.parse("1"))
     from fleet.errors import InputError
@@ -328,7 +338,7 @@ def test_release_refuses_unknown_nodes_before_changing_anything(fake_cluster: An
     with pytest.raises(InputError, match="no node nope"):
         release(clients, nodes=["n1", "nope"])
     assert fake_cluster.get("nodes", "", "n1")["spec"]["unschedulable"] is True
-    fake_cluster.add_node("n2")
+    _node(fake_cluster, "n2")
     done = release(clients, nodes=["n2"])
     assert [(a.state, a.detail) for a in done.actions] == [
         ("not-quarantined", "not quarantined by accelfleet: left as it is")]

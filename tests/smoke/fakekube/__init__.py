@@ -1,7 +1,8 @@
 """A small stateful fake Kubernetes API server on loopback, owned by the tests (stdlib only).
 
 The real `kubernetes` client talks to it over HTTP. It keeps Namespaces, Nodes, ConfigMaps,
-Services, Events, Pods, batch/v1 Jobs and jobset.x-k8s.io/v1alpha2 JobSets, and runs the
+Services, Events, Pods, PodTemplates, batch/v1 Jobs, jobset.x-k8s.io/v1alpha2 JobSets, Kueue's
+v1beta2 objects and autoscaling.x-k8s.io/v1 ProvisioningRequests, and runs the
 controllers a smoke run relies on, the way the real ones behave where it matters here:
 
 - JobSet controller: one Job per replicated job and replica (`<jobset>-<rjob>-<i>`).
@@ -24,10 +25,17 @@ controllers a smoke run relies on, the way the real ones behave where it matters
   for atomic lists such as a Node's `spec.taints`; a JSON patch is refused with 415), and a
   patch that carries `metadata.resourceVersion` is refused with 409 Conflict when the object
   has changed since, as the real server's optimistic concurrency does.
+- Kueue and GKE's queued-provisioning autoscaler (`_kueue.py`): a suspended Job or JobSet
+  naming a Kueue queue is admitted through the Kueue objects loaded into the fake; on a flavor
+  with Kueue's ProvisioningRequest check a ProvisioningRequest is made, and the autoscaler
+  adds a registered pool's nodes when it accepts it.
 
-Test hooks: `add_node`, `set_node_command` (run this argv instead on a node), `set_node_output`
-(no process at all: the pod prints this and exits; for benchmarks), `fail_next` (answer the
-next N matching requests with an error), `objects` (everything left, by label selector).
+Nodes come from recorded real GKE and EKS nodes (`tests.smoke.nodes`, `add_node_object`).
+Test hooks: `add_node_object`, `add_node` (a bare node: labels and taints as given),
+`add_autoscaled_pool` (a pool the autoscaler grows), `set_node_command` (run this argv
+instead on a node), `set_node_output` (no process at all: the pod prints this and exits; for
+benchmarks), `fail_next` (answer the next N matching requests with an error), `objects`
+(everything left, by label selector).
 """
 
 from tests.smoke.fakekube._api import ApiError, selector_matches

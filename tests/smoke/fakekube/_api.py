@@ -19,9 +19,26 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "events": ("Event", "v1", True),
     "jobs": ("Job", "batch/v1", True),
     "jobsets": ("JobSet", "jobset.x-k8s.io/v1alpha2", True),
+    "podtemplates": ("PodTemplate", "v1", True),
+    "resourceflavors": ("ResourceFlavor", "kueue.x-k8s.io/v1beta2", False),
+    "clusterqueues": ("ClusterQueue", "kueue.x-k8s.io/v1beta2", False),
+    "localqueues": ("LocalQueue", "kueue.x-k8s.io/v1beta2", True),
+    "admissionchecks": ("AdmissionCheck", "kueue.x-k8s.io/v1beta2", False),
+    "provisioningrequestconfigs": ("ProvisioningRequestConfig", "kueue.x-k8s.io/v1beta2",
+                                   False),
+    "cohorts": ("Cohort", "kueue.x-k8s.io/v1beta2", False),
+    "provisioningrequests": ("ProvisioningRequest", "autoscaling.x-k8s.io/v1", True),
 }
-GROUPS = {"batch/v1": {"jobs"}, "jobset.x-k8s.io/v1alpha2": {"jobsets"}}
-OWNS = {"jobsets": ("jobs", "services"), "jobs": ("pods",)}  # kind -> kinds it may own
+GROUPS = {"batch/v1": {"jobs"}, "jobset.x-k8s.io/v1alpha2": {"jobsets"},
+          "kueue.x-k8s.io/v1beta2": {"resourceflavors", "clusterqueues", "localqueues",
+                                     "admissionchecks", "provisioningrequestconfigs",
+                                     "cohorts"},
+          "autoscaling.x-k8s.io/v1": {"provisioningrequests"}}
+# kind -> kinds it may own (Kueue's ProvisioningRequest and its PodTemplate go with the job
+# they were made for)
+OWNS = {"jobsets": ("jobs", "services", "provisioningrequests", "podtemplates"),
+        "jobs": ("pods", "provisioningrequests", "podtemplates")}
+KIND_PLURALS = {kind: plural for plural, (kind, _, _) in RESOURCES.items()}
 INDEX = "batch.kubernetes.io/job-completion-index"
 TERMINAL = ("Succeeded", "Failed")
 Key = tuple[str, str, str]  # (plural, namespace, name)

@@ -22,8 +22,9 @@ from tests.smoke.fakekube._api import (
     _now,
     selector_matches,
 )
-from tests.smoke.fakekube._controllers import _Controllers, _Proc
+from tests.smoke.fakekube._controllers import _Proc
 from tests.smoke.fakekube._http import _Handler
+from tests.smoke.fakekube._kueue import _KueueControllers
 
 
 # -- the store -------------------------------------------------------------------------------------
@@ -35,7 +36,7 @@ class _Failure:
 
 
 @dataclass
-class FakeCluster(_Controllers):
+class FakeCluster(_KueueControllers):
     """The fake API server and its controllers. Start it with `start()`, stop with `stop()`."""
 
     root: Path
@@ -57,6 +58,9 @@ class FakeCluster(_Controllers):
         self._server: ThreadingHTTPServer | None = None
         self._threads: list[threading.Thread] = []
         self._expanded: set[str] = set()  # JobSets whose Jobs were created
+        self._autoscaled = {}  # node pools the autoscaler grows (add_autoscaled_pool)
+        self._admitting = {}  # Kueue: job uid -> its admission so far
+        self.accepted = []  # the ProvisioningRequests the autoscaler accepted
 
     # -- lifecycle --------------------------------------------------------------------------
     @property
@@ -108,6 +112,11 @@ class FakeCluster(_Controllers):
             "spec": {"taints": list(taints or [])},
             "status": {"allocatable": alloc, "capacity": dict(alloc),
                        "conditions": [{"type": "Ready", "status": "True"}]}})
+
+    def add_node_object(self, node: dict[str, Any]) -> dict[str, Any]:
+        """A whole Node object, e.g. one built from a recorded real node
+        (`tests.smoke.nodes`)."""
+        return self.create("nodes", "", node)
 
     def set_node_command(self, node: str, argv: list[str]) -> None:
         """Pods on `node` run `argv` (`python` is this interpreter) instead of their command."""

@@ -59,10 +59,13 @@ class _Controllers:
     def _control_loop(self) -> None:
         while not self._stop.wait(self.tick_s):
             with self.lock:
-                self._jobsets()
-                self._jobs()
-                self._schedule()
-                self._kubelet()
+                self._tick()
+
+    def _tick(self) -> None:
+        self._jobsets()
+        self._jobs()
+        self._schedule()
+        self._kubelet()
 
     def _of_kind(self, plural: str) -> list[tuple[Key, dict[str, Any]]]:
         return [(k, o) for k, o in self.store.items() if k[0] == plural]
@@ -82,8 +85,8 @@ class _Controllers:
 
     def _jobsets(self) -> None:
         for (_, ns, name), js in self._of_kind("jobsets"):
-            if js["metadata"]["uid"] in self._expanded:
-                continue
+            if js["metadata"]["uid"] in self._expanded or js["spec"].get("suspend"):
+                continue  # a suspended JobSet (Kueue holds it) makes no Job yet
             self._expanded.add(js["metadata"]["uid"])
             for rjob in js["spec"]["replicatedJobs"]:
                 for i in range(int(rjob.get("replicas", 1))):
@@ -106,7 +109,8 @@ class _Controllers:
     def _jobs(self) -> None:
         now = time.time()
         jobs = [(k, j) for k, j in self._of_kind("jobs")
-                if not (j.get("status") or {}).get("conditions")]
+                if not (j.get("status") or {}).get("conditions")
+                and not j["spec"].get("suspend")]  # a suspended Job makes no pod
         for (_, ns, _), job in jobs:
             if "startTime" not in job.setdefault("status", {}):
                 job["status"].update(startTime=_now(), started=now)

@@ -1,0 +1,120 @@
+"""The fake cluster's nodes, built from recorded real nodes (tests/smoke/data/nodes).
+
+A node is the recording of its machine type (labels, taints, allocatable as GKE or EKS set them)
+plus only what the cloud derives from the pool: the node-pool name label, the labels and
+taints the pool declares, the zone it is in, the slice topology of a TPU pool, and on a
+flex-start or queued pool the taint GKE puts there (with queued provisioning, the
+ProvisioningRequest label too). Nothing comes from `fleet/catalog`: where our catalog says
+otherwise, the fake disagrees, as a real cluster would.
+
+Each fixture names its source; a machine type without a recording is derived from the
+nearest recorded one of the same cloud and kind, and its fixture says how.
+"""
+
+from __future__ import annotations
+
+import copy
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ruamel.yaml import YAML
+
+if TYPE_CHECKING:
+    from fleet.model import ResolvedPool
+
+NODES = Path(__file__).parent / "data" / "nodes"
+NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
+TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+PROVISIONING_REQUEST_LABEL = "autoscaling.gke.io/provisioning-request"
+ZONE_LABELS = ("topology.kubernetes.io/zone", "topology.gke.io/zone",
+               "failure-domain.beta.kubernetes.io/zone")
+REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
+
+
+@cache
+def recorded(name: str) -> dict[str, Any]:
+    """A fixture by file stem (`gke-a3-highgpu-8g`)."""
+    path = NODES / f"{name}.yaml"
+    if not path.exists():
+        known = sorted(p.stem for p in NODES.glob("*.yaml"))
+        raise LookupError(f"no recorded node {name!r} in {NODES}: record one (or derive it "
+                          f"from the nearest recorded one, saying so); known: {known}")
+    data: dict[str, Any] = YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
+    return data
+
+
+def gke_node(name: str, machine_type: str, *, nodepool: str, zone: str = "us-central1-a",
+             labels: dict[str, str] | None = None,
+             taints: list[dict[str, str]] | None = None, topology: str | None = None,
+             queued: bool = False, provisioning_request: str | None = None) -> dict[str, Any]:
+    """A Node object: the recording of `machine_type`, in node pool `nodepool` and `zone`,
+    with the pool's declared `labels` and `taints`. `queued`: a flex-start / queued pool's
+    node (GKE's gke-queued taint; with `provisioning_request`, the request's label as
+    queued provisioning sets it)."""
+    rec = copy.deepcopy(recorded(f"gke-{machine_type}"))
+    node_labels: dict[str, str] = dict(rec["labels"])
+    node_labels.update({NODEPOOL_LABEL: nodepool, HOSTNAME_LABEL: name})
+    node_labels.update(dict.fromkeys(ZONE_LABELS, zone))
+    node_labels.update(dict.fromkeys(REGION_LABELS, zone.rsplit("-", 1)[0]))
+    for key in (*ZONE_LABELS, *REGION_LABELS):
+        if key not in rec["labels"]:
+            node_labels.pop(key)
+    if topology is not None:
+        node_labels[TOPOLOGY_LABEL] = topology
+    node_taints = list(rec["taints"])
+    if queued:
+        node_taints += rec["queued"]["taints"]
+        if provisioning_request is not None:
+            node_labels[PROVISIONING_REQUEST_LABEL] = provisioning_request
+    node_labels.update(labels or {})
+    node_taints += [t for t in taints or [] if t not in node_taints]
+    alloc = dict(rec["allocatable"])
+    return {"metadata": {"name": name, "labels": node_labels},
+            "spec": {"taints": node_taints},
+            "status": {"allocatable": alloc, "capacity": dict(rec.get("capacity", alloc)),
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+EKS_NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
+EKS_CAPACITY_LABEL = "eks.amazonaws.com/capacityType"
+
+
+def eks_node(name: str, instance_type: str, *, nodegroup: str, zone: str = "us-east-1a",
+             labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None,
+             spot: bool = False) -> dict[str, Any]:
+    """A Node object: the recording of `instance_type` in managed node group `nodegroup` and
+    `zone`, with the node group's declared `labels` and `taints` (EKS adds no GPU taint)."""
+    rec = copy.deepcopy(recorded(f"eks-{instance_type}"))
+    node_labels: dict[str, str] = dict(rec["labels"])
+    node_labels.update({EKS_NODEGROUP_LABEL: nodegroup, HOSTNAME_LABEL: name,
+                        EKS_CAPACITY_LABEL: "SPOT" if spot else "ON_DEMAND",
+                        "topology.ebs.csi.aws.com/zone": zone})
+    node_labels.update(dict.fromkeys(ZONE_LABELS, zone))
+    node_labels.update(dict.fromkeys(REGION_LABELS, zone[:-1]))
+    for key in (*ZONE_LABELS, *REGION_LABELS):
+        if key not in rec["labels"]:
+            node_labels.pop(key)
+    node_labels.update(labels or {})
+    node_taints = [*rec["taints"], *(t for t in taints or [] if t not in rec["taints"])]
+    alloc = dict(rec["allocatable"])
+    return {"metadata": {"name": name, "labels": node_labels},
+            "spec": {"taints": node_taints},
+            "status": {"allocatable": alloc, "capacity": dict(alloc),
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def pool_node(pool: ResolvedPool, name: str, *, nodepool: str | None = None,
+              provisioning_request: str | None = None) -> dict[str, Any]:
+    """A node of a resolved GKE pool: its machine type's recording, its declared labels and
+    taints (`ResolvedPool.labels`, `spec.taints`, what the node pool component sets), its
+    first zone, its slice topology, GKE's taint on flex-start and queued pools."""
+    if pool.cloud != "gcp":
+        raise LookupError(f"pool {pool.name}: only GKE nodes are recorded here")
+    taints = [{"key": t.key, "value": t.value, "effect": t.effect} for t in pool.spec.taints]
+    zones = list(pool.spec.zones)
+    return gke_node(name, pool.shape.machine_type, nodepool=nodepool or pool.name,
+                    zone=zones[0] if zones else "us-central1-a", labels=pool.labels,
+                    taints=taints, topology=pool.shape.topology_str or None,
+                    queued=pool.flex_start, provisioning_request=provisioning_request)

@@ -1,0 +1,148 @@
+"""A smoke run on a GKE queued-provisioning pool obtains its nodes through Kueue's
+ProvisioningRequest admission check (issue 20 item 2), on the fake cluster: the queues and
+checks accelfleet deploys (components/k8s/_kueue.py) are loaded into it, the fake Kueue makes
+the ProvisioningRequest, and the fake autoscaler adds the pool's nodes, built from the recorded
+real a3-highgpu-8g / ct6e-standard-4t nodes (with GKE's gke-queued taint and the request's
+label, as the recorded queued-pool node carries) when it accepts the request.
+
+Before: the smoke Job named no queue, the pool has no node, and the pods waited out the
+run's timeout (`0/0 nodes are available`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+
+from components.k8s import kueue_objects
+from fleet import load_fleet
+from fleet.inventory import SMOKE_QUEUE, build_inventory
+from fleet.routing import fleet_routing
+from smoke._queue import MAX_RUN_DURATION_ANNOTATION, QUEUE_NAME_LABEL
+from smoke._workload import RenderOptions, render_run
+from tests.smoke.fakekube._api import KIND_PLURALS
+from tests.smoke.nodes import PROVISIONING_REQUEST_LABEL, pool_node
+from tests.smoke.test_cluster_run import (
+    HEAD,
+    assert_nothing_left,
+    cpu_nodes,
+    reports,
+    smoke_run,
+)
+
+__all__ = ["cpu_nodes"]  # fixture
+
+pytest.importorskip("torch")
+
+QUEUED = HEAD + """\
+      - {name: h100-q, cluster: c1, team: research, accelerator: a3-highgpu-8g, nodes: 2,
+         zone: us-central1-a, capacity: queued}
+"""
+QUEUED_TPU = HEAD + """\
+      - {name: v6e-q, cluster: c1, team: research, accelerator: v6e, topology: 4x4,
+         zone: us-central1-a, capacity: queued}
+"""
+QUEUED_TAINT = {"key": "cloud.google.com/gke-queued", "value": "true", "effect": "NoSchedule"}
+
+
+def deploy(cluster: Any, stack: Path) -> None:
+    """What `pulumi up` leaves on the cluster for Kueue: its objects, as accelfleet makes them,
+    and the queued pools the autoscaler may grow (no node yet)."""
+    fleet = load_fleet(str(stack))
+    for routing in fleet_routing(fleet):
+        for obj in kueue_objects(routing):
+            if obj["kind"] == "Namespace":
+                cluster.create("namespaces", "", obj)
+                continue
+            cluster.create(KIND_PLURALS[obj["kind"]], obj["metadata"].get("namespace", ""), obj)
+    for pool in fleet.pools:
+        def make(name: str, request: str, pool: Any = pool) -> dict[str, Any]:
+            return pool_node(pool, name, provisioning_request=request)
+        cluster.add_autoscaled_pool(pool.name, make)
+
+
+def test_the_smoke_job_of_a_queued_pool_goes_through_kueue(tmp_path: Path) -> None:
+    stack = tmp_path / "Pulumi.q.yaml"
+    stack.write_text(QUEUED, encoding="utf-8")
+    inv = build_inventory(load_fleet(str(stack)), "q")
+    run = render_run(inv, RenderOptions(run_id="r1", namespace="smoke-test", timeout_s=300))
+    [workload] = run.pools
+    [job] = [o for o in workload.objects if o["kind"] == "Job"]
+    assert job["metadata"]["labels"][QUEUE_NAME_LABEL] == SMOKE_QUEUE
+    assert job["metadata"]["annotations"][MAX_RUN_DURATION_ANNOTATION] == "300"
+    assert job["spec"]["suspend"] is True
+    kubernetes_validate.validate(job, "1.33", strict=True)
+    tolerations = job["spec"]["template"]["spec"]["tolerations"]
+    assert {**QUEUED_TAINT, "operator": "Equal"} in tolerations
+
+
+def test_a_queued_pool_gets_its_nodes_through_a_provisioning_request(
+        fake_cluster: Any, tmp_path: Path, cpu_nodes: None) -> None:
+    stack = tmp_path / "Pulumi.q.yaml"
+    stack.write_text(QUEUED, encoding="utf-8")
+    deploy(fake_cluster, stack)
+    assert fake_cluster.list("nodes", None)["items"] == []  # a queued pool starts empty
+    code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--tier", "1")
+    assert code == 0, output
+    assert doc is not None
+    [request] = fake_cluster.accepted
+    assert request["spec"]["provisioningClassName"] == "queued-provisioning.gke.io"
+    assert request["spec"]["parameters"] == {"maxRunDurationSeconds": "120"}
+    assert request["spec"]["podSets"][0]["count"] == 2
+    nodes = fake_cluster.list("nodes", None)["items"]
+    assert len(nodes) == 2
+    hosts = sorted(r.host for r in reports(doc, "h100-q"))
+    assert hosts == sorted(n["metadata"]["name"] for n in nodes)
+    for node in nodes:  # as the recorded queued-pool node: GKE's labels and taints
+        labels = node["metadata"]["labels"]
+        assert labels["node.kubernetes.io/instance-type"] == "a3-highgpu-8g"
+        assert labels[PROVISIONING_REQUEST_LABEL].startswith("gke-")
+        assert QUEUED_TAINT in node["spec"]["taints"]
+    assert_nothing_left(fake_cluster, doc["run_id"])
+    assert fake_cluster.objects() == [o for o in fake_cluster.objects()
+                                      if o["kind"] != "ProvisioningRequest"]
+
+
+def test_a_queued_tpu_slice_gets_its_hosts_through_a_provisioning_request(
+        fake_cluster: Any, tmp_path: Path, cpu_nodes: None) -> None:
+    """A multi-host v6e 4x4 slice (4 hosts) as one JobSet through Kueue: one request for
+    every host, with the TPU parameters of its ProvisioningRequestConfig."""
+    stack = tmp_path / "Pulumi.qt.yaml"
+    stack.write_text(QUEUED_TPU, encoding="utf-8")
+    deploy(fake_cluster, stack)
+    fake_cluster.set_node_output("*", json.dumps({"note": "not a report"}))
+    smoke_run(fake_cluster, stack, tmp_path, "--tier", "0")
+    [request] = fake_cluster.accepted
+    assert request["spec"]["parameters"] == {"tpu-topology": "4x4",
+                                             "maxRunDurationSeconds": "120"}
+    assert request["spec"]["podSets"][0]["count"] == 4
+    nodes = fake_cluster.list("nodes", None)["items"]
+    assert len(nodes) == 4
+    for node in nodes:
+        labels = node["metadata"]["labels"]
+        assert labels["cloud.google.com/gke-tpu-topology"] == "4x4"
+        assert QUEUED_TAINT in node["spec"]["taints"]
+    pods = [o for o in fake_cluster.list("pods", None)["items"]]
+    assert all(p["spec"].get("nodeName") in {n["metadata"]["name"] for n in nodes}
+               for p in pods)
+
+
+def test_without_the_queue_the_pool_never_gets_a_node(fake_cluster: Any, tmp_path: Path,
+                                                       cpu_nodes: None,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The finding: a smoke Job that names no queue makes no ProvisioningRequest, so a
+    queued pool's pods stay unschedulable until the run's timeout."""
+    import smoke._workload
+
+    monkeypatch.setattr(smoke._workload, "through_kueue", lambda objs, queue, timeout_s: objs)
+    text = QUEUED.replace("timeout_s: 120", "timeout_s: 30")
+    stack = tmp_path / "Pulumi.q.yaml"
+    stack.write_text(text, encoding="utf-8")
+    deploy(fake_cluster, stack)
+    code, output, _ = smoke_run(fake_cluster, stack, tmp_path, "--tier", "1")
+    assert code == 1
+    assert "could not be scheduled" in output
+    assert fake_cluster.accepted == []
