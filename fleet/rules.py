@@ -21,6 +21,7 @@ from fleet.cloud_limits import (
     known_regions,
 )
 from fleet.costs import check_budgets, priced, stack_rates
+from fleet.eks_rules import check_eks_cluster
 from fleet.errors import AccelfleetError, Problem, SpecError, suggest
 from fleet.expiry import expiry_warnings
 from fleet.model import Fleet, ResolvedPool
@@ -98,7 +99,8 @@ class _Checker:
             r = self._pool(pool)
             if r is not None:
                 resolved.append(r)
-        self.system_pools, self.warnings = system_pools(self, self.spec)
+        self.system_pools, system_warnings = system_pools(self, self.spec)
+        self.warnings = [*self.warnings, *system_warnings]
         rates = stack_rates(self, self.spec)  # the stack's `prices:`, checked
         resolved = priced(resolved, self.catalog, rates)
         self.warnings = [*self.warnings, *expiry_warnings(resolved, date.today())]
@@ -131,6 +133,7 @@ class _Checker:
                 f"add `clouds: {{{cluster.cloud}: ...}}` with its "
                 + ("project and region" if cluster.cloud == "gcp" else "account and region"),
             )
+        check_eks_cluster(self, cluster, self.warnings)  # admins, private endpoint
         addons = self.catalog.eks_addons
         version = cluster.kubernetes_version
         if cluster.cloud == "aws" and version is not None and version not in addons.versions:

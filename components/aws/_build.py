@@ -85,7 +85,8 @@ class AwsCluster(pulumi.ComponentResource):
                            subnet_ids=list(network.private_subnet_ids.values()),
                            services_cidr=cluster.network.services_cidr,
                            private_endpoint=cluster.private_endpoint,
-                           authorized_cidrs=list(cluster.authorized_cidrs)),
+                           authorized_cidrs=list(cluster.authorized_cidrs),
+                           admin_principal_arns=list(cluster.admins)),
             child,
         )
         before = managed_addons(
