@@ -151,6 +151,8 @@ class Plan:
             "system_pools": sorted(systems, key=lambda d: d["cluster"] or ""),
             "warnings": [w.render() for w in self.fleet.warnings],
             "teams": sorted(teams, key=lambda d: d["name"]),
+            # what each EKS control plane costs (the platform pays it, as the system pools)
+            "control_planes": [c.summary() for c in self.fleet.control_planes],
             # Kueue: per cluster its cohort, a flavor per pool, a queue per team (in order)
             "routing": [r.summary() for r in fleet_routing(self.fleet)],
             "resources": resources,
