@@ -10,11 +10,12 @@ import pulumi
 import pytest
 
 from components.aws import build_aws_cluster, efa_network_interfaces
-from components.aws._layout import cluster_zones, kubeconfig, subnet_layout, token_argv
+from components.aws._layout import kubeconfig, subnet_layout, token_argv
 from components.k8s import JOBSET, KUEUE
 from fleet import validate_fleet
 from fleet.catalog import load_catalog
 from fleet.errors import CatalogError, InputError, SpecError
+from tests.components.aws_zones import zones_answer
 
 CLUSTER_SG = "sg-cluster0123"
 
@@ -59,8 +60,9 @@ class _Mocks(pulumi.runtime.Mocks):
             outputs["name"] = f"{args.name}-pg"
         return f"{args.name}-id", outputs
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], None]:
-        return {}, None
+    def call(self, args: pulumi.runtime.MockCallArgs
+             ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        return zones_answer(args) or {}, []  # the account's zones (tests/components/aws_zones)
 
 
 def _build(spec: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
@@ -202,7 +204,6 @@ def test_network_private_subnets_nat_and_routes(built: Any) -> None:
 
 
 def test_subnet_layout_and_zones() -> None:
-    assert cluster_zones("us-east-1", ["us-east-1c"]) == ["us-east-1a", "us-east-1c"]
     layout = subnet_layout("10.20.0.0/16", ["us-east-1a", "us-east-1b"])
     assert [(z.private_cidr, z.public_cidr) for z in layout] == [
         ("10.20.0.0/19", "10.20.224.0/22"), ("10.20.32.0/19", "10.20.228.0/22")]

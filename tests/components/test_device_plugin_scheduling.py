@@ -39,6 +39,7 @@ from components.k8s import (
 from fleet import validate_fleet
 from fleet.catalog import Taint, load_catalog
 from fleet.model import ACCELERATOR_LABEL
+from tests.components.aws_zones import zones_answer
 
 K8S_VERSION = "1.33"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -87,8 +88,9 @@ class _Mocks(pulumi.runtime.Mocks):
             outputs["latestVersion"] = 1
         return f"{args.name}-id", outputs
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], None]:
-        return {}, None
+    def call(self, args: pulumi.runtime.MockCallArgs
+             ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        return zones_answer(args) or {}, []  # the account's zones (tests/components/aws_zones)
 
 
 class Stack:
