@@ -5,10 +5,12 @@ templates' scheduling parts, below), validated strictly against the Kubernetes 1
 scheduled against the nodes of a test stack whose pools carry extra taints.
 
 Chart templates read for the rendering (scheduling parts only):
-- NVIDIA/k8s-device-plugin v0.18.2 deployments/helm/nvidia-device-plugin/templates/
+- NVIDIA/k8s-device-plugin v0.20.0 (1b826ac) deployments/helm/nvidia-device-plugin/templates/
   daemonset-device-plugin.yml and daemonset-gfd.yml: `nodeSelector`, `affinity`, `tolerations`
-  straight from the values; the node-feature-discovery 0.17.3 subchart's templates/worker.yaml
-  from `nfd.worker.{nodeSelector,affinity,tolerations}`.
+  straight from the values (unchanged since v0.18.2: `git diff v0.18.2 v0.20.0` touches only
+  hostNetwork and the service account there); the node-feature-discovery subchart (0.19.0 at
+  v0.20.0) templates/worker.yaml from `nfd.worker.{nodeSelector,affinity,tolerations}`
+  (kubernetes-sigs/node-feature-discovery@0132544, read 2026-11-24).
 - aws/eks-charts stable/aws-efa-k8s-device-plugin (v0.5.30) templates/daemonset.yaml:
   tolerations `CriticalAddonsOnly: Exists` plus `.Values.tolerations`; `nodeSelector`; a
   required node affinity with one term per `supportedInstanceLabels.keys` entry (`key In
