@@ -9,8 +9,9 @@ machine (hosts.yaml: vCPUs, memory) and the pool's boot disk with the cloud's re
             nodeadm/internal/kubelet/config.go getCPUMillicoresToReserve;
             https://cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes)
     memory  EKS: 11 MiB per pod the node may hold plus 255 MiB (same file,
-            GetMemoryMebibytesToReserve; maxPods taken as 110, the kubelet's default, where
-            the instance type's own ENI-based figure is not recorded); GKE: 25% of the first
+            GetMemoryMebibytesToReserve), maxPods being the instance type's ENI-based figure
+            (catalog limits.yaml `eks_max_pods`, as nodeadm reads eni-max-pods; 110 where the
+            catalog lacks it); GKE: 25% of the first
             4 GiB, 20% of the next 4, 10% of the next 8, 6% of the next 112, 2% above 128 GiB
             (plan-node-sizes). Both evict at 100 MiB available (nodeadm `evictionHard`
             memory.available 100Mi; GKE the same), and huge pages are not pod memory.
@@ -39,7 +40,7 @@ CPU_RANGES = ((1000, 600), (2000, 100), (4000, 50), (None, 25))
 GKE_MEMORY_TIERS = ((4 * 1024, 25), (8 * 1024, 20), (16 * 1024, 10), (128 * 1024, 6),
                     (None, 2))
 GKE_SMALL_NODE_MIB, GKE_SMALL_RESERVE_MIB = 1024, 255
-EKS_MAX_PODS = 110  # the kubelet's default (nodeadm's own fallback is maxpods.DefaultMaxPods)
+EKS_MAX_PODS = 110  # where limits.yaml has no figure: the kubelet's default
 EVICTION_MEMORY_MIB = 100
 NODEFS_EVICTION_PERCENT = 10
 EKS_RESERVED_EPHEMERAL_MIB = 1024
@@ -105,7 +106,8 @@ def node_allocatable(pool: ResolvedPool, catalog: Catalog) -> NodeAllocatable:
     hugepages = _recorded()[like].hugepages_2mi_mib if like else 0
     cpu = host.vcpus * 1000 - reserved_cpu_millicores(host.vcpus)
     if pool.cloud == "aws":
-        memory_reserved = 11 * EKS_MAX_PODS + 255
+        max_pods = catalog.network.eks_max_pods.get(machine, EKS_MAX_PODS)
+        memory_reserved = 11 * max_pods + 255
     else:
         memory_reserved = gke_reserved_memory_mib(host.memory_mib)
     memory = host.memory_mib - memory_reserved - EVICTION_MEMORY_MIB - hugepages

@@ -178,8 +178,11 @@ def test_hugepages_only_where_a_node_recorded_them() -> None:
     flavors = {f.name: f for f in routing_of(spec)["eks"].flavors}
     assert flavors["p5e"].quota["hugepages-2Mi"] == 42242
     assert "hugepages-2Mi" not in flavors["g6"].quota
-    # derived memory leaves the huge pages out: 2048 GiB - (11 x 110 + 255) - 100 - 42242
-    assert flavors["p5e"].quota["memory"] == 2048 * GIB - 1465 - 100 - 42242
+    # derived memory: 2048 GiB less nodeadm's kube-reserved for its 100 max Pods
+    # (11 x 100 + 255 MiB), the 100 MiB eviction threshold and the huge pages
+    assert flavors["p5e"].quota["memory"] == 2048 * GIB - 1355 - 100 - 42242
+    # g6.2xlarge: 8 vCPUs, 32 GiB, 58 max Pods -> 8000 - 90 m, 32768 - 893 - 100 MiB
+    assert (flavors["g6"].quota["cpu"], flavors["g6"].quota["memory"]) == (7910, 31775)
 
 
 def test_flavors_carry_the_pools_node_labels_tolerations_and_topology(
