@@ -103,8 +103,8 @@ def validate(
     for r in rows:
         table.add_row(r["name"], r["team"], r["cluster"] or "(tpu-vm)", r["machine_type"],
                       r["accelerator"], r["topology"] or "-", str(r["nodes"]), str(r["devices"]),
-                      ",".join(r["zones"]), r["capacity"], r["gpu_networking"] or "-",
-                      pool_usd(r), price_source(r))
+                      ",".join(r["zones"]) or "(account's, at deploy)", r["capacity"],
+                      r["gpu_networking"] or "-", pool_usd(r), price_source(r))
     out = console()
     print_table(out, table)
     for team in fleet.spec.teams:

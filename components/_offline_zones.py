@@ -27,10 +27,16 @@ def az_id_prefix(region: str) -> str:
 
 
 def offline_zones(region: str) -> dict[str, Any]:
-    """The lookup's outputs for `region`, from the catalog (empty for a region it lacks)."""
+    """The lookup's outputs for `region`, from the catalog."""
     from fleet.catalog import load_catalog
+    from fleet.errors import InputError
 
     names = list(load_catalog().regions["aws"].zones.get(region, ()))
+    if not names:
+        raise InputError(f"the offline plan knows no Availability Zones of {region!r}",
+                         hint="add the region and its AZ count to fleet/catalog/data/"
+                         "regions.yaml (with its source), or run `pulumi preview` with "
+                         "credentials, which asks the account")
     prefix = az_id_prefix(region)
     return {"id": region, "names": names, "state": "available",
             "zoneIds": [f"{prefix}-az{i + 1}" for i in range(len(names))]}

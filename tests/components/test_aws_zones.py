@@ -120,3 +120,19 @@ def test_eks_control_plane_never_gets_a_subnet_in_use1_az3() -> None:
 def test_system_pool_and_vpc_stay_in_the_accounts_zones() -> None:
     mocks = build("ap-northeast-1", "ap-northeast-1a")
     assert "ap-northeast-1b" not in set(_subnet_zones(mocks).values())
+
+
+def test_the_offline_plan_answers_the_lookup_from_the_catalog_or_says_it_cannot() -> None:
+    """`accelfleet plan` has no account: it answers with the catalog's zones of the region and
+    the uniform letter-to-AZ-ID mapping (components/_offline_zones.py), and refuses a region
+    the catalog lacks rather than guess."""
+    from components._offline_zones import az_id_prefix, offline_zones
+
+    answer = offline_zones("ca-central-1")
+    assert answer["names"][:2] == ["ca-central-1a", "ca-central-1b"]
+    assert answer["zoneIds"][2] == "cac1-az3"
+    assert [az_id_prefix(r) for r in ("us-east-1", "us-west-1", "ap-northeast-1",
+                                      "eu-central-1", "us-gov-west-1")] == [
+        "use1", "usw1", "apne1", "euc1", "usgw1"]
+    with pytest.raises(InputError, match="knows no Availability Zones"):
+        offline_zones("xx-nowhere-1")
