@@ -41,3 +41,18 @@ def team_words(team: dict[str, Any], *, prefix: str = "$") -> str:
     if team.get("unpriced"):
         text += f"; unpriced: {', '.join(team['unpriced'])} (no price: not counted)"
     return text
+
+
+def control_plane_words(plane: dict[str, Any]) -> str:
+    """`control plane eks: EKS 1.35, standard support until 2027-03-27, $0.10/hour, ~$73/month
+    (platform)` for a control-plane summary."""
+    return (f"control plane {plane['cluster']}: EKS {plane['kubernetes_version']}, "
+            f"{plane['support']} support until {plane['support_ends']}, "
+            f"${plane['usd_per_hour']:.2f}/hour, ~${plane['monthly_usd']:,.0f}/month (platform)")
+
+
+def platform_pays(system_pools: bool, control_planes: bool) -> str:
+    """What the platform team's cost covers, in words."""
+    parts = [*(["the system pools"] if system_pools else []),
+             *(["the EKS control planes"] if control_planes else [])]
+    return " and ".join(parts) or "nothing yet"

@@ -59,7 +59,13 @@ def validate(
     ranges, from the fewest to the most nodes a pool can have (budgets check the most), at list
     prices or the stack's own `prices:`; a pool with no price says "unpriced".
     """
-    from cli._costs import pool_usd, price_source, team_words
+    from cli._costs import (
+        control_plane_words,
+        platform_pays,
+        pool_usd,
+        price_source,
+        team_words,
+    )
     from fleet import load_fleet
     from fleet.model import PLATFORM_TEAM
 
@@ -82,6 +88,7 @@ def validate(
     if as_json:
         print_json({"stack": str(path), "valid": True, "pools": user, "system_pools": system,
                     "platform_monthly_usd": round(platform_usd, 2),
+                    "control_planes": [c.summary() for c in fleet.control_planes],
                     "teams": list(teams.values()),
                     "warnings": [w.render() for w in fleet.warnings]})
         return
@@ -96,14 +103,17 @@ def validate(
     for r in rows:
         table.add_row(r["name"], r["team"], r["cluster"] or "(tpu-vm)", r["machine_type"],
                       r["accelerator"], r["topology"] or "-", str(r["nodes"]), str(r["devices"]),
-                      ",".join(r["zones"]), r["capacity"], r["gpu_networking"] or "-",
-                      pool_usd(r), price_source(r))
+                      ",".join(r["zones"]) or "(account's, at deploy)", r["capacity"],
+                      r["gpu_networking"] or "-", pool_usd(r), price_source(r))
     out = console()
     print_table(out, table)
     for team in fleet.spec.teams:
         out.print(f"team {team.name}: {team_words(teams[team.name])}")
-    if system and PLATFORM_TEAM not in {t.name for t in fleet.spec.teams}:
-        out.print(f"platform (the system pools of {', '.join(r['cluster'] for r in system)}): "
-                  f"{team_words(teams[PLATFORM_TEAM])}")
+    for plane in fleet.control_planes:
+        out.print(control_plane_words(plane.summary()))
+    if (system or fleet.control_planes) and PLATFORM_TEAM not in {t.name for t in
+                                                                  fleet.spec.teams}:
+        what = platform_pays(bool(system), bool(fleet.control_planes))
+        out.print(f"platform ({what}): {team_words(teams[PLATFORM_TEAM])}")
     for w in fleet.warnings:
         out.print(f"warning: {w.render()}")

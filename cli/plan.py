@@ -76,7 +76,14 @@ def render(result: Plan) -> str:
     from rich.console import Console
     from rich.tree import Tree
 
-    from cli._costs import UNPRICED, pool_usd, price_source, team_words
+    from cli._costs import (
+        UNPRICED,
+        control_plane_words,
+        platform_pays,
+        pool_usd,
+        price_source,
+        team_words,
+    )
     from cli.queue import queue_lines
     from fleet.model import PLATFORM_TEAM
     from fleet.routing import fleet_routing
@@ -122,8 +129,11 @@ def render(result: Plan) -> str:
                       force_terminal=False, color_system=None)
     with console.capture() as cap:
         console.print(tree)
+        for c in data["control_planes"]:
+            console.print(control_plane_words(c))
         for t in data["teams"]:
-            paid = " (the system pools)" if t["name"] == PLATFORM_TEAM else ""
+            paid = (f" ({platform_pays(bool(data['system_pools']), bool(data['control_planes']))})"
+                    if t["name"] == PLATFORM_TEAM else "")
             console.print(f"team {t['name']}{paid}: {team_words(t, prefix='~$')}")
         for line in queue_lines(fleet_routing(result.fleet)):  # Kueue, flavors in order
             console.print(line)

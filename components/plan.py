@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from components._offline_zones import TOKEN as ZONES_TOKEN
+from components._offline_zones import offline_zones
 from fleet.errors import AccelfleetError, InputError
 from fleet.model import SYSTEM_POOL, Fleet
 from fleet.routing import fleet_routing
@@ -100,6 +102,13 @@ class Plan:
             todo += [k.urn for k in kids if not k.custom]
         return out
 
+    def provider_input(self, ref: str, key: str) -> str:
+        """An input of the provider resource an invoke names (`<urn>::<id>`), or ""."""
+        urn = (ref or "").rsplit("::", 1)[0]
+        found = next((r for r in self.resources if r.urn == urn), None)
+        value = found.inputs.get(key) if found is not None else None
+        return value if isinstance(value, str) else ""
+
     def pool_component(self, pool: str) -> PlannedResource | None:
         """The component that holds a pool of the fleet, if the program made one: named
         after the pool, or `<cluster>-<pool>`."""
@@ -151,6 +160,8 @@ class Plan:
             "system_pools": sorted(systems, key=lambda d: d["cluster"] or ""),
             "warnings": [w.render() for w in self.fleet.warnings],
             "teams": sorted(teams, key=lambda d: d["name"]),
+            # what each EKS control plane costs (the platform pays it, as the system pools)
+            "control_planes": [c.summary() for c in self.fleet.control_planes],
             # Kueue: per cluster its cohort, a flavor per pool, a queue per team (in order)
             "routing": [r.summary() for r in fleet_routing(self.fleet)],
             "resources": resources,
@@ -221,8 +232,10 @@ def _run(plan: Plan, config: dict[str, str], program: Path) -> None:
             resource_id = f"{args.name}-id" if args.custom else ""
             return resource_id, dict(args.inputs)
 
-        def call(self, args: Any) -> tuple[dict[str, Any], None]:
-            return {}, None
+        def call(self, args: Any) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+            if args.token == ZONES_TOKEN:  # the account's zones: see components._offline_zones
+                return offline_zones(plan.provider_input(args.provider, "region")), []
+            return {}, []
 
     class _Recorder(MockMonitor):  # type: ignore[misc]
         def RegisterResource(self, request: Any) -> Any:  # the gRPC method name

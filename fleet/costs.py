@@ -16,7 +16,7 @@ is an error naming the fix. `fleet.rules` calls `stack_rates`, `priced` and `che
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
@@ -196,9 +196,11 @@ def _per_node(usd_per_chip_hour: float, shape: Shape) -> float:
     return usd_per_chip_hour * shape.devices_per_host
 
 
-def check_budgets(checks: Checks, spec: FleetSpec, pools: Sequence[ResolvedPool]) -> None:
+def check_budgets(checks: Checks, spec: FleetSpec, pools: Sequence[ResolvedPool],
+                  fixed_monthly_usd: Mapping[str, float] | None = None) -> None:
     """Every budgeted team: each of its pools has a price, and together, at their largest,
-    they fit its monthly budget."""
+    with what the team pays whatever its pools' size (`fixed_monthly_usd`: the platform's
+    control planes), they fit its monthly budget."""
     for team in spec.teams:
         budget = team.monthly_budget_usd
         if budget is None:
@@ -207,10 +209,12 @@ def check_budgets(checks: Checks, spec: FleetSpec, pools: Sequence[ResolvedPool]
         for p in mine:
             if p.cost is None or p.cost.usd_per_node_hour is None:
                 _unpriced(checks, p, team.name, budget)
-        most = sum(p.cost.max_monthly_usd or 0.0 for p in mine if p.cost)
+        fixed = (fixed_monthly_usd or {}).get(team.name, 0.0)
+        most = sum(p.cost.max_monthly_usd or 0.0 for p in mine if p.cost) + fixed
         if most > budget:
-            listing = ", ".join(_cost_words(p) for p in mine
-                                if p.cost and p.cost.max_monthly_usd)
+            listing = ", ".join([*(_cost_words(p) for p in mine
+                                   if p.cost and p.cost.max_monthly_usd),
+                                 *([f"control planes ${fixed:,.0f}"] if fixed else [])])
             checks.add(
                 f"teams {team.name!r}.monthly_budget_usd",
                 f"the team's pools cost up to about ${most:,.0f} a month at their largest "

@@ -7,6 +7,7 @@ so that components only turn them into resources and the CLI only puts them into
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 from typing import Any, Literal
 
 from fleet.catalog import HOURS_PER_MONTH, Cloud, GpuNetworking, Shape
@@ -69,6 +70,32 @@ class PoolCost:
 
 def _money(value: float | None, digits: int = 2) -> float | None:
     return None if value is None else round(value, digits)
+
+
+@dataclass(frozen=True)
+class ControlPlaneCost:
+    """What one managed control plane costs (an EKS cluster: per cluster-hour, at its
+    Kubernetes version's support level on the day the fleet was checked), paid by the platform.
+
+    support: "standard" or "extended" (EKS bills extended support at a higher hourly rate);
+    support_ends: the first day past that support level (UTC)."""
+
+    cluster: str
+    kubernetes_version: str
+    support: str
+    usd_per_hour: float
+    support_ends: date
+    source: str
+
+    @property
+    def monthly_usd(self) -> float:
+        return self.usd_per_hour * HOURS_PER_MONTH
+
+    def summary(self) -> dict[str, Any]:
+        return {"cluster": self.cluster, "kubernetes_version": self.kubernetes_version,
+                "support": self.support, "support_ends": self.support_ends.isoformat(),
+                "usd_per_hour": _money(self.usd_per_hour, 4),
+                "monthly_usd": _money(self.monthly_usd), "source": self.source}
 
 
 @dataclass(frozen=True)
@@ -228,6 +255,7 @@ class Fleet:
 
     pools: the pools the spec declares (accelerator and CPU pools), which the inventory lists;
     system_pools: one per cluster whose system pool is enabled, owned by `PLATFORM_TEAM`;
+    control_planes: what each priced control plane costs (EKS), also `PLATFORM_TEAM`'s;
     warnings: what is allowed but deserves a look (a cluster without a system pool).
     """
 
@@ -236,6 +264,7 @@ class Fleet:
     source: str = "fleet spec"
     system_pools: tuple[ResolvedPool, ...] = ()
     warnings: tuple[Problem, ...] = ()
+    control_planes: tuple[ControlPlaneCost, ...] = ()
 
     def cluster(self, name: str) -> Cluster:
         return next(c for c in self.spec.clusters if c.name == name)
@@ -273,13 +302,16 @@ class Fleet:
             declared += cost.monthly_usd or 0.0
             low += cost.min_monthly_usd or 0.0
             high += cost.max_monthly_usd or 0.0
+        if team == PLATFORM_TEAM:  # the control planes run whatever the pools' size
+            fixed = sum(c.monthly_usd for c in self.control_planes)
+            declared, low, high = declared + fixed, low + fixed, high + fixed
         budget = next((t.monthly_budget_usd for t in self.spec.teams if t.name == team), None)
         return TeamCost(team, declared, low, high, tuple(unpriced), budget)
 
     def team_costs(self) -> list[TeamCost]:
-        """Every declared team's cost, then the platform's (the system pools) when no team of
-        that name is declared, sorted by name."""
+        """Every declared team's cost, then the platform's (the system pools and the control
+        planes) when no team of that name is declared, sorted by name."""
         names = [t.name for t in self.spec.teams]
-        if self.system_pools and PLATFORM_TEAM not in names:
+        if (self.system_pools or self.control_planes) and PLATFORM_TEAM not in names:
             names.append(PLATFORM_TEAM)
         return sorted((self.team_cost(n) for n in names), key=lambda c: c.name)

@@ -6,8 +6,9 @@ Pure decisions, no Kubernetes and no Pulumi (components/k8s/_kueue.py makes the 
              named after the pool: its node labels (the inventory's node selector, TPU
              topology included), the tolerations its nodes need, and what the pool holds at
              its largest (autoscaling at max_nodes, every slice of a multislice): devices
-             (nvidia.com/gpu, google.com/tpu, vpc.amazonaws.com/efa on EFA pools) and the
-             vCPUs and memory of its nodes (catalog hosts.yaml)
+             (nvidia.com/gpu, google.com/tpu, vpc.amazonaws.com/efa on EFA pools) and what
+             its nodes offer pods (fleet.allocatable: cpu, memory, ephemeral-storage, and
+             hugepages-2Mi where the nodes have them)
     queue    one per team and cluster: a namespace and a LocalQueue of the team's name, a
              ClusterQueue whose flavors are the team's routing order (`routing:`), or its own
              pools in the default order (`default_order`), with the flavors' quota as its
@@ -19,8 +20,8 @@ Pure decisions, no Kubernetes and no Pulumi (components/k8s/_kueue.py makes the 
 `fleet.routing_rules.resolve_routing` reads the stack's `routing:` section into these
 records, with a Problem for every entry it cannot honour; `fleet_routing` is its checked form.
 
-Units: cpu in whole vCPUs, memory in MiB, devices in count. Limits are whole numbers: a
-percentage of an amount, rounded down.
+Units: cpu in millicores, memory, hugepages-2Mi and ephemeral-storage in MiB, devices in
+count. Limits are whole numbers: a percentage of an amount, rounded down.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from fleet.allocatable import node_allocatable
 from fleet.catalog import Catalog
 from fleet.errors import SpecError
 from fleet.inventory import SMOKE_QUEUE, inventory_pool
@@ -38,9 +40,12 @@ if TYPE_CHECKING:
     from fleet.model import Fleet
 
 CPU, MEMORY = "cpu", "memory"
+HUGEPAGES_2MI, EPHEMERAL_STORAGE = "hugepages-2Mi", "ephemeral-storage"
+MIB_RESOURCES = (MEMORY, HUGEPAGES_2MI, EPHEMERAL_STORAGE)  # amounts in MiB
 # The order a ClusterQueue covers its resources in (Kueue wants every flavor of a resource
 # group to list them in the group's order).
-RESOURCE_ORDER = (CPU, MEMORY, "nvidia.com/gpu", "google.com/tpu", "vpc.amazonaws.com/efa")
+RESOURCE_ORDER = (CPU, MEMORY, EPHEMERAL_STORAGE, HUGEPAGES_2MI, "nvidia.com/gpu",
+                  "google.com/tpu", "vpc.amazonaws.com/efa")
 # Kueue v0.19.2's CRDs (config/components/crd/bases, v1beta2): a resource group holds at most
 # 64 flavors; a ResourceFlavor at most 8 node labels and 8 tolerations.
 MAX_FLAVORS = 64
@@ -153,9 +158,12 @@ def queue_summary(q: TeamQueue) -> dict[str, Any]:
 
 # -- arithmetic ------------------------------------------------------------------------------
 def quantity(resource: str, amount: int) -> str:
-    """A Kubernetes quantity: memory (MiB) in Gi where whole, else Mi; counts as integers."""
-    if resource == MEMORY and amount:
+    """A Kubernetes quantity: sizes (MiB) in Gi where whole, else Mi; cpu (millicores) in
+    whole cores where whole, else m; counts as integers."""
+    if resource in MIB_RESOURCES and amount:
         return f"{amount // 1024}Gi" if amount % 1024 == 0 else f"{amount}Mi"
+    if resource == CPU and amount:
+        return f"{amount // 1000}" if amount % 1000 == 0 else f"{amount}m"
     return str(amount)
 
 
@@ -170,10 +178,14 @@ def percent_of(amounts: Mapping[str, int], percent: int) -> dict[str, int]:
 
 def pool_quota(pool: ResolvedPool, catalog: Catalog) -> dict[str, int]:
     """What a pool holds at its largest: its nodes (autoscaling max_nodes; every host of every
-    slice) times each node's devices, EFA interfaces, vCPUs and memory (MiB)."""
+    slice) times each node's devices, EFA interfaces and allocatable cpu (millicores), memory,
+    ephemeral storage and 2 MiB huge pages (MiB): what pods can get, not the machine's size."""
     nodes = pool.node_range[1]
-    host = catalog.host(pool.shape)
-    quota = {CPU: host.vcpus * nodes, MEMORY: host.memory_mib * nodes}
+    node = node_allocatable(pool, catalog)
+    quota = {CPU: node.cpu_millicores * nodes, MEMORY: node.memory_mib * nodes,
+             EPHEMERAL_STORAGE: node.ephemeral_storage_mib * nodes}
+    if node.hugepages_2mi_mib:
+        quota[HUGEPAGES_2MI] = node.hugepages_2mi_mib * nodes
     if pool.shape.kind != "cpu":
         quota[catalog.kube(pool.shape).resource] = pool.shape.devices_per_host * nodes
     net = pool.networking

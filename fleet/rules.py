@@ -20,11 +20,13 @@ from fleet.cloud_limits import (
     check_zones,
     known_regions,
 )
+from fleet.control_planes import control_plane_costs
 from fleet.costs import check_budgets, priced, stack_rates
 from fleet.endpoint_rules import endpoint_checks
+from fleet.eks_rules import check_eks_cluster
 from fleet.errors import AccelfleetError, Problem, SpecError, suggest
 from fleet.expiry import expiry_warnings
-from fleet.model import Fleet, ResolvedPool
+from fleet.model import PLATFORM_TEAM, ControlPlaneCost, Fleet, ResolvedPool
 from fleet.names import (
     POOL_PLACES,
     check_cluster_names,
@@ -60,11 +62,13 @@ def validate_fleet(
     if checker.problems:
         partial = Fleet(spec=spec, pools=tuple(pools), source=source,
                         system_pools=tuple(checker.system_pools),
-                        warnings=tuple(checker.warnings))
+                        warnings=tuple(checker.warnings),
+                        control_planes=tuple(checker.control_planes))
         raise SpecError(checker.problems, source=source, partial=partial,
                         records=records(checker.problems, raw))
     return Fleet(spec=spec, pools=tuple(pools), source=source,
-                 system_pools=tuple(checker.system_pools), warnings=tuple(checker.warnings))
+                 system_pools=tuple(checker.system_pools), warnings=tuple(checker.warnings),
+                 control_planes=tuple(checker.control_planes))
 
 
 class _Checker:
@@ -75,6 +79,7 @@ class _Checker:
         self.clusters = {c.name: c for c in spec.clusters}
         self.teams = {t.name: t for t in spec.teams}
         self.system_pools: list[ResolvedPool] = []  # see fleet.system_pools
+        self.control_planes: list[ControlPlaneCost] = []  # see fleet.control_planes
         self.warnings: list[Problem] = []
         self.regions_known: set[Cloud] = set()  # clouds whose declared region exists
         self.pool_names = [p.name for p in spec.pools]
@@ -104,14 +109,17 @@ class _Checker:
             r = self._pool(pool)
             if r is not None:
                 resolved.append(r)
-        self.system_pools, self.warnings = system_pools(self, self.spec)
-        self.warnings = [*endpoint_warnings, *self.warnings]
+        self.system_pools, system_warnings = system_pools(self, self.spec)
+        self.warnings = [*endpoint_warnings, *self.warnings, *system_warnings]
         rates = stack_rates(self, self.spec)  # the stack's `prices:`, checked
         resolved = priced(resolved, self.catalog, rates)
         self.warnings = [*self.warnings, *expiry_warnings(resolved, date.today())]
         self.system_pools = priced(self.system_pools, self.catalog, rates)
-        # a `platform` team's budget covers the system pools
-        check_budgets(self, self.spec, resolved + self.system_pools)
+        self.control_planes = control_plane_costs(self, self.spec, self.catalog, date.today(),
+                                                  self.warnings)
+        # a `platform` team's budget covers the system pools and the control planes
+        check_budgets(self, self.spec, resolved + self.system_pools,
+                      {PLATFORM_TEAM: sum(c.monthly_usd for c in self.control_planes)})
         routing, routing_warnings = routing_checks(self.spec, resolved, self.catalog)  # Kueue
         self.problems += routing
         self.warnings = [*self.warnings, *routing_warnings]
@@ -138,6 +146,7 @@ class _Checker:
                 f"add `clouds: {{{cluster.cloud}: ...}}` with its "
                 + ("project and region" if cluster.cloud == "gcp" else "account and region"),
             )
+        check_eks_cluster(self, cluster, self.warnings)  # admins, private endpoint
         addons = self.catalog.eks_addons
         version = cluster.kubernetes_version
         if cluster.cloud == "aws" and version is not None and version not in addons.versions:

@@ -95,8 +95,37 @@ class Network(_Model):
     _check = field_validator("cidr", "pods_cidr", "services_cidr")(_cidr)
 
 
+# An IAM role or user an EKS access entry can name (the principal of `admins`). An STS
+# assumed-role session ARN is refused by EKS: the entry names the role itself.
+# https://docs.aws.amazon.com/eks/latest/userguide/creating-access-entries.html (read 2026-11-24)
+IAM_PRINCIPAL = re.compile(
+    r"^arn:aws(-cn|-us-gov)?:iam::\d{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}$")
+_ASSUMED = re.compile(r"^arn:aws(-cn|-us-gov)?:sts::(\d{12}):assumed-role/([^/]+)/")
+
+
+def _iam_principal(value: str) -> str:
+    """`admins[]`: an IAM role or user ARN, as an EKS access entry names it."""
+    if IAM_PRINCIPAL.match(value):
+        return value
+    assumed = _ASSUMED.match(value)
+    if assumed:
+        partition = f"aws{assumed[1] or ''}"
+        raise SpecValueError(
+            f"{value!r} is an STS session of a role, not the role",
+            f"name the role: arn:{partition}:iam::{assumed[2]}:role/{assumed[3]} "
+            "(`aws sts get-caller-identity` prints the session)")
+    raise SpecValueError(
+        f"{value!r} is not an IAM role or user ARN",
+        "write arn:aws:iam::<12-digit account>:role/<name> (or :user/<name>), e.g. "
+        "arn:aws:iam::123456789012:role/ci-deployer")
+
+
 class Cluster(_Model):
-    """A Kubernetes cluster: GKE on gcp, EKS on aws."""
+    """A Kubernetes cluster: GKE on gcp, EKS on aws.
+
+    admins (EKS): IAM roles or users given cluster admin through EKS access entries, beside
+    the identity that creates the cluster (CI roles, teammates running `pulumi up` or smoke).
+    """
 
     name: str
     cloud: Literal["gcp", "aws"]
@@ -104,6 +133,7 @@ class Cluster(_Model):
     release_channel: Literal["RAPID", "REGULAR", "STABLE"] = "REGULAR"
     private_endpoint: bool = False
     authorized_cidrs: list[str] = Field(default_factory=list)
+    admins: list[str] = Field(default_factory=list)
     network: Network = Network()
     system_pool: SystemPool = Field(default_factory=lambda: SystemPool())
 
@@ -111,6 +141,13 @@ class Cluster(_Model):
     @classmethod
     def _cidrs(cls, value: list[str]) -> list[str]:
         return [_cidr(v) for v in value]
+
+    @field_validator("admins")
+    @classmethod
+    def _admins(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise SpecValueError("an ARN is listed twice", "list each admin once")
+        return [_iam_principal(v) for v in value]
 
 
 class Capacity(_Model):

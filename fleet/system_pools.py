@@ -23,9 +23,11 @@ from fleet.spec import Cluster, FleetSpec, Pool
 
 # A system pool spreads over two zones unless told otherwise: DNS survives a lost zone.
 DEFAULT_ZONE_COUNT = 2
-# Zones to pad with when the cluster's pools name fewer than two. EKS pads its VPC with a, b
-# (components/aws/_layout.py); every Google Cloud region has zones b and c, not always a.
-PAD_ZONE_LETTERS: dict[Cloud, str] = {"gcp": "bc", "aws": "ab"}
+# Zones to pad with when the cluster's pools name fewer than two: every Google Cloud region has
+# zones b and c, not always a. None on AWS: zone letters map to different zones per account in
+# the oldest regions, and not every account has every letter (ap-northeast-1b); the EKS
+# component pads from the account's own zones at deploy time (components/aws/_layout.py).
+PAD_ZONE_LETTERS: dict[Cloud, str] = {"gcp": "bc", "aws": ""}
 
 
 class Checks(Protocol):
@@ -74,7 +76,8 @@ def system_pools(checks: Checks, spec: FleetSpec) -> tuple[list[ResolvedPool], l
 
 
 def default_zones(cloud: Cloud, region: str, pools: Sequence[Pool]) -> list[str]:
-    """The first two zones the cluster's pools name (in the region), padded to two."""
+    """The first two zones the cluster's pools name (in the region), padded to two where the
+    cloud's zone letters are the same in every project (Google Cloud)."""
     sep = "-" if cloud == "gcp" else ""
     zones = list(dict.fromkeys(z for p in pools for z in p.zones
                                if z.startswith(f"{region}{sep}")))[:DEFAULT_ZONE_COUNT]

@@ -71,7 +71,8 @@ class AwsCluster(pulumi.ComponentResource):
             cluster.name,
             EksNetworkArgs(cluster_name=cluster.name, region=region, cidr=cluster.network.cidr,
                            zones=[z for p in (*pools, *cpu_groups) for z in p.spec.zones],
-                           compact_pools=compact),
+                           compact_pools=compact,
+                           refused_az_ids=catalog.eks_addons.refused_az_ids.get(region, ())),
             child,
         )
         # kube-proxy and CoreDNS pins fit one Kubernetes version: a cluster that names none gets
@@ -82,10 +83,11 @@ class AwsCluster(pulumi.ComponentResource):
             cluster.name,
             EksClusterArgs(name=cluster.name, region=region,
                            kubernetes_version=eks_version,
-                           subnet_ids=list(network.private_subnet_ids.values()),
+                           subnet_ids=list[pulumi.Input[str]](network.control_plane_subnet_ids),
                            services_cidr=cluster.network.services_cidr,
                            private_endpoint=cluster.private_endpoint,
-                           authorized_cidrs=list(cluster.authorized_cidrs)),
+                           authorized_cidrs=list(cluster.authorized_cidrs),
+                           admin_principal_arns=list(cluster.admins)),
             child,
         )
         before = managed_addons(
@@ -110,12 +112,16 @@ class AwsCluster(pulumi.ComponentResource):
             node_groups.append(group)
         addon_nodes: list[pulumi.Resource] = []  # the add-ons' Helm releases wait for these
         for pool in cpu_groups:
+            # a system pool without zones of its own: the pools' zones, padded from the
+            # account's (decided at deploy time, never a zone letter guessed offline)
+            zones = (network.system_zones if pool.system and not cluster.system_pool.zones
+                     else pool.spec.zones)
             cpu_group = CpuNodeGroup(
                 f"{cluster.name}-{pool.name}" if pool.system else pool.name,
                 CpuNodeGroupArgs(
                     pool=pool, catalog=catalog, cluster_name=eks.cluster_name,
                     node_role_arn=eks.node_role_arn,
-                    subnet_ids=[network.private_subnet_ids[z] for z in pool.spec.zones],
+                    subnet_ids=[network.private_subnet_ids[z] for z in zones],
                     kubernetes_version=cluster.kubernetes_version,
                     depends_on=list(before.values())),
                 child,

@@ -27,16 +27,63 @@ class ZoneSubnets:
     public_cidr: str
 
 
-def cluster_zones(region: str, pool_zones: Iterable[str]) -> list[str]:
-    """The zones a cluster's VPC spans: every pool's zones, padded to two with a, b, ..."""
-    zones = sorted(set(pool_zones))
-    for letter in "abc":
-        if len(zones) >= MIN_ZONES:
+@dataclass(frozen=True)
+class AccountZones:
+    """The Availability Zones the deploying account has in a region (the provider's
+    availability-zones lookup: state available, no opt-in needed), names and AZ IDs in the
+    order the lookup gives them, and the AZ IDs EKS refuses for its control plane there."""
+
+    names: tuple[str, ...]
+    zone_ids: tuple[str, ...]
+    refused_ids: frozenset[str] = frozenset()
+
+    def control_plane_ok(self, zone: str) -> bool:
+        """Whether EKS accepts a control-plane subnet in this zone of the account."""
+        return self.zone_ids[self.names.index(zone)] not in self.refused_ids
+
+
+@dataclass(frozen=True)
+class ClusterZones:
+    """zones: every zone of the cluster's VPC (sorted); control_plane: those whose subnets the
+    EKS control plane gets (none in an AZ ID EKS refuses); system: where a system pool with no
+    zones of its own goes (the pools' zones first, then the padding)."""
+
+    zones: list[str]
+    control_plane: list[str]
+    system: list[str]
+
+
+def cluster_zones(region: str, pool_zones: Iterable[str], account: AccountZones
+                  ) -> ClusterZones:
+    """The zones of a cluster's VPC: every pool's zone, padded from the account's own zones
+    until the control plane has MIN_ZONES zones EKS accepts. Never a zone guessed by letter."""
+    if not account.names:
+        raise InputError(
+            f"the account lists no available Availability Zone in {region}",
+            hint="check the provider's credentials and region (`aws ec2 "
+            f"describe-availability-zones --region {region}`)")
+    zones = list(dict.fromkeys(sorted(pool_zones)))
+    missing = [z for z in zones if z not in account.names]
+    if missing:
+        raise InputError(
+            f"zone {', '.join(missing)} is not an available Availability Zone of this account "
+            f"(it has {', '.join(account.names)})",
+            hint="name one of the account's zones in the pool's `zones` (zone letters map to "
+            "different zones in each account of the oldest regions)")
+    own = list(zones)
+    for zone in account.names:
+        if sum(account.control_plane_ok(z) for z in zones) >= MIN_ZONES:
             break
-        zone = f"{region}{letter}"
-        if zone not in zones:
+        if zone not in zones and account.control_plane_ok(zone):
             zones.append(zone)
-    return sorted(zones)
+    control = [z for z in zones if account.control_plane_ok(z)]
+    if len(control) < MIN_ZONES:
+        raise InputError(
+            f"{region} has fewer than {MIN_ZONES} Availability Zones EKS accepts for its "
+            "control plane in this account", hint="deploy the cluster in another region")
+    padding = [z for z in zones if z not in own]
+    return ClusterZones(zones=sorted(zones), control_plane=sorted(control),
+                        system=[*own, *padding][:MIN_ZONES])
 
 
 def subnet_layout(vpc_cidr: str, zones: list[str]) -> list[ZoneSubnets]:

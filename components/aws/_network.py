@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-from components.aws._layout import cluster_zones, subnet_layout
+from components.aws._layout import AccountZones, cluster_zones, subnet_layout
+from fleet.errors import InputError
 
 TYPE = "accelfleet:aws:EksNetwork"
 _ALL = "-1"  # every protocol, every port
@@ -22,6 +23,29 @@ class EksNetworkArgs:
     cidr: str
     zones: list[str]
     compact_pools: dict[str, str] = field(default_factory=dict)
+    refused_az_ids: tuple[str, ...] = ()  # AZ IDs EKS refuses for the control plane here
+
+
+# The account's own Availability Zones: available, and no opt-in needed (Local and Wavelength
+# Zones are opt-in: a pool's zones are Availability Zones).
+# https://www.pulumi.com/registry/packages/aws/api-docs/getavailabilityzones/
+ZONE_FILTERS = [{"name": "opt-in-status", "values": ["opt-in-not-required"]}]
+
+
+def account_zones(region: str, refused_az_ids: tuple[str, ...],
+                  opts: pulumi.InvokeOptions) -> AccountZones:
+    """The deploying account's zones in the region, read at deploy (and preview) time."""
+    found = aws.get_availability_zones(
+        state="available",
+        filters=[aws.GetAvailabilityZonesFilterArgs(name=f["name"], values=f["values"])
+                 for f in ZONE_FILTERS],
+        opts=opts)
+    names, ids = tuple(found.names or ()), tuple(found.zone_ids or ())
+    if len(names) != len(ids):
+        raise InputError(f"the availability-zones lookup in {region} gave {len(names)} zone "
+                         f"names but {len(ids)} AZ IDs", hint="this is a provider bug: report "
+                         "it with `aws ec2 describe-availability-zones` output")
+    return AccountZones(names=names, zone_ids=ids, refused_ids=frozenset(refused_az_ids))
 
 
 class EksNetwork(pulumi.ComponentResource):
@@ -33,6 +57,8 @@ class EksNetwork(pulumi.ComponentResource):
 
     vpc_id: pulumi.Output[str]
     private_subnet_ids: dict[str, pulumi.Output[str]]
+    control_plane_subnet_ids: list[pulumi.Output[str]]
+    system_zones: list[str]
     efa_security_group_id: pulumi.Output[str]
     placement_groups: dict[str, pulumi.Output[str]]
 
@@ -41,8 +67,10 @@ class EksNetwork(pulumi.ComponentResource):
     ) -> None:
         super().__init__(TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        zones = cluster_zones(args.region, args.zones)
-        layout = subnet_layout(args.cidr, zones)
+        account = account_zones(args.region, args.refused_az_ids,
+                                pulumi.InvokeOptions(parent=self))
+        planned = cluster_zones(args.region, args.zones, account)
+        layout = subnet_layout(args.cidr, planned.zones)
         tags = {"accelfleet.io/cluster": args.cluster_name}
         owned = {f"kubernetes.io/cluster/{args.cluster_name}": "shared"}
 
@@ -101,6 +129,9 @@ class EksNetwork(pulumi.ComponentResource):
             self.placement_groups[pool] = pg.name
 
         self.vpc_id = vpc.id
+        self.control_plane_subnet_ids = [self.private_subnet_ids[z]
+                                         for z in planned.control_plane]
+        self.system_zones = planned.system
         self.efa_security_group_id = efa.id
         self.register_outputs({
             "vpc_id": vpc.id,

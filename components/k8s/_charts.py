@@ -25,10 +25,16 @@ class Chart:
         return f"{self.repo}/{self.chart}" if self.oci else self.chart
 
 
+# v0.20.0 is the newest release of NVIDIA/k8s-device-plugin (tag v0.20.0, commit
+# 1b826acc6af3079d8923bac395c3124b8861a9a6, 2026-08-19; read 2026-11-24 from the tag's
+# deployments/helm/nvidia-device-plugin/Chart.yaml: version and appVersion 0.20.0, the
+# node-feature-discovery subchart 0.19.0). From v0.18.2 its DaemonSets' scheduling (nodeSelector,
+# affinity, tolerations from the values) is unchanged; new: optional hostNetwork, and a service
+# account on every plugin pod.
 NVIDIA_DEVICE_PLUGIN = Chart(
     repo="https://nvidia.github.io/k8s-device-plugin",
     chart="nvidia-device-plugin",
-    version="0.18.2",
+    version="0.20.0",
     namespace="nvidia-device-plugin",
 )
 # v0.5.30 is the newest chart version in aws/eks-charts (stable/aws-efa-k8s-device-plugin/
@@ -42,10 +48,15 @@ EFA_DEVICE_PLUGIN = Chart(
     version="v0.5.30",
     namespace="kube-system",
 )
+# 4.8.2 is the newest dcgm-exporter chart (NVIDIA/dcgm-exporter tag 4.5.3-4.8.2, commit
+# 691c92762eb551313c825f6efe4ceeee20982801, 2026-05-06; repository HEAD d5e5f51 of 2026-05-12;
+# read 2026-11-24 from the tag's deployment/Chart.yaml: version and appVersion 4.8.2). Its
+# image is the chart's default, nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless (a tag:
+# no digest is published in the chart).
 DCGM_EXPORTER = Chart(
     repo="https://nvidia.github.io/dcgm-exporter/helm-charts",
     chart="dcgm-exporter",
-    version="3.5.0",
+    version="4.8.2",
     namespace="nvidia-device-plugin",
 )
 

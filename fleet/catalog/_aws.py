@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any, Literal
 
 from fleet.errors import CatalogError, InputError
 
@@ -32,6 +33,24 @@ class EksAddonPins:
     source: str
     as_of: str
     verified: bool
+    support: Mapping[str, EksSupport] = field(default_factory=dict)
+    control_plane_usd_per_hour: Mapping[SupportKind, float] = field(default_factory=dict)
+    control_plane_price_source: str = ""
+    refused_az_ids: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def support_on(self, kubernetes_version: str, day: date) -> SupportKind | None:
+        """"standard" or "extended" support for a version on a day; None past both (EKS
+        creates no cluster at that version) or when the calendar does not list it."""
+        dates = self.support.get(kubernetes_version)
+        if dates is None:
+            return None
+        if day < dates.end_of_standard_support:
+            return "standard"
+        return "extended" if day < dates.end_of_extended_support else None
+
+    def newest(self) -> str:
+        """The newest Kubernetes version pinned here."""
+        return max(self.versions, key=_semver)
 
     def pins(self, kubernetes_version: str | None) -> dict[str, str]:
         """Add-on name -> pinned version for a cluster of that version (None: the default)."""
@@ -42,6 +61,53 @@ class EksAddonPins:
                 hint=f"use one of {', '.join(self.versions)}, or pin the add-ons for {version} "
                 "in fleet/catalog/data/aws.yaml `eks_addons`")
         return dict(self.versions[version])
+
+
+SupportKind = Literal["standard", "extended"]
+
+
+@dataclass(frozen=True, slots=True)
+class EksSupport:
+    """The last days (exclusive) of a version's standard and extended support on EKS."""
+
+    end_of_standard_support: date
+    end_of_extended_support: date
+
+
+def _day(raw: Any, where: str) -> date:
+    try:
+        return raw if isinstance(raw, date) else date.fromisoformat(str(raw))
+    except ValueError:
+        raise CatalogError(f"{where}: {raw!r} is not a date (YYYY-MM-DD)") from None
+
+
+def _support(raw: Any, versions: Mapping[str, Any], where: str) -> dict[str, EksSupport]:
+    if not isinstance(raw, Mapping) or set(map(str, raw)) != set(versions):
+        raise CatalogError(f"{where} support: give the support dates of every pinned version")
+    out = {}
+    for version, dates in raw.items():
+        at = f"{where} support {version}"
+        if not isinstance(dates, Mapping):
+            raise CatalogError(f"{at}: must be a mapping")
+        support = EksSupport(_day(dates.get("end_of_standard_support"), at),
+                             _day(dates.get("end_of_extended_support"), at))
+        if support.end_of_extended_support <= support.end_of_standard_support:
+            raise CatalogError(f"{at}: extended support ends before standard support")
+        out[str(version)] = support
+    return out
+
+
+def _prices(raw: Any, where: str) -> dict[SupportKind, float]:
+    if not isinstance(raw, Mapping) or set(raw) != {"standard", "extended"}:
+        raise CatalogError(f"{where} control_plane_usd_per_hour: give `standard` and "
+                           "`extended`")
+    out: dict[SupportKind, float] = {}
+    for kind in ("standard", "extended"):
+        usd = raw[kind]
+        if not isinstance(usd, int | float) or isinstance(usd, bool) or usd <= 0:
+            raise CatalogError(f"{where} control_plane_usd_per_hour.{kind}: a price above 0")
+        out[kind] = float(usd)
+    return out
 
 
 def load_eks_addons(raw: Any, where: str = "aws.yaml eks_addons") -> EksAddonPins:
@@ -62,12 +128,22 @@ def load_eks_addons(raw: Any, where: str = "aws.yaml eks_addons") -> EksAddonPin
         if floor and _semver(pins["vpc-cni"]) < _semver(str(floor)):
             raise CatalogError(f"{where} {version}: vpc-cni {pins['vpc-cni']} is older than "
                                f"{floor}, which EFA-only interfaces need")
+    refused = raw.get("control_plane_refused_az_ids") or {}
+    if not isinstance(refused, Mapping):
+        raise CatalogError(f"{where} control_plane_refused_az_ids: region -> AZ IDs")
     addons = EksAddonPins(versions=versions,
                           default_kubernetes_version=str(raw.get("default_kubernetes_version")),
                           before_compute=before, source=str(raw.get("source") or ""),
                           as_of=str(raw.get("as_of") or ""),
-                          verified=bool(raw.get("verified", False)))
-    if not addons.source or not addons.as_of:
+                          verified=bool(raw.get("verified", False)),
+                          support=_support(raw.get("support"), versions, where),
+                          control_plane_usd_per_hour=_prices(
+                              raw.get("control_plane_usd_per_hour"), where),
+                          control_plane_price_source=str(
+                              raw.get("control_plane_price_source") or ""),
+                          refused_az_ids={str(r): tuple(str(z) for z in ids)
+                                          for r, ids in refused.items()})
+    if not addons.source or not addons.as_of or not addons.control_plane_price_source:
         raise CatalogError(f"{where}: every fact needs a source and a date")
     if addons.default_kubernetes_version not in versions:
         raise CatalogError(f"{where}: default_kubernetes_version has no pins")

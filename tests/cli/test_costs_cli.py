@@ -94,3 +94,17 @@ def test_plan_shows_pool_ranges_sources_and_team_ranges() -> None:
     assert teams["vision"]["min_monthly_usd"] < teams["vision"]["max_monthly_usd"]
     v5p = next(p for p in data["pools"] if p["name"] == "v5p-slice")
     assert v5p["price"]["source"] == "list" and v5p["monthly_usd"] > 0
+
+
+def test_validate_shows_the_eks_control_plane_cost_paid_by_the_platform() -> None:
+    """EKS bills each control plane per hour ($0.10 in standard support, $0.60 in extended:
+    https://aws.amazon.com/eks/pricing/); issue 20 item 9."""
+    result = runner.invoke(app, ["fleet", "validate"], env={"COLUMNS": "240"})
+    assert result.exit_code == 0, result.output
+    assert ("control plane ml-eks: EKS 1.35, standard support until 2027-03-27, $0.10/hour, "
+            "~$73/month (platform)") in result.output
+    assert "platform (the system pools and the EKS control planes): $" in result.output
+    data = json.loads(runner.invoke(app, ["fleet", "validate", "--json"]).output)
+    (plane,) = data["control_planes"]
+    assert (plane["cluster"], plane["support"], plane["usd_per_hour"]) == (
+        "ml-eks", "standard", 0.1)

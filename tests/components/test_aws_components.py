@@ -10,11 +10,12 @@ import pulumi
 import pytest
 
 from components.aws import build_aws_cluster, efa_network_interfaces
-from components.aws._layout import cluster_zones, kubeconfig, subnet_layout, token_argv
+from components.aws._layout import kubeconfig, subnet_layout, token_argv
 from components.k8s import JOBSET, KUEUE
 from fleet import validate_fleet
 from fleet.catalog import load_catalog
 from fleet.errors import CatalogError, InputError, SpecError
+from tests.components.aws_zones import zones_answer
 
 CLUSTER_SG = "sg-cluster0123"
 
@@ -59,8 +60,9 @@ class _Mocks(pulumi.runtime.Mocks):
             outputs["name"] = f"{args.name}-pg"
         return f"{args.name}-id", outputs
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], None]:
-        return {}, None
+    def call(self, args: pulumi.runtime.MockCallArgs
+             ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        return zones_answer(args) or {}, []  # the account's zones (tests/components/aws_zones)
 
 
 def _build(spec: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
@@ -202,7 +204,6 @@ def test_network_private_subnets_nat_and_routes(built: Any) -> None:
 
 
 def test_subnet_layout_and_zones() -> None:
-    assert cluster_zones("us-east-1", ["us-east-1c"]) == ["us-east-1a", "us-east-1c"]
     layout = subnet_layout("10.20.0.0/16", ["us-east-1a", "us-east-1b"])
     assert [(z.private_cidr, z.public_cidr) for z in layout] == [
         ("10.20.0.0/19", "10.20.224.0/22"), ("10.20.32.0/19", "10.20.228.0/22")]
@@ -233,15 +234,29 @@ def test_eks_cluster_encryption_logs_access_and_endpoint(built: Any) -> None:
     assert oidc.inputs["clientIdLists"] == ["sts.amazonaws.com"]
 
 
-def test_private_endpoint_turns_public_access_off() -> None:
+def test_stack_admins_get_access_entries_with_the_cluster_admin_policy() -> None:
+    """`admins` become EKS access entries (type STANDARD) each associated with
+    AmazonEKSClusterAdminPolicy at cluster scope, on a cluster in authentication mode API, as
+    terraform-aws-modules/terraform-aws-eks v20+ does with its `access_entries` input
+    (aws_eks_access_entry + aws_eks_access_policy_association); EKS user guide,
+    https://docs.aws.amazon.com/eks/latest/userguide/access-policies.html (read 2026-11-24).
+    Before issue 20 the stack could name no admins: only the creator could use the API."""
     spec = copy.deepcopy(SPEC)
-    spec["clusters"][0]["private_endpoint"] = True
-    spec["pools"] = spec["pools"][1:]
+    admins = ["arn:aws:iam::123456789012:role/ci-deployer",
+              "arn:aws:iam::123456789012:user/alice"]
+    spec["clusters"][0]["admins"] = admins
     res, _ = _build(spec)
-    vpc = _one(res, "aws:eks/cluster:Cluster", "eks-eks")["vpcConfig"]
-    assert vpc["endpointPublicAccess"] is False and vpc["endpointPrivateAccess"] is True
-    assert "publicAccessCidrs" not in vpc
-    assert not _all(res, "aws:ec2/placementGroup:PlacementGroup")
+    cluster = _one(res, "aws:eks/cluster:Cluster", "eks-eks")
+    assert cluster["accessConfig"]["authenticationMode"] in ("API", "API_AND_CONFIG_MAP")
+    entries = _all(res, "aws:eks/accessEntry:AccessEntry")
+    assert sorted(e.inputs["principalArn"] for e in entries) == sorted(admins)
+    assert {e.inputs["type"] for e in entries} == {"STANDARD"}
+    assoc = _all(res, "aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
+    assert sorted(a.inputs["principalArn"] for a in assoc) == sorted(admins)
+    for a in assoc:
+        assert a.inputs["policyArn"] == (
+            "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy")
+        assert a.inputs["accessScope"] == {"type": "cluster"}
 
 
 def test_node_role_has_only_the_three_node_policies(built: Any) -> None:

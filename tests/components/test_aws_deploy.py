@@ -14,6 +14,7 @@ from pulumi.runtime.mocks import MockMonitor
 from components.aws import build_aws_cluster
 from fleet import validate_fleet
 from fleet.catalog import load_catalog
+from tests.components.aws_zones import zones_answer
 
 NG = "aws:eks/nodeGroup:NodeGroup"
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -52,8 +53,9 @@ class _Mocks(pulumi.runtime.Mocks):
             outputs["name"] = f"{args.name}-pg"
         return f"{args.name}-id", outputs
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], None]:
-        return {}, None
+    def call(self, args: pulumi.runtime.MockCallArgs
+             ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        return zones_answer(args) or {}, []  # the account's zones (tests/components/aws_zones)
 
 
 class Built:

@@ -68,3 +68,19 @@ def test_kubeconfig_never_in_plan_in_clear(plan: Plan) -> None:
     (provider,) = [r for r in plan.of_type("pulumi:providers:kubernetes")
                    if r.name == "ml-eks-k8s"]
     assert provider.inputs["kubeconfig"] == "<secret>"
+
+
+def test_plan_shows_the_eks_control_plane_cost(plan: Plan) -> None:
+    """EKS bills every cluster $0.10 an hour in standard support, $0.60 in extended support
+    (https://aws.amazon.com/eks/pricing/; AWS Containers blog, "Amazon EKS extended support for
+    Kubernetes versions pricing"). Before issue 20 the plan costed pools only."""
+    from cli.plan import render
+
+    data = plan.to_dict()
+    (plane,) = data["control_planes"]
+    assert (plane["cluster"], plane["kubernetes_version"]) == ("ml-eks", "1.35")
+    assert plane["usd_per_hour"] == 0.10 and plane["monthly_usd"] == 73.0
+    text = render(plan)
+    assert "control plane ml-eks: EKS 1.35, standard support until 2027-03-27, $0.10/hour, " \
+        "~$73/month (platform)" in text
+    assert "team platform (the system pools and the EKS control planes)" in text

@@ -7,10 +7,12 @@ from the recorded real EKS node of its instance type (tests/smoke/data/nodes, wi
 plus what the node group declares.
 
 Chart templates read for the rendering (scheduling parts only):
-- NVIDIA/k8s-device-plugin v0.18.2 deployments/helm/nvidia-device-plugin/templates/
+- NVIDIA/k8s-device-plugin v0.20.0 (1b826ac) deployments/helm/nvidia-device-plugin/templates/
   daemonset-device-plugin.yml and daemonset-gfd.yml: `nodeSelector`, `affinity`, `tolerations`
-  straight from the values; the node-feature-discovery 0.17.3 subchart's templates/worker.yaml
-  from `nfd.worker.{nodeSelector,affinity,tolerations}`.
+  straight from the values (unchanged since v0.18.2: `git diff v0.18.2 v0.20.0` touches only
+  hostNetwork and the service account there); the node-feature-discovery subchart (0.19.0 at
+  v0.20.0) templates/worker.yaml from `nfd.worker.{nodeSelector,affinity,tolerations}`
+  (kubernetes-sigs/node-feature-discovery@0132544, read 2026-11-24).
 - aws/eks-charts stable/aws-efa-k8s-device-plugin (v0.5.30) templates/daemonset.yaml:
   tolerations `CriticalAddonsOnly: Exists` plus `.Values.tolerations`; `nodeSelector`; a
   required node affinity with one term per `supportedInstanceLabels.keys` entry (`key In
@@ -42,6 +44,7 @@ from fleet import validate_fleet
 from fleet.catalog import Taint, load_catalog
 from fleet.model import ACCELERATOR_LABEL
 from tests.smoke.nodes import eks_node
+from tests.components.aws_zones import zones_answer
 
 K8S_VERSION = "1.33"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -90,8 +93,9 @@ class _Mocks(pulumi.runtime.Mocks):
             outputs["latestVersion"] = 1
         return f"{args.name}-id", outputs
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], None]:
-        return {}, None
+    def call(self, args: pulumi.runtime.MockCallArgs
+             ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        return zones_answer(args) or {}, []  # the account's zones (tests/components/aws_zones)
 
 
 class Stack:

@@ -84,8 +84,9 @@ def test_example_plan_has_a_system_pool_on_each_cluster(example: Plan) -> None:
     assert all(p["team"] == "platform" and p["kind"] == "cpu" and p["nodes"] == 2
                and p["monthly_usd"] and p["resources"] >= 1 for p in systems.values())
     teams = {t["name"]: t for t in data["teams"]}
-    assert teams["platform"]["monthly_usd"] == round(
-        sum(p["monthly_usd"] for p in systems.values()), 2)
+    assert teams["platform"]["monthly_usd"] == round(  # and the EKS control plane
+        sum(p["monthly_usd"] for p in systems.values())
+        + sum(c["monthly_usd"] for c in data["control_planes"]), 2)
     gke = one(example, NODE_POOL, "ml-gke-system-pool")
     assert gke.parent is not None
     assert gke.parent.endswith("accelfleet:gcp:CpuNodePool::ml-gke-system")

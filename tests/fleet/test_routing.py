@@ -81,30 +81,58 @@ def route(spec: dict[str, Any], *rules: dict[str, Any], **defaults: Any) -> dict
 
 
 # -- quotas, by hand ----------------------------------------------------------------------------
+# What pods can get on a node (fleet/allocatable.py), cpu in millicores, sizes in MiB:
+#   cpu reserve (EKS nodeadm and GKE alike): 6% of core 1, 1% of core 2, 0.5% of cores 3-4,
+#     0.25% above: 208 vCPUs -> 590m, 192 -> 550m, 180 -> 520m, 24 -> 130m
+#   GKE memory reserve: 25% of the first 4 GiB, 20% of the next 4, 10% of the next 8, 6% of the
+#     next 112, 2% above 128 GiB; then 100 MiB eviction threshold
+#   ephemeral-storage: the 200 GB boot disk less 10% (nodefs eviction), on EKS less 1 GiB more
+EPHEMERAL_GKE = 200 * GIB * 9 // 10  # 184320 MiB = 180 GiB
+EPHEMERAL_EKS = EPHEMERAL_GKE - GIB
+
+
 def test_a_mixed_teams_quota_by_hand(spec: dict[str, Any]) -> None:
     """research on gke: a GPU pool, a TPU slice and a multislice.
 
-    h100       a3-highgpu-8g x 2 nodes: 8 GPUs, 208 vCPUs, 1872 GiB each
-               -> nvidia.com/gpu 16, cpu 416, memory 3744 GiB
-    v5p        v5p 4x4x4 = 64 chips on 16 ct5p-hightpu-4t hosts (4 chips, 208 vCPUs, 448 GiB)
-               -> google.com/tpu 64, cpu 3328, memory 7168 GiB
+    h100       a3-highgpu-8g x 2 nodes, as recorded on a real GKE node (node_allocatable.yaml:
+               cpu 207410m, memory 1885812064Ki = 1841613 MiB): nvidia.com/gpu 16
+    v5p        v5p 4x4x4 = 64 chips on 16 ct5p-hightpu-4t hosts (4 chips, 208 vCPUs, 448 GiB;
+               no recording: derived) -> google.com/tpu 64
     v6e-multi  v6e 4x4 = 16 chips on 4 ct6e-standard-4t hosts (4 chips, 180 vCPUs, 720 GiB),
-               2 slices: 8 hosts -> google.com/tpu 32, cpu 1440, memory 5760 GiB
-    queue      nvidia.com/gpu 16, google.com/tpu 96, cpu 5184, memory 16672 GiB
+               2 slices: 8 hosts -> google.com/tpu 32
+    Before issue 20 (item 13) the quota was the machines' full vCPUs and memory, and covered
+    no ephemeral-storage: a job requesting it was never admitted.
     """
     q = queue(spec, "gke", "research")
     per = {f.flavor: dict(f.nominal) for f in q.flavors}
-    assert per["h100"] == {"cpu": 416, "memory": 3744 * GIB, "nvidia.com/gpu": 16,
+    assert per["h100"] == {"cpu": 2 * 207410, "memory": 2 * 1841613,
+                           "ephemeral-storage": 2 * EPHEMERAL_GKE, "nvidia.com/gpu": 16,
                            "google.com/tpu": 0}
-    assert per["v5p"] == {"cpu": 3328, "memory": 7168 * GIB, "nvidia.com/gpu": 0,
+    v5p_memory = 448 * GIB - 16097 - 100  # 1024 + 819.2 + 819.2 + 6881.28 + 2% of 320 GiB
+    assert per["v5p"] == {"cpu": 16 * (208000 - 590), "memory": 16 * v5p_memory,
+                          "ephemeral-storage": 16 * EPHEMERAL_GKE, "nvidia.com/gpu": 0,
                           "google.com/tpu": 64}
-    assert per["v6e-multi"] == {"cpu": 1440, "memory": 5760 * GIB, "nvidia.com/gpu": 0,
+    v6e_memory = 720 * GIB - 21667 - 100  # 1024 + 819.2 + 819.2 + 6881.28 + 2% of 592 GiB
+    assert per["v6e-multi"] == {"cpu": 8 * (180000 - 520), "memory": 8 * v6e_memory,
+                                "ephemeral-storage": 8 * EPHEMERAL_GKE, "nvidia.com/gpu": 0,
                                 "google.com/tpu": 32}
-    assert q.nominal() == {"cpu": 5184, "memory": 16672 * GIB, "nvidia.com/gpu": 16,
-                           "google.com/tpu": 96}
-    assert q.resources == ("cpu", "memory", "nvidia.com/gpu", "google.com/tpu")
-    assert {r: quantity(r, v) for r, v in q.nominal().items()} == {
-        "cpu": "5184", "memory": "16672Gi", "nvidia.com/gpu": "16", "google.com/tpu": "96"}
+    assert q.resources == ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu",
+                           "google.com/tpu")
+    total = q.nominal()
+    assert total["cpu"] == 2 * 207410 + 16 * 207410 + 8 * 179480
+    assert quantity("cpu", total["cpu"]) == "5169220m"
+    assert quantity("ephemeral-storage", total["ephemeral-storage"]) == f"{26 * 180}Gi"
+
+
+def test_allocatable_cpu_formula_matches_the_recorded_nodes() -> None:
+    """nodeadm's CPU reserve (awslabs/amazon-eks-ami@0137549 nodeadm/internal/kubelet/
+    config.go) reproduces the recorded Allocatable cpu of EKS p5.48xlarge (191450m of 192) and
+    p4de.24xlarge (95690m of 96), and GKE's the a3-highgpu-8g one (207410m of 208)."""
+    from fleet.allocatable import reserved_cpu_millicores
+
+    assert 192000 - reserved_cpu_millicores(192) == 191450
+    assert 96000 - reserved_cpu_millicores(96) == 95690
+    assert 208000 - reserved_cpu_millicores(208) == 207410
 
 
 def test_the_catalog_figures_the_arithmetic_uses() -> None:
@@ -123,11 +151,38 @@ def test_autoscaling_counts_at_max_nodes_and_efa_interfaces_are_quota(
         spec: dict[str, Any]) -> None:
     # l4: g2-standard-24 (2 L4, 24 vCPUs, 96 GiB) autoscaling 0..4 -> its largest, 4 nodes
     l4 = next(f for f in routing_of(spec)["gke"].flavors if f.name == "l4")
-    assert dict(l4.quota) == {"cpu": 96, "memory": 384 * GIB, "nvidia.com/gpu": 8}
-    # p5.48xlarge x 2: 8 GPUs, 32 EFA interfaces, 192 vCPUs, 2048 GiB each
+    l4_memory = 96 * GIB - (1024 + 819 + 819 + 4915) - 100  # 6% of the 80 GiB above 16
+    assert dict(l4.quota) == {"cpu": 4 * (24000 - 130), "memory": 4 * l4_memory,
+                              "ephemeral-storage": 4 * EPHEMERAL_GKE, "nvidia.com/gpu": 8}
+    # p5.48xlarge x 2: 8 GPUs, 32 EFA interfaces, and as recorded on a real EKS p5 node
+    # (aws-samples/awsome-distributed-training@7217859 3.test_cases/pytorch/mosaicml-composer/
+    # stable-diffusion/README.md: cpu 191450m, memory 2052371068Ki, hugepages-2Mi 42242Mi),
+    # which the AWS EFA guide's and awsome's NCCL jobs request
     p5 = queue(spec, "eks", "research")
-    assert p5.nominal() == {"cpu": 384, "memory": 4096 * GIB, "nvidia.com/gpu": 16,
+    assert p5.nominal() == {"cpu": 2 * 191450, "memory": 2 * (2052371068 // 1024),
+                            "ephemeral-storage": 2 * EPHEMERAL_EKS,
+                            "hugepages-2Mi": 2 * 42242, "nvidia.com/gpu": 16,
                             "vpc.amazonaws.com/efa": 64}
+
+
+def test_hugepages_only_where_a_node_recorded_them() -> None:
+    """p5e.48xlarge is the p5 host (192 vCPUs, 2 TiB) with the same EKS GPU AMI and EFA
+    setup: it takes the recorded p5 huge pages; a g6 (no recording) has none counted."""
+    spec = copy.deepcopy(BASE)
+    spec["pools"] = [
+        {"name": "p5e", "cluster": "eks", "team": "research", "accelerator": "p5e.48xlarge",
+         "nodes": 1, "zone": "us-east-2a"},
+        {"name": "g6", "cluster": "eks", "team": "vision", "accelerator": "g6.2xlarge",
+         "nodes": 1, "zone": "us-east-2a"}]
+    spec["clouds"]["aws"]["region"] = "us-east-2"
+    flavors = {f.name: f for f in routing_of(spec)["eks"].flavors}
+    assert flavors["p5e"].quota["hugepages-2Mi"] == 42242
+    assert "hugepages-2Mi" not in flavors["g6"].quota
+    # derived memory: 2048 GiB less nodeadm's kube-reserved for its 100 max Pods
+    # (11 x 100 + 255 MiB), the 100 MiB eviction threshold and the huge pages
+    assert flavors["p5e"].quota["memory"] == 2048 * GIB - 1355 - 100 - 42242
+    # g6.2xlarge: 8 vCPUs, 32 GiB, 58 max Pods -> 8000 - 90 m, 32768 - 893 - 100 MiB
+    assert (flavors["g6"].quota["cpu"], flavors["g6"].quota["memory"]) == (7910, 31775)
 
 
 def test_flavors_carry_the_pools_node_labels_tolerations_and_topology(
@@ -203,13 +258,16 @@ def test_another_teams_pool_is_borrowed_within_the_limits(spec: dict[str, Any]) 
     research = queue(spec, "gke", "research")
     l4 = next(f for f in research.flavors if f.flavor == "l4")
     assert l4.borrowed and l4.owner == "vision"
-    assert l4.nominal == {"cpu": 0, "memory": 0, "nvidia.com/gpu": 0, "google.com/tpu": 0}
-    # half of l4 at its largest: 8 GPUs, 96 vCPUs, 384 GiB -> 4, 48, 192 GiB
-    assert l4.borrowing_limit == {"cpu": 48, "memory": 192 * GIB, "nvidia.com/gpu": 4,
+    assert l4.nominal == {"cpu": 0, "memory": 0, "ephemeral-storage": 0, "nvidia.com/gpu": 0,
+                          "google.com/tpu": 0}
+    # half of l4 at its largest (4 nodes: 8 GPUs, 4 x 23870m, 4 x 90627 MiB, 4 x 180 GiB)
+    assert l4.borrowing_limit == {"cpu": 2 * 23870, "memory": 2 * 90627,
+                                  "ephemeral-storage": 2 * EPHEMERAL_GKE, "nvidia.com/gpu": 4,
                                   "google.com/tpu": 0}
     vision = queue(spec, "gke", "vision")
     own_l4 = next(f for f in vision.flavors if f.flavor == "l4")
-    assert own_l4.lending_limit == {"cpu": 24, "memory": 96 * GIB, "nvidia.com/gpu": 2,
+    assert own_l4.lending_limit == {"cpu": 23870, "memory": 90627,
+                                    "ephemeral-storage": EPHEMERAL_GKE, "nvidia.com/gpu": 2,
                                     "google.com/tpu": 0}
     # the research queue lends without a limit (100% by default): none is written
     assert all(f.lending_limit is None for f in research.flavors if not f.borrowed)
@@ -300,7 +358,8 @@ def test_a_team_with_no_pools_names_its_cluster(spec: dict[str, Any]) -> None:
         spec["teams"].append({"name": "infra"})
         q = queue(route(spec, rule), "gke", "infra")
         assert [(f.flavor, f.borrowed) for f in q.flavors] == [("l4", True)]
-        assert q.nominal() == {"cpu": 0, "memory": 0, "nvidia.com/gpu": 0}
+        assert q.nominal() == {"cpu": 0, "memory": 0, "ephemeral-storage": 0,
+                               "nvidia.com/gpu": 0}
 
 
 def test_namespaces_are_checked_or_made_to_fit(spec: dict[str, Any]) -> None:

@@ -66,7 +66,7 @@ def test_request_resize_and_remove_keep_every_comment_in_place(stack: Path) -> N
     assert changed[0] == ("        nodes: 1", "        nodes: 2")
     assert changed[1] == ("        accelerator: v6e 2x2", "        accelerator: v6e")
     assert len(text.splitlines()) == len(original.splitlines()) + 1  # + `topology: 2x4`
-    assert "# 2 x L4" in text.splitlines()[71]  # the end-of-line comment of l4-spot's type
+    assert "# 2 x L4" in text.splitlines()[75]  # the end-of-line comment of l4-spot's type
 
 
 def test_a_new_pool_lands_after_the_last_one_not_in_the_next_section(stack: Path) -> None:

@@ -1,0 +1,145 @@
+"""What pods can get on one node (its allocatable resources), for Kueue quotas.
+
+Recorded where a real node was recorded (catalog node_allocatable.yaml); else derived from the
+machine (hosts.yaml: vCPUs, memory) and the pool's boot disk with the cloud's reservations:
+
+    cpu     the same ranges on EKS and GKE: 6% of the first core, 1% of the next, 0.5% of the
+            next two, 0.25% of every core above four
+            (awslabs/amazon-eks-ami@01375496231add8265f3fb1bc6e1e90d083b980b
+            nodeadm/internal/kubelet/config.go getCPUMillicoresToReserve;
+            https://cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes)
+    memory  EKS: 11 MiB per pod the node may hold plus 255 MiB (same file,
+            GetMemoryMebibytesToReserve), maxPods being the instance type's ENI-based figure
+            (catalog limits.yaml `eks_max_pods`, as nodeadm reads eni-max-pods; 110 where the
+            catalog lacks it); GKE: 25% of the first
+            4 GiB, 20% of the next 4, 10% of the next 8, 6% of the next 112, 2% above 128 GiB
+            (plan-node-sizes). Both evict at 100 MiB available (nodeadm `evictionHard`
+            memory.available 100Mi; GKE the same), and huge pages are not pod memory.
+    ephemeral-storage  the boot disk less the kubelet's nodefs eviction threshold (10%) and,
+            on EKS, nodeadm's 1 GiB kubeReserved ephemeral-storage. GKE's own boot-disk
+            reservation is not counted (not read here): an upper bound on GKE.
+    hugepages-2Mi  recorded (or like a recorded node), else none.
+
+Units: cpu in millicores, every size in MiB.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from fleet.catalog import Catalog
+from fleet.catalog._load import read_yaml
+from fleet.errors import CatalogError
+from fleet.model import ResolvedPool
+
+FILE = "node_allocatable.yaml"
+# (upper bound of the range in millicores, share reserved per 10 000) as nodeadm writes them
+CPU_RANGES = ((1000, 600), (2000, 100), (4000, 50), (None, 25))
+# (upper bound in MiB, percent reserved) of GKE's memory reservation
+GKE_MEMORY_TIERS = ((4 * 1024, 25), (8 * 1024, 20), (16 * 1024, 10), (128 * 1024, 6),
+                    (None, 2))
+GKE_SMALL_NODE_MIB, GKE_SMALL_RESERVE_MIB = 1024, 255
+EKS_MAX_PODS = 110  # where limits.yaml has no figure: the kubelet's default
+EVICTION_MEMORY_MIB = 100
+NODEFS_EVICTION_PERCENT = 10
+EKS_RESERVED_EPHEMERAL_MIB = 1024
+
+
+@dataclass(frozen=True)
+class NodeAllocatable:
+    cpu_millicores: int
+    memory_mib: int
+    hugepages_2mi_mib: int
+    ephemeral_storage_mib: int
+    source: str  # "recorded: <source>" or "derived: <formula>"
+
+
+@dataclass(frozen=True)
+class _Recorded:
+    cpu_millicores: int
+    memory_mib: int
+    hugepages_2mi_mib: int
+    source: str
+
+
+def reserved_cpu_millicores(vcpus: int) -> int:
+    total, start, reserved = vcpus * 1000, 0, 0
+    for end, share in CPU_RANGES:
+        top = total if end is None else min(total, end)
+        if top > start:
+            reserved += (top - start) * share // 10000
+        if end is None or total <= end:
+            break
+        start = end
+    return reserved
+
+
+def gke_reserved_memory_mib(memory_mib: int) -> int:
+    if memory_mib < GKE_SMALL_NODE_MIB:
+        return GKE_SMALL_RESERVE_MIB
+    start, reserved = 0, 0.0
+    for end, percent in GKE_MEMORY_TIERS:
+        top = memory_mib if end is None else min(memory_mib, end)
+        if top > start:
+            reserved += (top - start) * percent / 100
+        if end is None or memory_mib <= end:
+            break
+        start = end
+    return int(reserved)
+
+
+def node_allocatable(pool: ResolvedPool, catalog: Catalog) -> NodeAllocatable:
+    """One node of the pool, as the kubelet offers it to pods."""
+    machine = pool.shape.machine_type
+    disk_mib = pool.spec.disk_size_gb * 1024
+    ephemeral = disk_mib * (100 - NODEFS_EVICTION_PERCENT) // 100
+    if pool.cloud == "aws":
+        ephemeral -= EKS_RESERVED_EPHEMERAL_MIB
+    recorded = _recorded().get(machine)
+    if recorded is not None:
+        return NodeAllocatable(recorded.cpu_millicores, recorded.memory_mib,
+                               recorded.hugepages_2mi_mib, ephemeral,
+                               f"recorded: {recorded.source}")
+    host = catalog.host(pool.shape)
+    like = _hugepages_like().get(machine)
+    hugepages = _recorded()[like].hugepages_2mi_mib if like else 0
+    cpu = host.vcpus * 1000 - reserved_cpu_millicores(host.vcpus)
+    if pool.cloud == "aws":
+        max_pods = catalog.network.eks_max_pods.get(machine, EKS_MAX_PODS)
+        memory_reserved = 11 * max_pods + 255
+    else:
+        memory_reserved = gke_reserved_memory_mib(host.memory_mib)
+    memory = host.memory_mib - memory_reserved - EVICTION_MEMORY_MIB - hugepages
+    return NodeAllocatable(cpu, memory, hugepages, ephemeral,
+                           f"derived: {pool.cloud} reservations on {machine} "
+                           f"({host.vcpus} vCPU, {host.memory_gib:g} GiB)")
+
+
+@cache
+def _data() -> dict[str, object]:
+    return read_yaml(FILE)
+
+
+@cache
+def _recorded() -> dict[str, _Recorded]:
+    out: dict[str, _Recorded] = {}
+    for item in _data().get("recorded") or []:  # type: ignore[attr-defined]
+        try:
+            name = str(item["machine"])
+            out[name] = _Recorded(int(item["cpu_millicores"]), int(item["memory_ki"]) // 1024,
+                                  int(item["hugepages_2mi_mib"]), str(item["source"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CatalogError(f"{FILE}: a recorded node needs machine, cpu_millicores, "
+                               f"memory_ki, hugepages_2mi_mib and source ({exc})") from None
+    return out
+
+
+@cache
+def _hugepages_like() -> dict[str, str]:
+    raw = _data().get("hugepages_like") or {}
+    out = {str(k): str(v) for k, v in raw.items()}  # type: ignore[attr-defined]
+    unknown = sorted(set(out.values()) - set(_recorded()))
+    if unknown:
+        raise CatalogError(f"{FILE} hugepages_like: {', '.join(unknown)} is not recorded")
+    return out
