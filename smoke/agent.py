@@ -125,8 +125,7 @@ def _fabric_expect(args: argparse.Namespace) -> FabricExpect | None:
     names = tuple(n for n in args.expect_transport.split(",") if n)
     if not (names or args.expect_fabric or args.expect_nics):
         return None
-    return FabricExpect(kind=args.expect_fabric, networks=names, nics=args.expect_nics,
-                        every_rank=True)
+    return FabricExpect(kind=args.expect_fabric, networks=names, nics=args.expect_nics)
 
 
 def _cross_node(args: argparse.Namespace, report: HostReport,

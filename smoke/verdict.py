@@ -22,8 +22,7 @@ from smoke._expect import Expectation, matches
 from smoke._fabric import CrossNode
 from smoke._nccl_log import Expect as FabricExpect
 from smoke._nccl_log import base_name as base_network
-from smoke._nccl_log import judge as judge_nccl
-from smoke._nccl_log import parse as parse_nccl
+from smoke._nccl_log import judge_ranks as judge_nccl_ranks
 from smoke._results import ProbeResult, Verdict
 
 THRESHOLDS_VERSION = "2026-11-22.2"
@@ -287,9 +286,9 @@ def judge_fabric(cross: CrossNode | None, expected_networks: Sequence[str] = (),
     if not r.correct:
         checks.append((Verdict.FAIL, f"wrong sum across nodes; {text}"))
     if expect is None and expected_networks:
-        expect = FabricExpect(networks=tuple(expected_networks), every_rank=True)
+        expect = FabricExpect(networks=tuple(expected_networks))
     if cross.nccl_logs:
-        judged = judge_nccl(parse_nccl("".join(cross.nccl_logs)), expect or FabricExpect())
+        judged = judge_nccl_ranks(cross.nccl_logs, expect or FabricExpect())
         details["nccl"] = judged.details
         checks += [(Verdict.FAIL, p) for p in judged.problems]
     elif expect is not None and expect.names():
