@@ -233,3 +233,32 @@ def test_reader_reads_every_reality_log() -> None:
     socket = parse(LOGS["socket"].read_text(encoding="utf-8")).ranks[0]
     assert socket.nccl_version == "2.22.3+cuda12.6" and socket.plugin == "IBext_v8"
     assert judge(parse(""), Expect(kind="tcpx")).problems  # nothing logged: unproven
+
+
+@pytest.mark.parametrize(("log", "argv", "verdict", "words"), [
+    ("rdma", ["--expect-fabric", "rdma", "--expect-transport", "gIB"], Verdict.PASS, "gIB"),
+    ("rdma", ["--expect-fabric", "rdma", "--expect-nics", "8"], Verdict.FAIL, "1 of 8 NICs"),
+    ("efa-nogdr", ["--expect-fabric", "efa"], Verdict.FAIL, "no GPUDirect RDMA"),
+    ("socket", ["--expect-transport", "FasTrak", "--expect-fabric", "tcpxo"], Verdict.FAIL,
+     "used Socket, not FasTrak"),
+])
+def test_the_agents_own_arguments_reach_the_judgment(
+        fake_ranks: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, log: str,
+        argv: list[str], verdict: Verdict, words: str) -> None:
+    from types import SimpleNamespace
+
+    from smoke import agent
+
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    monkeypatch.setattr(os, "environ", {
+        **os.environ, "PYTHONPATH": str(ROOT), "FAKE_NCCL_LOG": str(LOGS[log]),
+        "FAKE_BARRIER": str(barrier), "FAKE_WORLD_HERE": "2", "ACCELFLEET_NODES": "2",
+        "ACCELFLEET_COORDINATOR": "127.0.0.1", "JOB_COMPLETION_INDEX": "0"})
+    monkeypatch.setattr(agent, "_local_gpus", lambda: 2)
+    args = agent.parse_args(["--tier", "3", "--cross-node", "torch", "--timeout-s", "60",
+                             *argv])
+    notes = agent.prepare_nccl(args)
+    got = agent._cross_node(args, SimpleNamespace(platform="gpu"), notes)  # type: ignore[arg-type]
+    assert got.verdict is verdict, got.reason
+    assert words in got.reason
