@@ -47,7 +47,9 @@ _BANNERS = (
 )
 _USING = re.compile(r"NCCL INFO Using network (?P<name>AWS Libfabric|\S+)")
 _ASSIGNED = re.compile(r"Assigned NET plugin (?P<name>AWS Libfabric|\S+) to comm")
-_CHANNEL = re.compile(r"via NET/(?P<name>[^/\s][^/]*)/(?P<nic>\d+)(?P<gdr>/GDRDMA)?")
+# NVIDIA/nccl src/transport/net.cc: "... via NET/%s/%d%s%s%s" (name, netDev, "/GDRDMA",
+# "(PCI)", "/Shared"), and through a PXN proxy rank "... via NET/%s/%d(%d)%s%s".
+_CHANNEL = re.compile(r"via NET/(?P<name>[^/\s][^/]*)/(?P<nic>\d+)(?:\(\d+\))?(?P<gdr>/GDRDMA)?")
 _FOUND_NICS = re.compile(r"\(found (?P<n>\d+) nics?\)", re.IGNORECASE)
 _API_SUFFIX = re.compile(r"_v\d+$")
 
@@ -99,6 +101,7 @@ class RankLog:
     nics_used: set[tuple[str, int]] = field(default_factory=set)  # (network, index)
     gdr_channels: int = 0
     plain_channels: int = 0  # NET channels without /GDRDMA
+    plain_nics: set[tuple[str, int]] = field(default_factory=set)  # the NICs they used
     warnings: list[str] = field(default_factory=list)
     lines: int = 0
 
@@ -205,6 +208,7 @@ def _read_line(r: RankLog, line: str) -> None:
             r.gdr_channels += 1
         else:
             r.plain_channels += 1
+            r.plain_nics.add((m.group("name"), int(m.group("nic"))))
 
 
 # -- judging ---------------------------------------------------------------------------------
@@ -282,7 +286,7 @@ def judge(log: NcclLog, expect: Expect) -> Judgment:
         with_net = [r for r in log.ranks if r.gdr is not None]
         lost = [r for r in with_net if r.gdr is False]
         for r in lost:
-            nets = sorted(f"NET/{n}/{i}" for n, i in r.nics_used)
+            nets = sorted(f"NET/{n}/{i}" for n, i in r.plain_nics)
             problems.append(f"{_label(r)}: no GPUDirect RDMA ({r.plain_channels} channel(s) "
                             f"via {', '.join(nets)} without /GDRDMA)")
         if not with_net:

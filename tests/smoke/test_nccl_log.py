@@ -262,3 +262,22 @@ def test_the_agents_own_arguments_reach_the_judgment(
     got = agent._cross_node(args, SimpleNamespace(platform="gpu"), notes)  # type: ignore[arg-type]
     assert got.verdict is verdict, got.reason
     assert words in got.reason
+
+
+def test_channel_lines_through_a_pxn_proxy_or_with_pci_gdr_still_count_as_gdrdma() -> None:
+    # NVIDIA/nccl src/transport/net.cc (v2.31.2-1 sendSetup): "via NET/%s/%d%s%s%s" (netDev,
+    # "/GDRDMA", "(PCI)", "/Shared") and, through a PXN proxy rank, "via NET/%s/%d(%d)%s%s"
+    text = (
+        "h:1:2 [0] NCCL INFO Using network IB\n"
+        "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA(PCI)\n"
+        "h:1:2 [0] NCCL INFO Channel 01/0 : 0[0] -> 8[0] [send] via NET/IB/3(5)/GDRDMA\n"
+        "h:1:2 [0] NCCL INFO Channel 02/0 : 8[0] -> 0[0] [receive] via NET/IB/1/GDRDMA/Shared\n"
+        "h:1:2 [0] NCCL INFO Channel 03/0 : 0[0] -> 8[0] [send] via NET/IBext_v8/2(4)\n")
+    r = parse(text).ranks[0]
+    assert r.gdr_channels == 3 and r.plain_channels == 1
+    assert r.nics_used == {("IB", 0), ("IB", 3), ("IB", 1), ("IBext_v8", 2)}
+    got = judge(parse(text), Expect(kind="ib", nics=4))
+    assert not got.ok and got.problems == (
+        "h:1: no GPUDirect RDMA (1 channel(s) via NET/IBext_v8/2 without /GDRDMA)",)
+    assert judge(parse(text.replace("NET/IBext_v8/2(4)", "NET/IB/2(4)/GDRDMA")),
+                 Expect(kind="ib", nics=4)).ok
