@@ -31,7 +31,7 @@ from typing import Any
 
 # `[1,26]<stdout>:` (Open MPI --tag-output), then `host:pid:tid [cudaDev]`, then the level.
 _MPI = re.compile(r"\[(?P<job>\d+),(?P<rank>\d+)\]<std(?:out|err)>:")
-_PREFIX = re.compile(r"(?P<host>[A-Za-z0-9_.\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\]"
+_PREFIX = re.compile(r"(?P<host>[A-Za-z0-9_.\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>-?\d+)\]"
                      r"(?: \S+)? NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b")
 _BARE = re.compile(r"(?:^|\s)\[(?P<dev>\d+)\] NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b")
 _ANY = re.compile(r"\bNCCL (?:INFO|WARN)\b")

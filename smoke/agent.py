@@ -115,6 +115,11 @@ def prepare_nccl(args: argparse.Namespace) -> dict[str, Any]:
 
     profile, problem = _nccl_env(args.nccl_env_file)
     env, notes = nccl_environment(profile, nccl_lib=args.nccl_lib)
+    # NCCL in this process (if anything here ever initialises it) must not log onto the
+    # stdout that carries the report; each rank sets its own file over this one.
+    import tempfile
+
+    env["NCCL_DEBUG_FILE"] = os.path.join(tempfile.gettempdir(), "accelfleet-agent-nccl.%p.log")
     os.environ.update(env)
     if problem:
         notes["nccl_env_problem"] = problem

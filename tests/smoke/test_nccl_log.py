@@ -162,6 +162,7 @@ def test_the_in_node_all_reduce_runs_with_the_nodes_nccl_environment(
                              "--nccl-lib", str(lib)])
     notes = agent.prepare_nccl(args)
     assert notes["nccl_preload"] == str(lib)
+    assert os.environ["NCCL_DEBUG_FILE"].endswith("accelfleet-agent-nccl.%p.log")
     dist.launch(2, backend="gloo", mib=1, timeout_s=60)  # what smoke._torch runs in-node
     for rank in (0, 1):
         seen = json.loads((dump / f"rank{rank}.json").read_text())
