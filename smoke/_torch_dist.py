@@ -102,10 +102,26 @@ def launch_ranks(ranks: Ranks, *, backend: str, mib: int, timeout_s: float = 300
     finally:
         shutil.rmtree(work, ignore_errors=True)
     bus, alg = busbw(data["bytes"], data["seconds"], ranks.world)
+    logs = [o.nccl_log for o in outputs]
+    details: dict[str, Any] = {"backend": backend, "world": ranks.world, "iters": ITERS,
+                               "samples_s": data["samples"]}
+    nccl = _nccl_used(logs)
+    if nccl:
+        details["nccl"] = nccl
     return AllReduce(busbw_gbps=bus, algbw_gbps=alg, seconds=data["seconds"],
                      bytes_per_device=data["bytes"], correct=bool(data["correct"]),
-                     details={"backend": backend, "world": ranks.world, "iters": ITERS,
-                              "samples_s": data["samples"]}), [o.nccl_log for o in outputs]
+                     details=details), logs
+
+
+def _nccl_used(logs: list[str]) -> dict[str, Any]:
+    """The NCCL version, net plugin and transport the ranks' logs name (empty: no log)."""
+    from smoke._nccl_log import Expect, judge, parse
+
+    log = parse("".join(logs))
+    if not log.ranks:
+        return {}
+    details = judge(log, Expect()).details
+    return {k: details[k] for k in ("nccl_versions", "net_plugins", "transports", "gdrdma")}
 
 
 def _run_ranks(ranks: Ranks, *, backend: str, mib: int, timeout_s: float,

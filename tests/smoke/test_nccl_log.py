@@ -140,6 +140,10 @@ def test_a_buffered_log_after_the_result_line_does_not_break_local_runs(
     monkeypatch.setenv("FAKE_NCCL_FILE_FAILS", "1")
     result = dist.launch(2, backend="gloo", mib=1, timeout_s=60)
     assert result.correct and result.bytes_per_device == 2**20
+    # and the in-node all-reduce records the NCCL its ranks ran (a one-node pool has no
+    # cross-node tier to say it)
+    assert result.details["nccl"]["net_plugins"] == ["FasTrak 1.0.17"]
+    assert result.details["nccl"]["transports"] == ["FasTrak"]
 
 
 def test_the_in_node_all_reduce_runs_with_the_nodes_nccl_environment(
