@@ -51,8 +51,9 @@ def _read(path: Path) -> str:
 @command
 def nccl_log(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="An NCCL log: `kubectl logs`, "
-                                         "an MPI run's output ([1,0]<stdout>: prefixes) or "
-                                         "an NCCL_DEBUG_FILE; `-` reads stdin.",
+                                         "an MPI run's output (Open MPI --tag-output "
+                                         "prefixes are read as ranks) or an "
+                                         "NCCL_DEBUG_FILE; `-` reads stdin.",
                                          show_default=False)],
     fabric: Annotated[FabricKind | None, typer.Option(
         "--fabric", help="The fabric the ranks should have used: its transport, no Socket "

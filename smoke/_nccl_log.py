@@ -307,8 +307,9 @@ def judge(log: NcclLog, expect: Expect) -> Judgment:
     plugins = sorted({p for r in log.ranks if (p := plugin_text(r))})
     transports = sorted({t for r in log.ranks for t in r.transports})
     summary = (f"{len(log.ranks)} rank(s) on {len(nic_counts)} host(s): "
-               f"NCCL {', '.join(versions) or '?'}; plugin {', '.join(plugins) or 'none'}; "
-               f"transport {', '.join(transports) or '?'}")
+               f"NCCL {', '.join(versions) or 'version not logged'}; "
+               f"plugin {', '.join(plugins) or 'none'}; "
+               f"transport {', '.join(transports) or 'not logged'}")
     details: dict[str, Any] = {
         "nccl_versions": versions, "net_plugins": plugins, "transports": transports,
         "gdrdma": _gdr_summary(log.ranks), "nics_by_host": nic_counts,
