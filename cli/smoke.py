@@ -400,8 +400,9 @@ class _Null:
 
 
 # The commands that act on a run's verdict and read the history live beside this module.
-from cli import smoke_history, smoke_nodes  # noqa: E402
+from cli import smoke_history, smoke_nccl, smoke_nodes  # noqa: E402
 
 app.command()(smoke_nodes.release)
 app.command()(smoke_nodes.status)
 app.command()(smoke_history.history)
+app.command("nccl-log")(smoke_nccl.nccl_log)

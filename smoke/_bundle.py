@@ -25,6 +25,7 @@ AGENT_MODULES: tuple[tuple[str, str], ...] = (
     ("smoke", "_results.py"),
     ("smoke", "verdict.py"),
     ("smoke", "_fabric.py"),
+    ("smoke", "_nccl_log.py"),
     ("smoke", "_torch.py"),
     ("smoke", "_torch_dist.py"),
     ("smoke", "_jax.py"),

@@ -3,9 +3,18 @@ the transport that carried it.
 
 GPU pools: every node's agent starts one process per local GPU; together they form one
 `torch.distributed` group (NCCL on GPUs, gloo on a CPU) whose rendezvous is node 0. NCCL runs
-with `NCCL_DEBUG=INFO`, and the transport each rank chose is read from its own log line
-`NCCL INFO Using network <name>` (NVIDIA/nccl src/init.cc). A fabric pool whose NCCL fell back
-to `Socket` is caught here, by name.
+with `NCCL_DEBUG=INFO`, each rank logging to its own `NCCL_DEBUG_FILE`, and `smoke._nccl_log`
+reads from those logs the NCCL version, the net plugin, the transport (`Using network <name>`,
+NVIDIA/nccl src/init.cc, or the channel lines `via NET/<name>/<nic>[/GDRDMA]`), GPUDirect RDMA
+and the NICs used. A fabric pool whose NCCL fell back to `Socket`, lost GDR or uses too few
+NICs is caught here, by name.
+
+One environment for NCCL on a node (`nccl_environment`): the fabric's env profile, then our
+logging settings over it (the TCPXO profile sets `NCCL_DEBUG=WARN`), and the installer's NCCL
+core preloaded where the fabric ships one (torch wheels find their bundled NCCL through
+DT_RPATH, which `LD_LIBRARY_PATH` cannot override; a preloaded `libnccl.so.2` satisfies the
+soname first). The agent sets it before any tier, so the in-node and the cross-node
+all-reduce run NCCL the same way.
 
 TPU slices: JAX's multi-controller runtime (`jax.distributed.initialize`) joins every host of
 the slice (and of every slice of a multislice); a psum over all chips must equal the chip count.
@@ -26,6 +35,32 @@ _USING_NETWORK = re.compile(r"NCCL INFO Using network (?P<name>[A-Za-z0-9_ .-]+?
 _EXPORT = re.compile(r"^\s*export\s+(?P<key>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*?)\s*$")
 _VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 NCCL_DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
+# Ours, whatever a profile says: the agent reads NCCL's INFO log, one file per rank.
+NCCL_LOGGING_KEYS = ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE")
+
+
+def nccl_environment(profile: Mapping[str, str], *, nccl_lib: str = "",
+                     base: Mapping[str, str] | None = None
+                     ) -> tuple[dict[str, str], dict[str, Any]]:
+    """The variables to run NCCL with on this node, and what was decided (for the report):
+    the fabric's profile without its logging settings, ours over it, and `LD_PRELOAD` of the
+    installer's `libnccl.so.2` when `nccl_lib` names a file that exists."""
+    env = {k: v for k, v in profile.items() if k not in NCCL_LOGGING_KEYS}
+    env |= NCCL_DEBUG_ENV
+    notes: dict[str, Any] = {}
+    overridden = {k: profile[k] for k in NCCL_LOGGING_KEYS if k in profile}
+    if overridden:
+        notes["nccl_profile_overridden"] = overridden
+    if nccl_lib:
+        if Path(nccl_lib).is_file():
+            current = (os.environ if base is None else base).get("LD_PRELOAD", "")
+            env["LD_PRELOAD"] = f"{nccl_lib}:{current}" if current else nccl_lib
+            notes["nccl_preload"] = nccl_lib
+        else:
+            notes["nccl_preload_missing"] = (f"{nccl_lib} not found: NCCL is the framework's "
+                                             "own; is the fabric's installer running on this "
+                                             "node?")
+    return env, notes
 
 
 def nccl_networks(log: str) -> list[str]:
@@ -62,6 +97,7 @@ class CrossNode:
     networks: tuple[str, ...] = ()  # as NCCL named them on this node, one per rank that said
     error: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    nccl_logs: tuple[str, ...] = ()  # each local rank's NCCL log (not kept in the report)
 
 
 @dataclass(frozen=True)
@@ -93,24 +129,29 @@ class Rendezvous:
 def torch_across_nodes(rdv: Rendezvous, local_devices: int, *, gpu: bool, mib: int,
                        timeout_s: float, env: Mapping[str, str] | None = None) -> CrossNode:
     """This node's share of a pool-wide all-reduce: `local_devices` ranks of
-    `nodes x local_devices`, NCCL's transport read from every local rank's log."""
+    `nodes x local_devices`, NCCL's transport read from every local rank's log. `env` is
+    what `nccl_environment` gives (its logging settings are forced here too)."""
     from fleet.errors import CheckFailed
     from smoke._torch_dist import Ranks, launch_ranks
 
     world = rdv.nodes * local_devices
     ranks = Ranks(local=local_devices, offset=rdv.node_rank * local_devices, world=world,
                   addr=rdv.coordinator, port=rdv.port)
-    extra = {**NCCL_DEBUG_ENV, **(env or {})}
+    extra = {k: v for k, v in (env or {}).items() if k not in NCCL_LOGGING_KEYS}
+    extra |= NCCL_DEBUG_ENV
     try:
         result, logs = launch_ranks(ranks, backend="nccl" if gpu else "gloo", mib=mib,
                                     timeout_s=timeout_s, env=extra)
     except CheckFailed as exc:
         return CrossNode(rdv.nodes, world, None, error=exc.message)
-    networks = tuple(n for log in logs for n in nccl_networks(log))
+    from smoke._nccl_log import parse
+
+    networks = tuple(t for log in logs for r in parse(log).ranks for t in r.transports)
     if not gpu:
         networks = ("gloo",)  # gloo has one transport (TCP) and logs none
     return CrossNode(rdv.nodes, world, result, networks,
-                     details={"node_rank": rdv.node_rank, "ranks_here": local_devices})
+                     details={"node_rank": rdv.node_rank, "ranks_here": local_devices},
+                     nccl_logs=tuple(logs) if gpu else ())
 
 
 def init_jax_distributed(rdv: Rendezvous | None, *, timeout_s: int) -> None:

@@ -369,9 +369,15 @@ def _gpu(pool: InventoryPool, options: RenderOptions, catalog: Catalog, ctx: dic
         env += [{"name": k, "value": v} for k, v in fabric_env]
         annotations = _fabric_annotations(fabric)
         if options.tier >= 3:
-            args += ["--expect-transport", ",".join(fabric.nccl_networks)]
-            if fabric.nccl_env_file:
-                args += ["--nccl-env-file", fabric.nccl_env_file]
+            args += ["--expect-transport", ",".join(fabric.nccl_networks),
+                     "--expect-fabric", fabric.kind]
+            nics = _gpu_nics(pool, catalog)
+            if nics:
+                args += ["--expect-nics", str(nics)]
+        if fabric.nccl_env_file:  # one NCCL environment for every tier that runs NCCL
+            args += ["--nccl-env-file", fabric.nccl_env_file]
+        if fabric.nccl_lib:
+            args += ["--nccl-lib", fabric.nccl_lib]
         mounts += _mounts(fabric.mounts)
         host = {m.volume: m.host_path for m in fabric.mounts}
         if fabric.daemon is not None:
@@ -382,6 +388,11 @@ def _gpu(pool: InventoryPool, options: RenderOptions, catalog: Catalog, ctx: dic
             "resources": resources, "requests": {**resources, **ctx["requests"]},
             "capabilities": capabilities, "annotations": annotations, "init_containers": init,
             "port": port, "pods": pool.nodes}
+
+
+def _gpu_nics(pool: InventoryPool, catalog: Catalog) -> int:
+    machine = catalog.machines.get(pool.machine_type)
+    return 0 if machine is None or machine.networking is None else machine.networking.gpu_nics
 
 
 def _fabric(pool: InventoryPool, catalog: Catalog) -> Fabric | None:

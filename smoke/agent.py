@@ -21,12 +21,15 @@ import os
 import sys
 import traceback
 from dataclasses import replace
+from typing import Any
 
 from fleet.errors import AccelfleetError
 from smoke import verdict as V
 from smoke._backend import Sizes
 from smoke._expect import Expectation
 from smoke._fabric import CrossNode, Rendezvous
+from smoke._nccl_log import FABRICS
+from smoke._nccl_log import Expect as FabricExpect
 from smoke._results import HostReport, ProbeResult
 from smoke._runner import run_local
 
@@ -58,6 +61,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="join the pool-wide collective (rendezvous from the environment)")
     ap.add_argument("--expect-transport", default="",
                     help="comma-separated NCCL network names the fabric must use")
+    ap.add_argument("--expect-fabric", choices=("", *FABRICS), default="",
+                    help="the fabric NCCL must show: its transport, GPUDirect RDMA where it "
+                    "is RDMA (rdma, ib, efa), no Socket fallback")
+    ap.add_argument("--expect-nics", type=int, default=None,
+                    help="GPU NICs per node NCCL must use (the catalog's count)")
+    ap.add_argument("--nccl-lib", default="",
+                    help="the fabric installer's libnccl.so.2, preloaded for every rank when "
+                    "present")
     ap.add_argument("--expect-world", type=int, default=None,
                     help="devices the whole slice or multislice must show (JAX)")
     ap.add_argument("--nccl-env-file", default="",
@@ -94,7 +105,39 @@ def _nccl_env(path: str) -> tuple[dict[str, str], str | None]:
                    "installer running on this node?"
 
 
-def _cross_node(args: argparse.Namespace, report: HostReport) -> ProbeResult:
+def prepare_nccl(args: argparse.Namespace) -> dict[str, Any]:
+    """One way to run NCCL on this node: the fabric's profile, our logging over it and the
+    installer's NCCL preloaded, set in this process's environment before any tier, so the
+    in-node all-reduce and the cross-node one inherit the same variables. Returns what was
+    decided, for the report."""
+    if args.backend == "jax" or args.cross_node == "jax":
+        return {}
+    if not (args.nccl_env_file or args.nccl_lib or args.cross_node == "torch"):
+        return {}
+    from smoke._fabric import nccl_environment
+
+    profile, problem = _nccl_env(args.nccl_env_file)
+    env, notes = nccl_environment(profile, nccl_lib=args.nccl_lib)
+    # NCCL in this process (if anything here ever initialises it) must not log onto the
+    # stdout that carries the report; each rank sets its own file over this one.
+    import tempfile
+
+    env["NCCL_DEBUG_FILE"] = os.path.join(tempfile.gettempdir(), "accelfleet-agent-nccl.%p.log")
+    os.environ.update(env)
+    if problem:
+        notes["nccl_env_problem"] = problem
+    return notes
+
+
+def _fabric_expect(args: argparse.Namespace) -> FabricExpect | None:
+    names = tuple(n for n in args.expect_transport.split(",") if n)
+    if not (names or args.expect_fabric or args.expect_nics):
+        return None
+    return FabricExpect(kind=args.expect_fabric, networks=names, nics=args.expect_nics)
+
+
+def _cross_node(args: argparse.Namespace, report: HostReport,
+                notes: dict[str, Any]) -> ProbeResult:
     expected = tuple(n for n in args.expect_transport.split(",") if n)
     if args.cross_node == "jax":
         from smoke._fabric import jax_across_hosts
@@ -105,17 +148,17 @@ def _cross_node(args: argparse.Namespace, report: HostReport) -> ProbeResult:
     rdv = Rendezvous.from_env()
     if rdv.nodes < 2:
         return V.judge_fabric(None, skipped="a one-node pool: nothing to reduce across nodes")
-    env, problem = _nccl_env(args.nccl_env_file)
     gpu = report.platform == "gpu"
     local = _local_gpus() if gpu else 1
     sizes = Sizes.for_platform(report.platform)
     from smoke._fabric import torch_across_nodes
 
+    # os.environ already holds the node's NCCL environment (prepare_nccl)
     cross: CrossNode = torch_across_nodes(rdv, local, gpu=gpu, mib=sizes.allreduce_mib,
-                                          timeout_s=args.timeout_s, env=env)
-    if problem:
-        cross = replace(cross, details={**cross.details, "nccl_env_problem": problem})
-    return V.judge_fabric(cross, expected)
+                                          timeout_s=args.timeout_s)
+    if notes:
+        cross = replace(cross, details={**cross.details, **notes})
+    return V.judge_fabric(cross, expected, expect=_fabric_expect(args))
 
 
 def _local_gpus() -> int:
@@ -126,6 +169,7 @@ def _local_gpus() -> int:
 
 def run(args: argparse.Namespace) -> HostReport:
     expectation = _expectation(args.expect_json)
+    notes = prepare_nccl(args)
     if args.cross_node == "jax":
         from smoke._fabric import init_jax_distributed
 
@@ -135,7 +179,7 @@ def run(args: argparse.Namespace) -> HostReport:
                        progress=_StderrProgress(), sustain_s=args.sustain_s)
     if args.tier >= 3 and args.cross_node != "none":
         print("T3 across nodes", file=sys.stderr, flush=True)
-        report = replace(report, results=(*report.results, _cross_node(args, report)))
+        report = replace(report, results=(*report.results, _cross_node(args, report, notes)))
     return report
 
 

@@ -20,6 +20,9 @@ from dataclasses import dataclass
 from smoke._backend import AllReduce, Device, KnownAnswer
 from smoke._expect import Expectation, matches
 from smoke._fabric import CrossNode
+from smoke._nccl_log import Expect as FabricExpect
+from smoke._nccl_log import base_name as base_network
+from smoke._nccl_log import judge_ranks as judge_nccl_ranks
 from smoke._results import ProbeResult, Verdict
 
 THRESHOLDS_VERSION = "2026-11-22.2"
@@ -270,17 +273,19 @@ def judge_allreduce(result: AllReduce | None, devices: int, exp: Expectation) ->
 
 
 def judge_fabric(cross: CrossNode | None, expected_networks: Sequence[str] = (), *,
-                 skipped: str = "") -> ProbeResult:
+                 skipped: str = "", expect: FabricExpect | None = None) -> ProbeResult:
     """The pool-wide collective seen from one node: the sum must be right and, on a fabric
-    pool (`expected_networks` non-empty), every rank's NCCL must name one of those networks;
-    `Socket` (NCCL's TCP fallback) or no transport line at all fails, naming what was seen."""
+    pool (`expect`, or `expected_networks` non-empty), every rank's NCCL log must show the
+    fabric (`smoke._nccl_log.judge`: its transport, no `Socket` fallback, GPUDirect RDMA on
+    RDMA fabrics, the NIC count); what NCCL each rank ran is recorded either way."""
     unit = UNITS[FABRIC]
     if cross is None:
         return ProbeResult(FABRIC_DEVICE, FABRIC, T3, Verdict.SKIPPED, skipped, unit=unit)
     seen = sorted(set(cross.networks))
     details: dict[str, object] = {"nodes": cross.nodes, "world": cross.world,
                                   "transports_seen": seen,
-                                  "transports_expected": list(expected_networks),
+                                  "transports_expected": list(
+                                      expected_networks or (expect.names() if expect else ())),
                                   **cross.details}
     if cross.error is not None or cross.result is None:
         return ProbeResult(FABRIC_DEVICE, FABRIC, T3, Verdict.FAIL,
@@ -294,16 +299,21 @@ def judge_fabric(cross: CrossNode | None, expected_networks: Sequence[str] = (),
     checks: list[tuple[Verdict, str]] = [(Verdict.PASS, text)]
     if not r.correct:
         checks.append((Verdict.FAIL, f"wrong sum across nodes; {text}"))
-    if expected_networks:
-        want = {n.lower() for n in expected_networks}
-        wrong = [n for n in seen if n.lower() not in want]
+    if expect is None and expected_networks:
+        expect = FabricExpect(networks=tuple(expected_networks))
+    if cross.nccl_logs:
+        judged = judge_nccl_ranks(cross.nccl_logs, expect or FabricExpect())
+        details["nccl"] = judged.details
+        checks += [(Verdict.FAIL, p) for p in judged.problems]
+    elif expect is not None and expect.names():
+        names = expect.names()
+        wrong = [n for n in seen if base_network(n).lower() not in {w.lower() for w in names}]
         if not seen:
             checks.append((Verdict.FAIL, "NCCL logged no 'Using network' line, so the fabric "
-                           f"transport ({' or '.join(expected_networks)}) is unproven"))
+                           f"transport ({' or '.join(names)}) is unproven"))
         elif wrong:
             checks.append((Verdict.FAIL, f"NCCL used {', '.join(wrong)}, not the fabric "
-                           f"({' or '.join(expected_networks)}): the fast network is not in "
-                           "use"))
+                           f"({' or '.join(names)}): the fast network is not in use"))
     verdict, reason = _worst(checks)
     return ProbeResult(FABRIC_DEVICE, FABRIC, T3, verdict, reason, r.busbw_gbps, None, unit,
                        details=details)

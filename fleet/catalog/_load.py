@@ -304,6 +304,10 @@ def load_fabrics(networking: Mapping[str, GpuNetworking]) -> dict[str, Fabric]:
             raise CatalogError(f"{where}: default_interface {fabric.default_interface!r} is "
                                "not one of its interfaces")
         _check_gke_networks(fabric, where)
+        if fabric.nccl_lib and not any(fabric.nccl_lib.startswith(m.mount_path.rstrip("/") + "/")
+                                       for m in fabric.mounts):
+            raise CatalogError(f"{where}: nccl_lib {fabric.nccl_lib!r} is not under one of its "
+                               "mounts: the installer's NCCL must reach the pod")
         if fabric.kind in fabrics:
             raise CatalogError(f"fabrics.yaml: duplicate key {fabric.kind!r}")
         fabrics[fabric.kind] = fabric

@@ -55,6 +55,14 @@ class GpuNetworking:
     # safe (libfabric aborts when it is set on a device without RDMA read)
     efa_rdma_read: bool = False
 
+    @property
+    def gpu_nics(self) -> int:
+        """The NICs GPU traffic uses on one machine, as NCCL should count them: the EFA
+        interfaces, the RDMA subnets (one NIC each), or the extra GPUDirect VPCs."""
+        if self.kind == "efa":
+            return self.efa_interfaces
+        return self.rdma_subnets if self.kind == "rdma" else self.extra_vpcs
+
 
 @dataclass(frozen=True, slots=True)
 class HostMount:
@@ -117,6 +125,7 @@ class Fabric:
     mounts: tuple[HostMount, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     nccl_env_file: str = ""
+    nccl_lib: str = ""  # the NCCL core the fabric's installer ships, as the pod sees it
     daemon: FabricDaemon | None = None
     capabilities: tuple[str, ...] = ()  # Linux capabilities the workload container adds
     resources: tuple[tuple[str, str], ...] = ()  # what each pod requests (and limits) beside GPUs

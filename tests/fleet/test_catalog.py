@@ -148,6 +148,11 @@ def test_every_gpu_fabric_has_its_pod_side_facts(cat):
     assert [d.daemon is not None for d in cat.fabrics.values()] == [True, True, False, False]
     assert cat.fabrics["rdma"].nccl_env_file == "/usr/local/gib/scripts/set_nccl_env.sh"
     assert dict(cat.fabrics["efa"].env)["FI_PROVIDER"] == "efa"
+    # GPU NICs per machine as NCCL should count them (issue 19 item 6)
+    nics = {m: cat.machines[m].networking.gpu_nics for m in (
+        "a3-highgpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g", "p5.48xlarge", "p5en.48xlarge")}
+    assert nics == {"a3-highgpu-8g": 4, "a3-megagpu-8g": 8, "a3-ultragpu-8g": 8,
+                    "p5.48xlarge": 32, "p5en.48xlarge": 16}
 
 
 def _break_fabrics(fabrics):
@@ -164,6 +169,7 @@ def _break_fabrics(fabrics):
     (lambda f: f[3]["env"].update(FI_EFA_FORK_SAFE=1), "must be a string"),
     (lambda f: f[3].update(nccl_networks=[]), "NCCL prints"),
     (lambda f: f[2].update(colour="red"), "colour"),
+    (lambda f: f[1].update(nccl_lib="/usr/lib/libnccl.so.2"), "not under one of its mounts"),
 ])
 def test_fabric_data_is_checked_on_load(cat, monkeypatch, breakage, message):
     real = _load.read_yaml

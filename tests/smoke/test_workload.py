@@ -448,3 +448,25 @@ def test_pinned_images_data() -> None:
     assert image_ref_problem("pytorch/pytorch:2.11.0-cuda12.8-cudnn9-runtime") is None
     for floating in ("ubuntu", "ubuntu:latest", "not an image!"):
         assert image_ref_problem(floating) is not None, floating
+
+
+def test_fabric_pods_carry_the_fabric_the_nics_and_the_installers_nccl(
+        run: RenderedRun, inventory: Inventory) -> None:
+    # issue 19 items 3, 4, 6: the catalog's fabric kind and GPU NIC count reach the agent,
+    # and where GKE's installer ships an NCCL core (container-engine-accelerators
+    # nccl-*-installer.yaml copy lib64 to /home/kubernetes/bin/nvidia/lib64) it is named
+    want = {"tcpx": ("tcpx", "4"), "tcpxo": ("tcpxo", "8"), "rdma": ("rdma", "8"),
+            "p5": ("efa", "32")}
+    for pool, (fabric, nics) in want.items():
+        agent = agent_of(pod_of(run, pool))
+        assert (arg_of(agent, "--expect-fabric"), arg_of(agent, "--expect-nics")) == (
+            fabric, nics), pool
+        lib = "" if fabric == "efa" else "/usr/local/nvidia/lib64/libnccl.so.2"
+        assert (arg_of(agent, "--nccl-lib") or "") == lib, pool
+    plain = agent_of(pod_of(run, "l4"))
+    assert arg_of(plain, "--expect-fabric") is None and arg_of(plain, "--nccl-lib") is None
+    # below tier 3 the node still runs NCCL (in-node all-reduce) with the fabric's environment
+    t2 = render_run(inventory, RenderOptions(run_id="t2", tier=2), pools=["tcpxo"])
+    agent = agent_of(job_of(t2, "tcpxo")["spec"]["template"])
+    assert arg_of(agent, "--nccl-env-file") == "/usr/local/nvidia/lib64/nccl-env-profile.sh"
+    assert arg_of(agent, "--expect-fabric") is None

@@ -1,0 +1,136 @@
+"""`accelfleet smoke nccl-log`: what an NCCL log says each rank used, and whether that is the
+fabric it should be. The reader is the agent's own (`smoke._nccl_log`)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cli._errors import command
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from smoke._nccl_log import Expect, RankLog
+
+MAX_BYTES = 256 * 2**20  # a log larger than this is not read whole
+
+
+class FabricKind(StrEnum):
+    tcpx = "tcpx"
+    tcpxo = "tcpxo"
+    rdma = "rdma"
+    efa = "efa"
+    ib = "ib"
+    socket = "socket"
+
+
+def _read(path: Path) -> str:
+    from fleet.errors import InputError
+
+    try:
+        if path.is_dir():
+            raise InputError(f"{path} is a directory, not a log file",
+                             hint="give the file kubectl logs, mpirun or NCCL_DEBUG_FILE wrote")
+        if path.stat().st_size > MAX_BYTES:
+            raise InputError(f"{path} is over {MAX_BYTES // 2**20} MiB",
+                             hint="cut it to the NCCL init lines, e.g. `grep 'NCCL ' FILE`")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}",
+                         hint="check the path and its permissions") from None
+    if b"\0" in data[:65536]:
+        raise InputError(f"{path} is binary, not an NCCL log",
+                         hint="give the text log (kubectl logs POD > FILE)")
+    return data.decode("utf-8", "replace")
+
+
+@command
+def nccl_log(
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="An NCCL log: `kubectl logs`, "
+                                         "an MPI run's output (Open MPI --tag-output "
+                                         "prefixes are read as ranks) or an "
+                                         "NCCL_DEBUG_FILE; `-` reads stdin.",
+                                         show_default=False)],
+    fabric: Annotated[FabricKind | None, typer.Option(
+        "--fabric", help="The fabric the ranks should have used: its transport, no Socket "
+        "fallback, and GPUDirect RDMA on every NET channel for rdma (gIB), ib and efa.",
+        show_default=False)] = None,
+    nics: Annotated[int | None, typer.Option(
+        "--nics", min=1, metavar="N", help="GPU NICs each host should use (the catalog's "
+        "count: 8 on a3-megagpu-8g and a3-ultragpu-8g, 32 EFA on p5.48xlarge).",
+        show_default=False)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the ranks and the verdict "
+                                          "as JSON.")] = False,
+) -> None:
+    """Say which NCCL, net plugin and transport each rank of a log used, whether GPUDirect
+    RDMA was on and how many NICs each host used, and whether that is what `--fabric` should
+    give. Set NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,NET at least) when you make the log.
+
+    Exit 0 the log shows the fabric (or no --fabric/--nics was asked); 1 it does not; 2 the
+    file is unreadable or holds no NCCL line.
+    """
+    import sys
+
+    from fleet.errors import CheckFailed, InputError
+    from smoke._nccl_log import Expect, judge, parse
+
+    text = sys.stdin.read() if str(file) == "-" else _read(file)
+    log = parse(text)
+    if not log.ranks:
+        raise InputError(f"{file} holds no NCCL line (`<host>:<pid>:<tid> [<dev>] NCCL INFO "
+                         "...`)", hint="run with NCCL_DEBUG=INFO; NCCL writes to stdout, or "
+                         "to NCCL_DEBUG_FILE when set")
+    expect = Expect(kind=fabric.value if fabric else "", nics=nics)
+    judged = judge(log, expect)
+    asked = fabric is not None or nics is not None
+    if as_json:
+        from cli._output import print_json
+
+        print_json({"file": str(file), "ok": judged.ok, "problems": list(judged.problems),
+                    "summary": judged.summary, **judged.details,
+                    "ranks": [r.to_dict() for r in log.ranks]})
+    else:
+        _print(log.ranks, judged.summary)
+        if asked and judged.ok:
+            typer.echo(f"ok: the log shows {_what(expect)}")
+    if asked and not judged.ok:
+        problems = "\n  ".join(judged.problems)
+        raise CheckFailed(f"the log does not show {_what(expect)}:\n  {problems}",
+                          hint="the fabric fell back or is degraded on the ranks named; "
+                          "check the plugin installer, the pod's NICs and its env profile")
+
+
+def _what(expect: Expect) -> str:
+    from smoke._nccl_log import FABRICS
+
+    rule = FABRICS.get(expect.kind)
+    parts = [rule.what if rule else "the fabric"]
+    if expect.nics:
+        parts.append(f"{expect.nics} NICs per host")
+    return ", ".join(parts)
+
+
+def _print(ranks: Sequence[RankLog], summary: str) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from cli._output import console, print_table
+    from smoke._nccl_log import plugin_text
+
+    t = Table(title="NCCL ranks in the log")
+    for col in ("rank", "NCCL", "net plugin", "transport", "GDRDMA", "NICs"):
+        t.add_column(col, overflow="fold")
+    for r in ranks:
+        gdr = {True: "on", False: "off", None: "-"}[r.gdr]
+        found = f"found {r.nics_found}" if r.nics_found is not None else ""
+        used = ",".join(f"{n}/{i}" for n, i in sorted(r.nics_used))
+        t.add_row(escape(r.key), escape(r.nccl_version or "-"),
+                  escape(plugin_text(r) or "-"), escape(", ".join(r.transports) or "-"), gdr,
+                  escape("; ".join(x for x in (found, used) if x) or "-"))
+    out = console()
+    print_table(out, t)
+    out.print(escape(summary))

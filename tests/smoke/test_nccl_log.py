@@ -1,0 +1,288 @@
+"""Tier 3 reads NCCL where NCCL writes (issue 19): every recorded real NCCL log
+(tests/smoke/data/nccl, each with its source header) is replayed by rank processes that write
+it the way NCCL does (through the C library, to NCCL_DEBUG_FILE or to stdout, after the rank's
+result), collected by the real `launch_ranks`, and judged by the real `judge_fabric`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import smoke._torch_dist as dist
+from smoke import verdict as V
+from smoke._fabric import CrossNode, Rendezvous, nccl_environment, torch_across_nodes
+from smoke._nccl_log import Expect, judge, parse
+from smoke._results import Verdict
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).parent / "data" / "nccl"
+LOGS = {
+    "socket": DATA / "nccl-socket-gke-a3-info.log",  # NCCL 2.22.3, Using network Socket
+    "tcpx": DATA / "nccl-tcpx-info.log",  # Using network GPUDirectTCPX_v7
+    "tcpxo": DATA / "nccl-tcpxo-info.log",  # Using network FasTrak, FasTrak 1.0.17
+    "rdma": DATA / "nccl-gib-rdma-info.log",  # gIB v1.0.6, via NET/gIB/2/GDRDMA, no Using
+    "efa": DATA / "nccl-efa-ofi-eks-p4d-gdrdma-info.log",  # via NET/Libfabric/0/GDRDMA
+    "efa-nogdr": DATA / "nccl-efa-ofi-eks-g6e-nogdr-info.log",  # via NET/Libfabric/0
+    "efa-issues": DATA / "nccl-efa-ofi-issue-excerpts.log",  # MPI [1,N]<stdout>: tags
+}
+
+
+@pytest.fixture
+def fake_ranks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dist, "RANK_MODULE", "tests.smoke.fake_nccl_rank")
+
+
+def _replay(log: Path, tmp_path: Path, *, local: int = 2, **env: str) -> CrossNode:
+    barrier = tmp_path / "barrier"
+    barrier.mkdir(exist_ok=True)
+    rdv = Rendezvous(node_rank=0, nodes=2, coordinator="127.0.0.1", port=1)
+    base = {"PYTHONPATH": str(ROOT), "FAKE_NCCL_LOG": str(log), "FAKE_BARRIER": str(barrier),
+            **env}
+    # world = 2 nodes x local; the fake's barrier counts this node's ranks only
+    return torch_across_nodes(rdv, local, gpu=True, mib=1, timeout_s=60,
+                              env={**base, "FAKE_WORLD_HERE": str(local)})
+
+
+# (log, fabric, NICs the catalog would expect or None, verdict, words in the reason)
+CASES = [
+    ("socket", "socket", None, Verdict.PASS, "via Socket"),
+    ("tcpx", "tcpx", None, Verdict.PASS, "GPUDirectTCPX_v7"),
+    ("tcpxo", "tcpxo", None, Verdict.PASS, "FasTrak"),
+    ("rdma", "rdma", None, Verdict.PASS, "via gIB"),
+    ("efa", "efa", 1, Verdict.PASS, "via Libfabric"),  # the author gave each pod 1 EFA
+    # a socket fallback on every fabric pool fails, naming it
+    ("socket", "tcpx", 4, Verdict.FAIL, "used Socket, not GPUDirectTCPX"),
+    ("socket", "tcpxo", 8, Verdict.FAIL, "used Socket, not FasTrak"),
+    ("socket", "rdma", 8, Verdict.FAIL, "used Socket, not gIB"),
+    ("socket", "efa", 32, Verdict.FAIL, "used Socket, not Libfabric"),
+    # an RDMA fabric without GPUDirect RDMA fails
+    ("efa-nogdr", "efa", 4, Verdict.FAIL, "no GPUDirect RDMA (8 channel(s) via "
+     "NET/Libfabric/0 without /GDRDMA)"),  # 4 per rank, both local ranks replay the log
+    # too few NICs: p4d.24xlarge has 4 EFA (catalog), the pod of this log used 1;
+    # a4-highgpu-8g has 8 RDMA NICs, this rank's channels used NET/gIB/2 only
+    ("efa", "efa", 4, Verdict.FAIL, "NCCL used 1 of 4 NICs (found N nics"),
+    ("rdma", "rdma", 8, Verdict.FAIL, "NCCL used 1 of 8 NICs (distinct NET/"),
+    # the 2019 aws-ofi-nccl#24 ranks in the excerpts ran EFA without GDR
+    ("efa-issues", "efa", None, Verdict.FAIL, "rank [1,7]: no GPUDirect RDMA"),
+]
+
+
+@pytest.mark.parametrize(("log", "fabric", "nics", "verdict", "words"), CASES)
+@pytest.mark.parametrize("where", ["debug-file", "stdout"])
+def test_replayed_real_logs_are_judged_where_nccl_writes_them(
+        fake_ranks: None, tmp_path: Path, log: str, fabric: str, nics: int | None,
+        verdict: Verdict, words: str, where: str) -> None:
+    env = {"FAKE_NCCL_FILE_FAILS": "1"} if where == "stdout" else {}
+    cross = _replay(LOGS[log], tmp_path, **env)
+    assert cross.error is None, cross.error
+    got = V.judge_fabric(cross, (), expect=Expect(kind=fabric, nics=nics))
+    assert got.verdict is verdict, got.reason
+    assert words in got.reason
+
+
+def test_the_run_document_records_the_nccl_each_node_used(fake_ranks: None,
+                                                          tmp_path: Path) -> None:
+    got = V.judge_fabric(_replay(LOGS["efa"], tmp_path), (), expect=Expect(kind="efa"))
+    nccl = got.details["nccl"]
+    assert isinstance(nccl, dict)
+    assert nccl["nccl_versions"] == ["2.27.3+cuda12.9"]
+    assert nccl["net_plugins"] == ["Libfabric (v10), aws-ofi-nccl 1.16.2"]
+    assert nccl["transports"] == ["Libfabric"] and nccl["gdrdma"] == "on"
+    tcpxo = V.judge_fabric(_replay(LOGS["tcpxo"], tmp_path), ("FasTrak",))
+    assert "FasTrak 1.0.17" in tcpxo.details["nccl"]["net_plugins"]  # type: ignore[index]
+    gib = V.judge_fabric(_replay(LOGS["rdma"], tmp_path), ("gIB",))
+    assert gib.details["nccl"]["net_plugins"] == ["gIB 1.0.6"]  # type: ignore[index]
+
+
+def test_a_profile_setting_nccl_debug_warn_does_not_silence_the_log(
+        fake_ranks: None, tmp_path: Path) -> None:
+    # container-engine-accelerators' TCPXO nccl-env-profile.sh exports NCCL_DEBUG=WARN
+    cross = _replay(LOGS["tcpxo"], tmp_path, NCCL_DEBUG="WARN",
+                    NCCL_DEBUG_FILE="/nonexistent/elsewhere.log")
+    got = V.judge_fabric(cross, ("FasTrak",), expect=Expect(kind="tcpxo"))
+    assert got.verdict is Verdict.PASS, got.reason
+    env, notes = nccl_environment({"NCCL_DEBUG": "WARN", "NCCL_FASTRAK_NUM_FLOWS": "2"})
+    assert env["NCCL_DEBUG"] == "INFO" and env["NCCL_FASTRAK_NUM_FLOWS"] == "2"
+    assert notes["nccl_profile_overridden"] == {"NCCL_DEBUG": "WARN"}
+
+
+def test_a_rank_that_wrote_no_nccl_line_fails_a_fabric_pool(fake_ranks: None,
+                                                           tmp_path: Path) -> None:
+    silent = tmp_path / "silent.log"
+    silent.write_text("# nothing NCCL said\n")
+    got = V.judge_fabric(_replay(silent, tmp_path), ("FasTrak",), expect=Expect(kind="tcpxo"))
+    assert got.verdict is Verdict.FAIL
+    assert "local rank(s) 0, 1 wrote no NCCL line" in got.reason
+
+
+def test_a_rank_writing_240_kb_does_not_stall_the_collective(fake_ranks: None,
+                                                             tmp_path: Path) -> None:
+    # Before: ranks' pipes were drained one at a time; rank 1 blocked on a full pipe while
+    # rank 0 waited for it in the collective, until the timeout ("hardware hang").
+    cross = _replay(LOGS["socket"], tmp_path, FAKE_STDOUT_BYTES=str(240_000),
+                    FAKE_NOISY_RANK="1")
+    assert cross.error is None and cross.result is not None
+    assert cross.networks and set(cross.networks) == {"Socket"}
+
+
+def test_a_buffered_log_after_the_result_line_does_not_break_local_runs(
+        fake_ranks: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `smoke local` with NCCL_DEBUG=INFO in the user's shell: the log lands on stdout, after
+    # the result, from the C library's buffer (NCCL_DEBUG_FILE unusable here on purpose).
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setenv("NCCL_DEBUG", "INFO")
+    monkeypatch.setenv("FAKE_NCCL_LOG", str(LOGS["tcpxo"]))
+    monkeypatch.setenv("FAKE_NCCL_FILE_FAILS", "1")
+    result = dist.launch(2, backend="gloo", mib=1, timeout_s=60)
+    assert result.correct and result.bytes_per_device == 2**20
+    # and the in-node all-reduce records the NCCL its ranks ran (a one-node pool has no
+    # cross-node tier to say it)
+    assert result.details["nccl"]["net_plugins"] == ["FasTrak 1.0.17"]
+    assert result.details["nccl"]["transports"] == ["FasTrak"]
+
+
+def test_the_in_node_all_reduce_runs_with_the_nodes_nccl_environment(
+        fake_ranks: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from smoke import agent
+
+    profile = tmp_path / "nccl-env-profile.sh"
+    profile.write_text("export NCCL_DEBUG=WARN\nexport NCCL_FASTRAK_NUM_FLOWS=2\n")
+    import _ctypes
+
+    lib = Path(_ctypes.__file__)  # any real shared object stands in for the installer's NCCL
+    dump = tmp_path / "env"
+    dump.mkdir()
+    # prepare_nccl sets the agent's own environment: give it a copy to change
+    monkeypatch.setattr(os, "environ", {k: v for k, v in os.environ.items() if k not in (
+        "LD_PRELOAD", "NCCL_DEBUG", "NCCL_FASTRAK_NUM_FLOWS", "NCCL_DEBUG_SUBSYS")})
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setenv("FAKE_ENV_DIR", str(dump))
+    args = agent.parse_args(["--tier", "3", "--nccl-env-file", str(profile),
+                             "--nccl-lib", str(lib)])
+    notes = agent.prepare_nccl(args)
+    assert notes["nccl_preload"] == str(lib)
+    assert os.environ["NCCL_DEBUG_FILE"].endswith("accelfleet-agent-nccl.%p.log")
+    dist.launch(2, backend="gloo", mib=1, timeout_s=60)  # what smoke._torch runs in-node
+    for rank in (0, 1):
+        seen = json.loads((dump / f"rank{rank}.json").read_text())
+        assert seen["NCCL_FASTRAK_NUM_FLOWS"] == "2" and seen["NCCL_DEBUG"] == "INFO"
+        assert seen["LD_PRELOAD"] == str(lib)
+        assert seen["NCCL_DEBUG_FILE"].endswith(f"nccl-rank{rank}.%p.log")
+
+
+def test_missing_installer_nccl_is_recorded_not_preloaded(tmp_path: Path) -> None:
+    env, notes = nccl_environment({}, nccl_lib=str(tmp_path / "libnccl.so.2"))
+    assert "LD_PRELOAD" not in env and "not found" in notes["nccl_preload_missing"]
+    env, _ = nccl_environment({}, nccl_lib=str(Path(sys.executable)),
+                              base={"LD_PRELOAD": "/x.so"})
+    assert env["LD_PRELOAD"] == f"{sys.executable}:/x.so"
+
+
+_LIB = 'const char *which(void) { return "%s"; }\n'
+_USER = 'extern const char *which(void);\nconst char *user(void) { return which(); }\n'
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="glibc's loader")
+def test_preload_wins_over_dt_rpath_where_ld_library_path_does_not(tmp_path: Path) -> None:
+    """Why the agent preloads the installer's NCCL: a library bound through DT_RPATH (as torch
+    wheels bind their bundled libnccl.so.2) ignores LD_LIBRARY_PATH, but an LD_PRELOADed
+    object with the same soname satisfies the dependency first (glibc ld.so)."""
+    cc = next((c for c in ("cc", "gcc") if _which(c)), None)
+    if cc is None:
+        pytest.skip("no C compiler")
+    for name in ("bundled", "installer"):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "nccl.c").write_text(_LIB % name)
+        subprocess.run([cc, "-shared", "-fPIC", "-Wl,-soname,libnccl.so.2", "-o",
+                        str(d / "libnccl.so.2"), str(d / "nccl.c")], check=True)
+    (tmp_path / "user.c").write_text(_USER)
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(tmp_path / "libuser.so"),
+                    str(tmp_path / "user.c"), str(tmp_path / "bundled" / "libnccl.so.2"),
+                    "-Wl,--disable-new-dtags", f"-Wl,-rpath,{tmp_path / 'bundled'}"],
+                   check=True)
+    probe = ("import ctypes,sys; u=ctypes.CDLL(sys.argv[1]); u.user.restype=ctypes.c_char_p; "
+             "print(u.user().decode())")
+
+    def which(**env: str) -> str:
+        out = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "libuser.so")],
+                             env={**os.environ, **env}, capture_output=True, text=True,
+                             check=True)
+        return out.stdout.strip()
+
+    installer = tmp_path / "installer"
+    assert which() == "bundled"
+    assert which(LD_LIBRARY_PATH=str(installer)) == "bundled"  # DT_RPATH wins
+    env, _ = nccl_environment({}, nccl_lib=str(installer / "libnccl.so.2"), base={})
+    assert which(LD_PRELOAD=env["LD_PRELOAD"]) == "installer"
+
+
+def _which(name: str) -> bool:
+    import shutil
+
+    return shutil.which(name) is not None
+
+
+def test_reader_reads_every_reality_log() -> None:
+    for path in LOGS.values():
+        log = parse(path.read_text(encoding="utf-8"))
+        assert log.ranks, path.name
+    mpi = parse(LOGS["efa-issues"].read_text(encoding="utf-8"))
+    assert {"[1,7]", "[1,26]", "8h200-3:6310"} <= {r.key for r in mpi.ranks}
+    assert max(r.nics_found or 0 for r in mpi.ranks) == 16  # p5en: found 16 nics
+    socket = parse(LOGS["socket"].read_text(encoding="utf-8")).ranks[0]
+    assert socket.nccl_version == "2.22.3+cuda12.6" and socket.plugin == "IBext_v8"
+    assert judge(parse(""), Expect(kind="tcpx")).problems  # nothing logged: unproven
+
+
+@pytest.mark.parametrize(("log", "argv", "verdict", "words"), [
+    ("rdma", ["--expect-fabric", "rdma", "--expect-transport", "gIB"], Verdict.PASS, "gIB"),
+    ("rdma", ["--expect-fabric", "rdma", "--expect-nics", "8"], Verdict.FAIL, "1 of 8 NICs"),
+    ("efa-nogdr", ["--expect-fabric", "efa"], Verdict.FAIL, "no GPUDirect RDMA"),
+    ("socket", ["--expect-transport", "FasTrak", "--expect-fabric", "tcpxo"], Verdict.FAIL,
+     "used Socket, not FasTrak"),
+])
+def test_the_agents_own_arguments_reach_the_judgment(
+        fake_ranks: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, log: str,
+        argv: list[str], verdict: Verdict, words: str) -> None:
+    from types import SimpleNamespace
+
+    from smoke import agent
+
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    monkeypatch.setattr(os, "environ", {
+        **os.environ, "PYTHONPATH": str(ROOT), "FAKE_NCCL_LOG": str(LOGS[log]),
+        "FAKE_BARRIER": str(barrier), "FAKE_WORLD_HERE": "2", "ACCELFLEET_NODES": "2",
+        "ACCELFLEET_COORDINATOR": "127.0.0.1", "JOB_COMPLETION_INDEX": "0"})
+    monkeypatch.setattr(agent, "_local_gpus", lambda: 2)
+    args = agent.parse_args(["--tier", "3", "--cross-node", "torch", "--timeout-s", "60",
+                             *argv])
+    notes = agent.prepare_nccl(args)
+    got = agent._cross_node(args, SimpleNamespace(platform="gpu"), notes)  # type: ignore[arg-type]
+    assert got.verdict is verdict, got.reason
+    assert words in got.reason
+
+
+def test_channel_lines_through_a_pxn_proxy_or_with_pci_gdr_still_count_as_gdrdma() -> None:
+    # NVIDIA/nccl src/transport/net.cc (v2.31.2-1 sendSetup): "via NET/%s/%d%s%s%s" (netDev,
+    # "/GDRDMA", "(PCI)", "/Shared") and, through a PXN proxy rank, "via NET/%s/%d(%d)%s%s"
+    text = (
+        "h:1:2 [0] NCCL INFO Using network IB\n"
+        "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA(PCI)\n"
+        "h:1:2 [0] NCCL INFO Channel 01/0 : 0[0] -> 8[0] [send] via NET/IB/3(5)/GDRDMA\n"
+        "h:1:2 [0] NCCL INFO Channel 02/0 : 8[0] -> 0[0] [receive] via NET/IB/1/GDRDMA/Shared\n"
+        "h:1:2 [0] NCCL INFO Channel 03/0 : 0[0] -> 8[0] [send] via NET/IBext_v8/2(4)\n")
+    r = parse(text).ranks[0]
+    assert r.gdr_channels == 3 and r.plain_channels == 1
+    assert r.nics_used == {("IB", 0), ("IB", 3), ("IB", 1), ("IBext_v8", 2)}
+    got = judge(parse(text), Expect(kind="ib", nics=4))
+    assert not got.ok and got.problems == (
+        "h:1: no GPUDirect RDMA (1 channel(s) via NET/IBext_v8/2 without /GDRDMA)",)
+    assert judge(parse(text.replace("NET/IBext_v8/2(4)", "NET/IB/2(4)/GDRDMA")),
+                 Expect(kind="ib", nics=4)).ok
