@@ -364,6 +364,7 @@ def run(
         raise typer.Exit(130)
     if not report.ok or (taken is not None and not taken.ok):
         lines = [f.line() for f in report.failures] + list(report.cleanup_errors) + unsaved
+        lines += [report.nothing_tested] if report.nothing_tested else []
         if taken is not None:
             lines += [a.line() for a in taken.of("error")] + [f"CAP {c}" for c in taken.capped]
         raise CheckFailed(f"{len(lines)} smoke check(s) failed in run {report.run_id}:\n  "

@@ -101,7 +101,7 @@ _H100_NVLINK = _bw(
     "(aws-samples/aws-do-eks@f721602f:Container-Root/eks/deployment/nccl-test/README.md); "
     "470.0 at 2 GiB on one a3-highgpu-8g (elideng-sg/hypercomputer-internode-deepdive@"
     "d9f1e65e:assets/lab-04/all_reduce_8gpu.txt); Azure NHC floor 460 at 16 GiB; "
-    "a dead NVLink drops NCCL to PCIe, far below; " + _AZURE_BAND)
+    + _AZURE_BAND)
 
 
 def _warn_only(base: Threshold, why: str) -> Threshold:

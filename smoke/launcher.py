@@ -15,18 +15,18 @@ from __future__ import annotations
 
 import json
 import secrets
-import statistics
 import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from smoke import verdict as V
 from smoke._access import with_retries
-from smoke._results import HostReport, ProbeResult, Verdict
+from smoke._rejudge import PoolPlan, host_documents, parse_host_report, pool_outliers, rejudge
+from smoke._results import ProbeResult, Verdict
 from smoke._run import POD, WORKLOAD, Check, NodeOutcome, PoolReport, PoolStatus, RunReport
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 SLICE_LABEL = "jobset.sigs.k8s.io/job-index"  # a JobSet pod's replicated-job index: its slice
 JOB_NAME_LABEL = "job-name"
 JOBSET = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
-LOG_TAIL_LINES = 40
+LOG_TAIL_LINES = 5000  # the report line, any second one, and the crash tail all in reach
 CRASH_LINES = 6
 REQUEST_TIMEOUT_S = (5.0, 30.0)
 PAGE_PODS = 200  # pods per list request
@@ -81,6 +81,10 @@ class _Pool:
     def name(self) -> str:
         return self.workload.pool.name
 
+    @property
+    def plan(self) -> PoolPlan:
+        return PoolPlan.of(self.workload)
+
     def finish(self, status: PoolStatus, reason: str = "") -> None:
         self.status, self.reason, self.finished = status, reason, time.monotonic()
 
@@ -90,18 +94,6 @@ def _raw(resp: Any) -> bytes:
     if data is None and hasattr(resp, "read"):
         data = resp.read()
     return data if isinstance(data, bytes) else str(data or "").encode()
-
-
-def parse_host_report(log: str) -> HostReport | None:
-    """The agent's HostReport: the last line of the log that is one."""
-    for line in reversed(log.strip().splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                return HostReport.from_dict(json.loads(line))
-            except Exception:
-                return None
-    return None
 
 
 class _ClusterRun:
@@ -242,6 +234,8 @@ class _ClusterRun:
                 elif pod.unschedulable:
                     p.pending[pod.name] = pod.unschedulable
             for outcome, check in logs.map(self._outcome, fetch):
+                if outcome.report is not None:  # untrusted: judged again, every figure
+                    outcome = replace(outcome, report=rejudge(outcome.report, p.plan))
                 p.outcomes[outcome.pod] = outcome
                 if check is not None:
                     p.checks.append(Check(outcome.node, check))
@@ -270,8 +264,12 @@ class _ClusterRun:
         tail = " | ".join(line.strip() for line in log.strip().splitlines()[-CRASH_LINES:])
         why = (f"pod {name} exited {code}" if report is None or code not in (0, None)
                else f"pod {name} printed no report")
+        docs = len(host_documents(log))
         if report is None and code == 0:
-            why = f"pod {name} printed no report"
+            why = f"pod {name} printed no report" if docs == 0 else (
+                f"pod {name} printed {docs} report lines where the agent prints one: its "
+                "output cannot be trusted" if docs > 1 else
+                f"pod {name} printed a report that does not read as one")
         return outcome, ProbeResult(V.HOST, POD, 0, Verdict.FAIL,
                                     f"{why}; last log lines: {tail or '(empty)'}",
                                     details={"exit_code": code, "log_tail": log[-4000:]})
@@ -398,22 +396,6 @@ def _exit_code(status: Mapping[str, Any]) -> int | None:
         if term is not None:
             return int(term.get("exitCode", 0))
     return None
-
-
-def pool_outliers(outcomes: Any) -> list[Check]:
-    """A node whose T2 figures fall below its peers' (accelerators only: CPUs share cores)."""
-    checks: list[Check] = []
-    for probe in (V.MATMUL, V.MEMORY):
-        by_node: dict[str, float] = {}
-        for o in outcomes:
-            if o.report is None or o.report.platform not in ("gpu", "tpu"):
-                continue
-            values = [r.measured for r in o.report.results
-                      if r.probe == probe and r.measured is not None]
-            if values:
-                by_node[o.node or o.pod] = statistics.median(values)
-        checks += [Check(node, r) for node, r in V.judge_pool_outliers(probe, by_node)]
-    return checks
 
 
 def launch(run: RenderedRun, clients: Mapping[str, ApiClient], *, stack: str, timeout_s: int,

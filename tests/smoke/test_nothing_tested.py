@@ -1,0 +1,48 @@
+"""A run in which nothing was tested is no pass (issue 19 item 9): every pool skipped (scaled to
+zero here) exits 1 and says so, in the output, the run document and the HTML headline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+from smoke._run import NodeOutcome, PoolReport, PoolStatus, RunReport
+from tests.smoke.test_cluster_run import HEAD
+
+pytest.importorskip("torch")
+
+ZERO = HEAD + """\
+      - {name: gpu-a, cluster: c1, team: research, accelerator: g2-standard-24, nodes: 0,
+         zone: us-central1-a}
+"""
+
+
+def test_every_pool_skipped_exits_1_naming_why(fake_cluster: Any, tmp_path: Path) -> None:
+    stack = tmp_path / "Pulumi.zero.yaml"
+    stack.write_text(ZERO, encoding="utf-8")
+    kc = fake_cluster.kubeconfig(tmp_path / "kubeconfig", context="fake")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["smoke", "run", str(stack), "--kubeconfig", str(kc),
+                                      "--out", str(out)])
+    assert result.exit_code == 1, result.output
+    assert "nothing was tested" in result.output
+    assert "gpu-a: no node to test" in result.output
+    doc = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    assert doc["ok"] is False and doc["nodes_tested"] == 0
+
+
+def test_a_run_whose_every_result_is_skipped_is_not_a_pass() -> None:
+    from smoke._html import context
+    from smoke._results import HostReport, ProbeResult, Verdict
+
+    rep = HostReport("n0", "torch", "gpu", {}, 3, (ProbeResult(
+        "host", "allreduce_busbw", 3, Verdict.SKIPPED, "1 device"),))
+    run = RunReport("r", "s", "", 0.0, "v", "", pools=(PoolReport(
+        "p", "c", "l4", "w", 1, PoolStatus.DONE, nodes=(NodeOutcome(0, "pod", "n0", rep),)),))
+    assert not run.ok and run.nothing_tested
+    assert context(run)["headline"] == "FAILED: nothing was tested"
