@@ -196,8 +196,9 @@ ImageOpt = Annotated[list[str] | None, typer.Option(
 
 
 def _render(stack_file: Path | None, outputs: Path | None, pools: str | None, tier: int | None,
-            timeout_s: int | None, image: list[str] | None, run_id: str | None = None
-            ) -> tuple[RenderedRun, RunSource, int]:
+            timeout_s: int | None, image: list[str] | None, run_id: str | None = None,
+            live: dict[str, int] | None = None) -> tuple[RenderedRun, RunSource, int]:
+    """The run's manifests; `live` sizes GPU pools to the nodes they have now."""
     import smoke._expect as expect
     from smoke._sources import load_source
     from smoke._workload import RenderOptions, render_run
@@ -209,7 +210,13 @@ def _render(stack_file: Path | None, outputs: Path | None, pools: str | None, ti
     options = RenderOptions(run_id=run_id or new_run_id(), namespace=s.namespace,
                             tier=s.max_tier if tier is None else tier, timeout_s=timeout,
                             images={**s.images, **_images(image or [])})
-    run = render_run(source.inventory, options, pools=_pool_names(pools),
+    inventory = source.inventory
+    if live:
+        from dataclasses import replace
+
+        inventory = replace(inventory, pools=tuple(
+            replace(p, nodes=live[p.name]) if p.name in live else p for p in inventory.pools))
+    run = render_run(inventory, options, pools=_pool_names(pools),
                      expectation=expect.for_pool)
     return run, source, timeout
 
@@ -310,6 +317,13 @@ def run(
     clients = connect([source.clusters[c] for c in used], kubeconfig=kubeconfig,
                       contexts=parse_contexts(context or []),
                       outputs_kubeconfigs=source.kubeconfigs)
+    from smoke._live import live_pools
+
+    live = live_pools(rendered.pools, clients)
+    sizes = {name: lp.size for name, lp in live.items()}
+    if any(lp.size != lp.declared for lp in live.values()):
+        rendered, _, _ = _render(stack_file, outputs, pools, tier, timeout_s, image,
+                                 run_id=rendered.run_id, live=sizes)
     if out is not None:
         write_manifests(rendered, out / "manifests")
     stop = threading.Event()
@@ -322,7 +336,8 @@ def run(
                   redirect_stdout=False, redirect_stderr=False) if err.is_terminal else \
                 _Null():
             report = launch(rendered, clients, stack=source.inventory.stack, timeout_s=timeout,
-                            stop=stop, display=live_table)
+                            stop=stop, display=live_table,
+                            notes={name: lp.checks() for name, lp in live.items()})
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from smoke import _stalls as S
 from smoke import verdict as V
 from smoke._access import with_retries
 from smoke._rejudge import PoolPlan, host_documents, parse_host_report, pool_outliers, rejudge
@@ -73,6 +74,8 @@ class _Pool:
     checks: list[Check] = field(default_factory=list)
     pending: dict[str, str] = field(default_factory=dict)  # pod -> scheduler's message
     running: int = 0  # pods running at the last tick
+    seen: dict[str, _PodState] = field(default_factory=dict)  # pod -> as last seen
+    crashed: str = ""  # a TPU slice's host that failed first
     status: PoolStatus | None = None
     reason: str = ""
     finished: float = 0.0
@@ -223,14 +226,18 @@ class _ClusterRun:
                 continue
             fetch = []
             running = 0
-            for pod in by_pool.get(p.name, []):
+            here = by_pool.get(p.name, [])
+            for pod in here:
                 if pod.name in p.outcomes:
                     continue
+                p.seen[pod.name] = pod
                 if pod.phase in ("Succeeded", "Failed"):
                     fetch.append(pod)
                 elif pod.phase == "Running":
                     running += 1
                     p.pending.pop(pod.name, None)
+                elif pod.init_problem:  # a sidecar that never gets ready: named now
+                    self._done(p, pod, S.stalled_init(pod.name, pod.node, pod.init_problem))
                 elif pod.unschedulable:
                     p.pending[pod.name] = pod.unschedulable
             for outcome, check in logs.map(self._outcome, fetch):
@@ -239,6 +246,20 @@ class _ClusterRun:
                 p.outcomes[outcome.pod] = outcome
                 if check is not None:
                     p.checks.append(Check(outcome.node, check))
+                    if p.workload.kind == "jobset" and not p.crashed and \
+                            outcome.exit_code not in (0, None):
+                        p.crashed = outcome.node or outcome.pod
+            if p.crashed and len(p.outcomes) < p.workload.pods:  # the JobSet controller
+                # deletes the other hosts' pods: each is named with the host that failed
+                names = {pod.name for pod in here}
+                for name, pod in list(p.seen.items()):
+                    if name not in names and name not in p.outcomes:
+                        self._done(p, pod, S.vanished(name, pod.node, p.crashed))
+                if not [pod for pod in here if pod.name not in p.outcomes]:
+                    self._close(p, PoolStatus.PARTIAL, f"host {p.crashed} failed; the JobSet "
+                                f"ended the slice: {p.workload.pods - len(p.outcomes)} host(s) "
+                                "never reported")
+                    continue
             done = len(p.outcomes)
             p.running = running
             state = "running" if running else ("pending" if done == 0 else "running")
@@ -246,6 +267,21 @@ class _ClusterRun:
             self.display.update(p.name, state, done, p.workload.pods, detail)
             if done >= p.workload.pods:
                 self._close(p)
+
+    def _done(self, p: _Pool, pod: _PodState, why: ProbeResult) -> None:
+        """`pod` ends without a report, for `why`."""
+        p.outcomes[pod.name] = NodeOutcome(index=pod.index, pod=pod.name, node=pod.node,
+                                           slice=pod.slice)
+        p.checks.append(Check(pod.node or pod.name, why))
+
+    def _last_line(self, pod: str) -> str:
+        try:
+            resp = with_retries(self.core.read_namespaced_pod_log, pod, self.ns, tail_lines=3,
+                                _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)
+            lines = _raw(resp).decode("utf-8", "replace").strip().splitlines()
+        except Exception as exc:
+            return f"(log unreadable: {type(exc).__name__})"
+        return lines[-1].strip()[:200] if lines else ""
 
     def _outcome(self, pod: _PodState) -> tuple[NodeOutcome, ProbeResult | None]:
         name, node, index, code = pod.name, pod.node, pod.index, pod.exit_code
@@ -294,6 +330,10 @@ class _ClusterRun:
             p.checks.append(Check(None, ProbeResult(V.HOST, WORKLOAD, 0, Verdict.FAIL, reason)))
             self._close(p, PoolStatus.UNSCHEDULABLE, reason)
             return
+        for name, state in list(p.seen.items()):  # each unfinished pod, its node and stage
+            if name not in p.outcomes and state.phase == "Running":
+                self._done(p, state, S.unfinished(name, state.node, self.timeout_s,
+                                                  self._last_line(name)))
         reason = (f"{missing} of {p.workload.pods} pods did not finish within "
                   f"{self.timeout_s} s")
         p.checks.append(Check(None, ProbeResult(V.HOST, WORKLOAD, 0, Verdict.FAIL, reason)))
@@ -368,6 +408,7 @@ class _PodState:
     exit_code: int | None
     unschedulable: str  # the scheduler's message while it cannot place the pod
     slice: int | None = None  # a TPU pod's slice
+    init_problem: str = ""  # an init/sidecar container that keeps restarting, never ready
 
     @classmethod
     def of(cls, pod: Mapping[str, Any]) -> _PodState:
@@ -377,7 +418,7 @@ class _PodState:
                    node=(pod.get("spec") or {}).get("nodeName"),
                    index=int(labels.get(INDEX_LABEL, "0") or 0),
                    phase=status.get("phase", "Pending"), exit_code=_exit_code(status),
-                   unschedulable=_unschedulable(status),
+                   unschedulable=_unschedulable(status), init_problem=S.init_problem(status),
                    slice=int(labels[SLICE_LABEL]) if str(labels.get(SLICE_LABEL, "")).isdigit()
                    else None)
 
@@ -400,15 +441,17 @@ def _exit_code(status: Mapping[str, Any]) -> int | None:
 
 def launch(run: RenderedRun, clients: Mapping[str, ApiClient], *, stack: str, timeout_s: int,
            poll_s: float = 0.5, stop: threading.Event | None = None,
-           display: Display | None = None) -> RunReport:
+           display: Display | None = None,
+           notes: Mapping[str, list[Check]] | None = None) -> RunReport:
     """Submit `run` to every cluster in parallel, follow it, clean up, and return the report.
-    Setting `stop` (ctrl-C) ends following at once; the cleanup still runs."""
+    Setting `stop` (ctrl-C) ends following at once; the cleanup still runs. `notes`: checks
+    known before the run, per pool (the live nodes that get no pod, and why)."""
     from smoke._bundle import digest
 
     stop = stop or threading.Event()
     shown = display or _NoDisplay()
     started, t0 = datetime.now(UTC).isoformat(timespec="seconds"), time.monotonic()
-    pools = [_Pool(w) for w in run.pools]
+    pools = [_Pool(w, checks=list((notes or {}).get(w.pool.name, ()))) for w in run.pools]
     for p in pools:
         if p.workload.kind == "skipped":
             p.finish(PoolStatus.SKIPPED, p.workload.skipped or "skipped")

@@ -174,3 +174,13 @@ def test_pool_outliers_fail_a_node_20_percent_below_its_peers() -> None:
     warn = dict(V.judge_pool_outliers(V.MATMUL, {"a": 800.0, "b": 720.0}))
     assert warn["b"].verdict is Verdict.WARN
     assert V.judge_pool_outliers(V.MATMUL, {"a": 800.0}) == []
+
+
+def test_the_jax_init_timeout_is_well_within_the_job_deadline() -> None:
+    """Issue 19 item 12: the init timeout equalled the Job deadline (900 s)."""
+    from smoke.agent import jax_init_timeout_s
+
+    for deadline in (120, 900, 3600):
+        assert jax_init_timeout_s(deadline) <= max(60, deadline // 2)
+        assert jax_init_timeout_s(deadline) < deadline
+    assert jax_init_timeout_s(900) == 225

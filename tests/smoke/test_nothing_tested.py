@@ -46,3 +46,27 @@ def test_a_run_whose_every_result_is_skipped_is_not_a_pass() -> None:
         "p", "c", "l4", "w", 1, PoolStatus.DONE, nodes=(NodeOutcome(0, "pod", "n0", rep),)),))
     assert not run.ok and run.nothing_tested
     assert context(run)["headline"] == "FAILED: nothing was tested"
+
+
+def test_every_live_node_is_tested_and_the_untested_named(fake_cluster: Any,
+                                                          tmp_path: Path) -> None:
+    """The stack declares 2 nodes; the pool has 3 schedulable nodes and a cordoned one: all 3
+    are tested, the cordoned one is named (issue 19 item 9)."""
+    from tests.smoke.test_cluster_run import STACK, _recorded, add_pool_nodes, smoke_run
+
+    stack = tmp_path / "Pulumi.fake.yaml"
+    stack.write_text(STACK, encoding="utf-8")
+    nodes = add_pool_nodes(fake_cluster, "gpu-a", 4)
+    fake_cluster.patch("nodes", "", nodes[3], {"spec": {"unschedulable": True}})
+    fake_cluster.set_node_output("*", "")
+    for node in nodes[:3]:
+        fake_cluster.set_node_output(node, _recorded(node, 800.0))
+    code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--pools", "gpu-a",
+                                  "--tier", "2")
+    assert doc is not None, output
+    pool = next(p for p in doc["pools"] if p["name"] == "gpu-a")
+    assert sorted(n["node"] for n in pool["nodes"]) == nodes[:3]
+    named = {c["node"]: c["result"] for c in pool["checks"]}
+    assert named[nodes[3]]["verdict"] == "skipped" and "cordoned" in named[nodes[3]]["reason"]
+    assert "3 testable node(s) live, 2 declared" in named[None]["reason"]
+    assert code == 0, output
