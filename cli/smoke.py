@@ -290,8 +290,9 @@ def run(
     """Run the smoke probes on every node the stack provisioned, in parallel on every cluster
     and pool, and judge every node, device and fabric.
 
-    Exit 0 when nothing failed (warnings are fine); 1 when something failed (each failure is
-    named: pool, node, device, probe) or a pool's quarantine cap was reached; 2 for bad input
+    Exit 0 when nothing failed (warnings are fine) and at least one node was tested; 1 when
+    something failed (each failure is named: pool, node, device, probe), nothing was tested,
+    or a pool's quarantine cap was reached; 2 for bad input
     or a cluster that cannot be reached; 130 when interrupted (every object the run created
     is deleted first).
     """

@@ -139,9 +139,10 @@ def _judge_figures(report: HostReport, plan: PoolPlan) -> dict[tuple[str, str], 
             v = Verdict.FAIL if exp.verified else Verdict.WARN
             mine.append(replace(r, verdict=v, reason=f"{r.measured:.1f} GiB < "
                                 f"{V.MEMORY_TOLERANCE:.2f} x {exp.memory_gib:g} GiB expected"))
-        elif r.probe == V.PSUM and r.expected is not None and r.measured != r.expected:
+        elif r.probe == V.PSUM and (want := float(exp.devices) if exp.devices else
+                                    r.expected) is not None and r.measured != want:
             mine.append(replace(r, verdict=Verdict.FAIL, reason=f"psum {r.measured:g}, "
-                                f"expected {r.expected:g}"))
+                                f"expected {want:g} (the pool's devices per host)"))
         elif r.probe in (V.ALLREDUCE, V.FABRIC) and exp.accelerator is not None:
             th = (V.threshold(exp.accelerator.key, V.ALLREDUCE, plan.machine)
                   if r.probe == V.ALLREDUCE else fabric_threshold(plan.machine, plan.fabric))

@@ -118,3 +118,14 @@ def test_the_html_headline_agrees_with_an_empty_report() -> None:
     run = RunReport("r1", "s", "", 1.0, "v", "", pools=(pool,))
     assert not run.ok
     assert context(run)["headline"].startswith("FAILED")
+
+
+def test_a_psum_is_checked_against_the_pools_device_count_not_the_pods_claim() -> None:
+    plan = PoolPlan(from_catalog("v5p 2x2x1", "jax"), tier=1, cross_node=False,
+                    backend="jax")
+    results = [_r(f"tpu{i}", "inventory", 0, 95.7) for i in range(4)]
+    results += [_r(f"tpu{i}", "known_answer", 1, 1e-6, checksum=9.5) for i in range(4)]
+    results += [ProbeResult("host", "psum", 1, Verdict.PASS, "psum = 3", 3.0, 3.0, "sum")]
+    got = verdicts(rejudge(host(results), plan))
+    assert got[("host", "psum")].verdict is Verdict.FAIL
+    assert "expected 4" in got[("host", "psum")].reason
