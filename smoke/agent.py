@@ -109,7 +109,8 @@ def _cross_node(args: argparse.Namespace, report: HostReport) -> ProbeResult:
     from smoke._fabric import torch_across_nodes
 
     cross: CrossNode = torch_across_nodes(rdv, local, gpu=gpu, mib=sizes.allreduce_mib,
-                                          timeout_s=args.timeout_s, env=env)
+                                          timeout_s=cross_node_budget_s(
+                                              args.timeout_s, report.duration_s), env=env)
     if problem:
         cross = replace(cross, details={**cross.details, "nccl_env_problem": problem})
     return V.judge_fabric(cross, expected)
@@ -119,6 +120,18 @@ def _local_gpus() -> int:
     import torch
 
     return int(torch.cuda.device_count())
+
+
+REPORT_MARGIN_S = 60  # left of the Job's deadline to print the report and exit
+
+
+def cross_node_budget_s(timeout_s: int, spent_s: float) -> int:
+    """The pool-wide collective's budget: what the Job's deadline leaves after this node's own
+    tiers, less a margin, so that a node whose peer stalled (in its in-node tier, or a receive
+    daemon that never came up) reports the collective's failure and its own results before
+    the deadline kills it; the stalled peer is then the one node without a report, which the
+    launcher names with the stage it was in (issue 19 item 13). 30 s at least."""
+    return max(30, int(timeout_s - spent_s - REPORT_MARGIN_S))
 
 
 def jax_init_timeout_s(timeout_s: int) -> int:

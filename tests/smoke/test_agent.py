@@ -184,3 +184,13 @@ def test_the_jax_init_timeout_is_well_within_the_job_deadline() -> None:
         assert jax_init_timeout_s(deadline) <= max(60, deadline // 2)
         assert jax_init_timeout_s(deadline) < deadline
     assert jax_init_timeout_s(900) == 225
+
+
+def test_the_cross_node_stage_ends_before_the_job_deadline() -> None:
+    """Issue 19 item 13: the collective waited the whole Job deadline for a stalled peer, so
+    every node of the pool was killed unreported; now each reports first."""
+    from smoke.agent import REPORT_MARGIN_S, cross_node_budget_s
+
+    assert cross_node_budget_s(900, 120.0) == 900 - 120 - REPORT_MARGIN_S
+    assert cross_node_budget_s(900, 120.0) + 120 < 900
+    assert cross_node_budget_s(60, 50.0) == 30
