@@ -6,7 +6,8 @@
 - A TPU slice whose host crashed is failed by the JobSet controller, which deletes the other
   hosts' pods: each host that vanished is named with the host that failed, at once.
 - A pod still running at the pool's deadline is named with its node and its last progress
-  line (the stage it stalled in), not only counted.
+  line (the stage it stalled in), not only counted; the line is read shortly before the Job's
+  deadline, which kills the pod and takes its log with it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from smoke._results import ProbeResult, Verdict
 from smoke._run import POD
 
 INIT_RESTARTS = 3  # a daemon restarted this often, never ready, will not become ready
+LAST_LINE_LEAD_S = 10.0  # read running pods' last lines this long before the Job deadline
 
 
 def init_problem(status: Mapping[str, Any]) -> str:

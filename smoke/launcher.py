@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from smoke import _stalls as S
 from smoke import verdict as V
 from smoke._access import with_retries
+from smoke._pods import _PodState
 from smoke._rejudge import PoolPlan, host_documents, parse_host_report, pool_outliers, rejudge
 from smoke._results import ProbeResult, Verdict
 from smoke._run import POD, WORKLOAD, Check, NodeOutcome, PoolReport, PoolStatus, RunReport
@@ -36,9 +37,6 @@ if TYPE_CHECKING:
     from smoke._workload import PoolWorkload, RenderedRun
 
 RUN_LABEL = "accelfleet.io/run"
-POOL_LABEL = "accelfleet.io/pool"
-INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
-SLICE_LABEL = "jobset.sigs.k8s.io/job-index"  # a JobSet pod's replicated-job index: its slice
 JOB_NAME_LABEL = "job-name"
 JOBSET = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
 LOG_TAIL_LINES = 5000  # the report line, any second one, and the crash tail all in reach
@@ -76,6 +74,7 @@ class _Pool:
     running: int = 0  # pods running at the last tick
     seen: dict[str, _PodState] = field(default_factory=dict)  # pod -> as last seen
     crashed: str = ""  # a TPU slice's host that failed first
+    last_lines: dict[str, str] | None = None  # pod -> its last log line, near the deadline
     status: PoolStatus | None = None
     reason: str = ""
     finished: float = 0.0
@@ -314,7 +313,14 @@ class _ClusterRun:
         """A pool past its deadline expires; one whose pods are all still unschedulable at
         its timeout expires then (the finishing grace is for pods that run)."""
         now = time.monotonic()
+        lead_s = min(S.LAST_LINE_LEAD_S, self.timeout_s / 2)
         for p in self.pools:
+            if p.status is None and p.last_lines is None and \
+                    now >= p.started + self.timeout_s - lead_s:
+                # the Job's deadline kills its pods, and their logs with them: read now what
+                # each running pod was doing, to name its stage if it never finishes
+                p.last_lines = {name: self._last_line(name) for name, pod in p.seen.items()
+                                if name not in p.outcomes and pod.phase == "Running"}
             stuck = (p.pending and not p.running and not p.outcomes
                      and now >= p.started + self.timeout_s)
             if p.status is None and (now >= p.deadline or stuck):
@@ -332,8 +338,8 @@ class _ClusterRun:
             return
         for name, state in list(p.seen.items()):  # each unfinished pod, its node and stage
             if name not in p.outcomes and state.phase == "Running":
-                self._done(p, state, S.unfinished(name, state.node, self.timeout_s,
-                                                  self._last_line(name)))
+                last = (p.last_lines or {}).get(name) or self._last_line(name)
+                self._done(p, state, S.unfinished(name, state.node, self.timeout_s, last))
         reason = (f"{missing} of {p.workload.pods} pods did not finish within "
                   f"{self.timeout_s} s")
         p.checks.append(Check(None, ProbeResult(V.HOST, WORKLOAD, 0, Verdict.FAIL, reason)))
@@ -394,49 +400,6 @@ class _ClusterRun:
                               f"({type(exc).__name__}); delete them with `kubectl delete "
                               f"{what} -n {self.ns} -l {sel}`")
         return errors
-
-
-@dataclass(frozen=True, slots=True)
-class _PodState:
-    """What the launcher reads of a pod."""
-
-    name: str
-    pool: str
-    node: str | None
-    index: int
-    phase: str
-    exit_code: int | None
-    unschedulable: str  # the scheduler's message while it cannot place the pod
-    slice: int | None = None  # a TPU pod's slice
-    init_problem: str = ""  # an init/sidecar container that keeps restarting, never ready
-
-    @classmethod
-    def of(cls, pod: Mapping[str, Any]) -> _PodState:
-        meta, status = pod["metadata"], pod.get("status") or {}
-        labels = meta.get("labels") or {}
-        return cls(name=meta["name"], pool=labels.get(POOL_LABEL, ""),
-                   node=(pod.get("spec") or {}).get("nodeName"),
-                   index=int(labels.get(INDEX_LABEL, "0") or 0),
-                   phase=status.get("phase", "Pending"), exit_code=_exit_code(status),
-                   unschedulable=_unschedulable(status), init_problem=S.init_problem(status),
-                   slice=int(labels[SLICE_LABEL]) if str(labels.get(SLICE_LABEL, "")).isdigit()
-                   else None)
-
-
-def _unschedulable(status: Mapping[str, Any]) -> str:
-    for cond in status.get("conditions") or []:
-        if cond.get("type") == "PodScheduled" and cond.get("status") == "False" and cond.get(
-                "reason") == "Unschedulable":
-            return str(cond.get("message") or "Unschedulable")
-    return ""
-
-
-def _exit_code(status: Mapping[str, Any]) -> int | None:
-    for cs in status.get("containerStatuses") or []:
-        term = (cs.get("state") or {}).get("terminated")
-        if term is not None:
-            return int(term.get("exitCode", 0))
-    return None
 
 
 def launch(run: RenderedRun, clients: Mapping[str, ApiClient], *, stack: str, timeout_s: int,

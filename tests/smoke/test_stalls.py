@@ -114,3 +114,20 @@ def test_a_crashed_tpu_host_is_named_and_its_deleted_peers_too(fake_cluster: Any
     for h in hosts[1:]:
         assert any(f"host {h} did not report: tpu-host-0 failed first" in f
                    for f in doc["failures"]), doc["failures"]
+
+
+def test_a_pod_stalled_at_the_deadline_is_named_with_its_stage(fake_cluster: Any,
+                                                               tmp_path: Path,
+                                                               cpu_nodes: None) -> None:
+    stack = tmp_path / "Pulumi.fake.yaml"
+    stack.write_text(STACK, encoding="utf-8")
+    a = add_pool_nodes(fake_cluster, "gpu-a", 2)
+    fake_cluster.set_node_output(a[0], _recorded(a[0], 800.0))
+    fake_cluster.set_node_command(a[1], ["python", "-c", "import sys, time; print('[12/20] T3 "
+                                         "all-reduce', flush=True); time.sleep(120)"])
+    code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--pools", "gpu-a",
+                                  "--tier", "2", "--timeout-s", "5")
+    assert code == 1, output
+    assert doc is not None
+    assert any(a[1] in f and "it was at: [12/20] T3 all-reduce" in f
+               for f in doc["failures"]), doc["failures"]
