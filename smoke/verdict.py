@@ -1,8 +1,13 @@
 """Verdicts: turn measurements into pass / warn / fail / skipped, by a versioned registry.
 
-Every threshold carries its provenance. The rules:
+Every threshold carries its provenance; the registry (per SKU, machine and fabric) lives in
+`smoke._thresholds`, with the rule that a floor is enforced only where a published measurement
+of that SKU exists at our probe's size (else warn-only, the result saying why). The rules:
 - T2 floor: a ratio of the catalog peak (or a published absolute floor); within the warning
   band above it, warn; below it, fail. One retry happens before a fail (the runner's job).
+- T3 bandwidth floor (in-node all-reduce by machine type, fabric by machine and fabric): an
+  absolute busbw at 2 GiB per device; a figure at another size is judged warn-only.
+- A figure that is not a finite number fails.
 - Outliers: a device below `outlier_fail` of the median of its host's devices fails; below
   `outlier_warn`, warns (needs three or more devices; never on a CPU, whose 'devices' share
   cores).
@@ -22,9 +27,8 @@ from smoke._backend import AllReduce, Device, KnownAnswer
 from smoke._expect import Expectation, matches
 from smoke._fabric import CrossNode
 from smoke._results import ProbeResult, Verdict
-from smoke._thresholds import REGISTRY, Threshold
-
-__all__ = ["REGISTRY", "THRESHOLDS_VERSION", "Threshold", "threshold"]
+from smoke._thresholds import REGISTRY as REGISTRY  # re-exported: the registry's home
+from smoke._thresholds import Threshold as Threshold
 
 THRESHOLDS_VERSION = "2026-11-24.1"
 
