@@ -51,12 +51,19 @@ class PoolPlan:
     machine: str | None = None
     fabric: str | None = None  # the catalog's fabric kind; None: NCCL over sockets
     backend: str = "torch"
+    networks: tuple[str, ...] = ()  # the names NCCL may print for the fabric (any one)
 
     @classmethod
     def of(cls, w: PoolWorkload) -> PoolPlan:
+        networks: tuple[str, ...] = ()
+        if w.pool.gpu_networking:
+            from fleet.catalog import load_catalog
+
+            fabric = load_catalog().fabrics.get(w.pool.gpu_networking)
+            networks = tuple(fabric.nccl_networks) if fabric else ()
         return cls(expectation=w.expectation or Expectation(), tier=w.tier,
                    cross_node=w.tier >= 3 and w.pods >= 2, machine=w.pool.machine_type,
-                   fabric=w.pool.gpu_networking, backend=w.backend)
+                   fabric=w.pool.gpu_networking, backend=w.backend, networks=networks)
 
     def devices(self, report: HostReport) -> list[str]:
         """The device names the report must cover: the expectation's count where it has one,
@@ -151,6 +158,15 @@ def _judge_figures(report: HostReport, plan: PoolPlan) -> dict[tuple[str, str], 
                                            th)
             v, reason = max(checks, key=lambda c: c[0].rank)
             mine.append(replace(r, verdict=v, reason=reason))
+    for r in rs:  # the transport the pod says NCCL used must be the pool's fabric
+        seen = r.details.get("transports_seen")
+        if r.probe == V.FABRIC and plan.networks and isinstance(seen, list):
+            names = {n.lower() for n in plan.networks}
+            wrong = sorted({str(n) for n in seen if str(n).lower() not in names})
+            if wrong or not seen:
+                mine.append(replace(r, verdict=Verdict.FAIL, reason=(
+                    f"NCCL used {', '.join(wrong)}" if wrong else "no transport named")
+                    + f", not the pool's fabric ({' or '.join(plan.networks)})"))
     for r in rs:  # a figure that is not a number fails, whatever the probe
         if r.measured is not None and not math.isfinite(r.measured):
             mine.append(replace(r, verdict=Verdict.FAIL,

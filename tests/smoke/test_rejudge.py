@@ -129,3 +129,19 @@ def test_a_psum_is_checked_against_the_pools_device_count_not_the_pods_claim() -
     got = verdicts(rejudge(host(results), plan))
     assert got[("host", "psum")].verdict is Verdict.FAIL
     assert "expected 4" in got[("host", "psum")].reason
+
+
+def test_a_pod_passing_a_socket_fallback_on_a_fabric_pool_fails() -> None:
+    plan = PoolPlan(A3.expectation, tier=3, cross_node=True, machine="a3-highgpu-8g",
+                    fabric="tcpx", networks=("GPUDirectTCPX_v7",))
+    results = [r if r.probe != "fabric_busbw" else ProbeResult(
+        "fabric", "fabric_busbw", 3, Verdict.PASS, "the pod says pass", 83.0,
+        details={"bytes_per_device": GIB2, "transports_seen": ["Socket"]}) for r in healthy()]
+    got = verdicts(rejudge(host(results), plan))[("fabric", "fabric_busbw")]
+    assert got.verdict is Verdict.FAIL and "NCCL used Socket" in got.reason
+    fine = [r if r.probe != "fabric_busbw" else ProbeResult(
+        "fabric", "fabric_busbw", 3, Verdict.PASS, "ok", 83.0,
+        details={"bytes_per_device": GIB2, "transports_seen": ["GPUDirectTCPX_v7"]})
+        for r in healthy()]
+    assert verdicts(rejudge(host(fine), plan))[("fabric", "fabric_busbw")].verdict is \
+        Verdict.PASS
