@@ -34,6 +34,8 @@ def test_every_pool_skipped_exits_1_naming_why(fake_cluster: Any, tmp_path: Path
     assert "gpu-a: no node to test" in result.output
     doc = json.loads((out / "run.json").read_text(encoding="utf-8"))
     assert doc["ok"] is False and doc["nodes_tested"] == 0
+    junit = (out / "junit.xml").read_text(encoding="utf-8")
+    assert "<failure" in junit and "nothing was tested" in junit
 
 
 def test_a_run_whose_every_result_is_skipped_is_not_a_pass() -> None:
