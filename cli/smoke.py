@@ -200,7 +200,9 @@ ImageOpt = Annotated[list[str] | None, typer.Option(
 
 def _render(stack_file: Path | None, outputs: Path | None, pools: str | None, tier: int | None,
             timeout_s: int | None, image: list[str] | None, run_id: str | None = None,
-            sustain_s: float | None = None) -> tuple[RenderedRun, RunSource, int]:
+            sustain_s: float | None = None, live: dict[str, int] | None = None,
+            ) -> tuple[RenderedRun, RunSource, int]:
+    """The run's manifests; `live` sizes GPU pools to the nodes they have now."""
     import smoke._expect as expect
     from smoke._sources import load_source
     from smoke._workload import RenderOptions, render_run
@@ -212,7 +214,13 @@ def _render(stack_file: Path | None, outputs: Path | None, pools: str | None, ti
     options = RenderOptions(run_id=run_id or new_run_id(), namespace=s.namespace,
                             tier=s.max_tier if tier is None else tier, timeout_s=timeout,
                             images={**s.images, **_images(image or [])}, sustain_s=sustain_s)
-    run = render_run(source.inventory, options, pools=_pool_names(pools),
+    inventory = source.inventory
+    if live:
+        from dataclasses import replace
+
+        inventory = replace(inventory, pools=tuple(
+            replace(p, nodes=live[p.name]) if p.name in live else p for p in inventory.pools))
+    run = render_run(inventory, options, pools=_pool_names(pools),
                      expectation=expect.for_pool)
     return run, source, timeout
 
@@ -289,8 +297,9 @@ def run(
     """Run the smoke probes on every node the stack provisioned, in parallel on every cluster
     and pool, and judge every node, device and fabric.
 
-    Exit 0 when nothing failed (warnings are fine); 1 when something failed (each failure is
-    named: pool, node, device, probe) or a pool's quarantine cap was reached; 2 for bad input
+    Exit 0 when nothing failed (warnings are fine) and at least one node was tested; 1 when
+    something failed (each failure is named: pool, node, device, probe), nothing was tested,
+    or a pool's quarantine cap was reached; 2 for bad input
     or a cluster that cannot be reached; 130 when interrupted (every object the run created
     is deleted first).
     """
@@ -317,6 +326,13 @@ def run(
     clients = connect([source.clusters[c] for c in used], kubeconfig=kubeconfig,
                       contexts=parse_contexts(context or []),
                       outputs_kubeconfigs=source.kubeconfigs)
+    from smoke._live import live_pools
+
+    live = live_pools(rendered.pools, clients)
+    sizes = {name: lp.size for name, lp in live.items()}
+    if any(lp.size != lp.declared for lp in live.values()):
+        rendered, _, _ = _render(stack_file, outputs, pools, tier, timeout_s, image,
+                                 run_id=rendered.run_id, sustain_s=sustain_s, live=sizes)
     if out is not None:
         write_manifests(rendered, out / "manifests")
     stop = threading.Event()
@@ -329,7 +345,8 @@ def run(
                   redirect_stdout=False, redirect_stderr=False) if err.is_terminal else \
                 _Null():
             report = launch(rendered, clients, stack=source.inventory.stack, timeout_s=timeout,
-                            stop=stop, display=live_table)
+                            stop=stop, display=live_table,
+                            notes={name: lp.checks() for name, lp in live.items()})
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
@@ -371,6 +388,7 @@ def run(
         raise typer.Exit(130)
     if not report.ok or (taken is not None and not taken.ok):
         lines = [f.line() for f in report.failures] + list(report.cleanup_errors) + unsaved
+        lines += [report.nothing_tested] if report.nothing_tested else []
         if taken is not None:
             lines += [a.line() for a in taken.of("error")] + [f"CAP {c}" for c in taken.capped]
         raise CheckFailed(f"{len(lines)} smoke check(s) failed in run {report.run_id}:\n  "

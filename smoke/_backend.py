@@ -58,7 +58,10 @@ class Sizes:
         # 20 s sustained: long enough for clocks to settle at the power cap and for a power or
         # cooling fault to show; short for a smoke run (a minutes-long soak is T4 burn-in).
         # 8192^3 bf16 saturates an H100 (about 1.4 ms a product); 1 GiB copies dwarf launch cost.
-        return cls(matmul_n=8192, known_n=1024, copy_mib=1024, allreduce_mib=256, repeats=5,
+        # GPU all-reduce: 2 GiB per device, the message nccl-tests' published figures use
+        # (smoke._thresholds.BANDWIDTH_BYTES), so our busbw reads against their floors.
+        return cls(matmul_n=8192, known_n=1024, copy_mib=1024,
+                   allreduce_mib=2048 if platform == "gpu" else 256, repeats=5,
                    target_repeat_s=0.05, sustain_s=20.0)
 
 

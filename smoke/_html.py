@@ -285,7 +285,9 @@ def context(run: RunReport, quarantine: ActionReport | None = None) -> dict[str,
     failed_nodes = sorted({str(f["node"]) for f in failures if f["node"] != "(pool)"})
     if run.cancelled:
         verdict, headline = "fail", "INTERRUPTED"
-    elif failures or run.cleanup_errors:
+    elif run.nothing_tested and not failures:
+        verdict, headline = "fail", "FAILED: nothing was tested"
+    elif failures or run.cleanup_errors or not run.ok:
         verdict = "fail"
         headline = f"FAILED: {len(failures)} failure{'s' if len(failures) != 1 else ''}"
     elif counts["warn"]:

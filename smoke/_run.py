@@ -5,8 +5,9 @@
                 "nodes": [{"node": "gke-...", "pod": "...", "report": {HostReport}}],
                 "checks": [{"node": "gke-...", "result": {ProbeResult}}]}]}
 
-A pool's verdicts are its nodes' own (each agent judged its node with the verdict registry)
-plus the pool-wide checks the launcher adds: a node that is an outlier among its peers, a pod
+A pool's verdicts are its nodes' results, each judged again by the launcher against the
+verdict registry (`smoke._rejudge`: pod output is untrusted), plus the pool-wide checks the
+launcher adds: a node that is an outlier among its peers, a pod
 that crashed or never reported, a workload that could not be scheduled or timed out.
 """
 
@@ -22,7 +23,7 @@ from smoke._results import HostReport, ProbeResult, Verdict
 
 RUN_KIND = "accelfleet.smoke/run"
 RUN_SCHEMA_VERSION = 1
-POD, WORKLOAD = "pod", "workload"  # probe names of the launcher's own checks
+POD, WORKLOAD, REPORT = "pod", "workload", "report"  # probe names of the launcher's checks
 
 
 class PoolStatus(StrEnum):
@@ -106,12 +107,25 @@ class PoolReport:
     duration_s: float = 0.0
 
     def verdicts(self) -> list[tuple[str | None, ProbeResult]]:
+        """Every node's results and the launcher's checks; a node with no report or an empty
+        one, that no check names, fails here (a run document read back is untrusted too)."""
         out: list[tuple[str | None, ProbeResult]] = []
+        named = {c.node for c in self.checks}
         for n in self.nodes:
-            if n.report is not None:
-                out += [(n.node or n.pod, r) for r in n.report.results]
+            where = n.node or n.pod
+            if n.report is not None and n.report.results:
+                out += [(where, r) for r in n.report.results]
+            elif where not in named:
+                out.append((where, ProbeResult("host", REPORT, 0, Verdict.FAIL,
+                                               "no report: nothing on this node was judged")))
         out += [(c.node, c.result) for c in self.checks]
         return out
+
+    @property
+    def tested(self) -> int:
+        """Nodes whose report holds at least one result that is not skipped."""
+        return sum(1 for n in self.nodes if n.report is not None and any(
+            r.verdict is not Verdict.SKIPPED for r in n.report.results))
 
     @property
     def failures(self) -> list[Failure]:
@@ -162,8 +176,23 @@ class RunReport:
         return [f for p in self.pools for f in p.failures]
 
     @property
+    def tested(self) -> int:
+        """Nodes tested across the run (a node with a judged, not-skipped result)."""
+        return sum(p.tested for p in self.pools)
+
+    @property
+    def nothing_tested(self) -> str:
+        """Why nothing was tested, when nothing was ("" otherwise): nothing tested is no pass."""
+        if self.tested or self.cancelled:
+            return ""
+        why = "; ".join(f"{p.name}: {p.reason or p.status.value}" for p in self.pools)
+        return ("nothing was tested: no node of any pool reported a result" +
+                (f" ({why})" if why else " (no pool was selected)"))
+
+    @property
     def ok(self) -> bool:
-        return not self.failures and not self.cancelled and not self.cleanup_errors
+        return (not self.failures and not self.cancelled and not self.cleanup_errors
+                and not self.nothing_tested)
 
     def host_reports(self) -> list[HostReport]:
         return [n.report for p in self.pools for n in p.nodes if n.report is not None]
@@ -179,8 +208,9 @@ class RunReport:
                 "thresholds_version": self.thresholds_version,
                 "agent_digest": self.agent_digest, "cancelled": self.cancelled,
                 "cleanup_errors": list(self.cleanup_errors),
-                "ok": self.ok, "summary": counts,
-                "failures": [f.line() for f in self.failures],
+                "ok": self.ok, "summary": counts, "nodes_tested": self.tested,
+                "failures": [f.line() for f in self.failures] + (
+                    [f"FAIL {self.nothing_tested}"] if self.nothing_tested else []),
                 "pools": [p.to_dict() for p in self.pools]}
 
     def to_json(self) -> str:
@@ -253,5 +283,11 @@ def junit(run: RunReport) -> str:
                 ET.SubElement(case, "skipped", {"message": r.reason})
             else:
                 ET.SubElement(case, "system-out").text = f"{r.verdict.value}: {r.reason}; {text}"
+    if run.nothing_tested:  # CI reading the XML alone must not see a pass
+        suite = ET.SubElement(root, "testsuite", {"name": "run", "tests": "1", "failures": "1",
+                                                  "errors": "0", "skipped": "0"})
+        case = ET.SubElement(suite, "testcase", {"classname": "accelfleet.smoke",
+                                                 "name": "nodes tested", "time": "0"})
+        ET.SubElement(case, "failure", {"message": run.nothing_tested, "type": "fail"})
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

@@ -162,6 +162,9 @@ class PoolWorkload:
     backend: str  # torch or jax
     image: str
     skipped: str | None = None
+    # what the launcher re-judges each node's report against (smoke._rejudge)
+    expectation: Expectation | None = None
+    tier: int = 2
 
 
 @dataclass(frozen=True)
@@ -217,12 +220,13 @@ def render_run(inventory: Inventory, options: RenderOptions, *,
             workloads.append(PoolWorkload(pool, cluster, "skipped", name, 0, [], backend, image,
                                           skipped=reason))
             continue
-        ctx = _context(pool, options, name, image, expectation(pool, backend), items, catalog)
+        exp = expectation(pool, backend)
+        ctx = _context(pool, options, name, image, exp, items, catalog)
         if pool.kind == "tpu":
             objs = through_kueue(_render("tpu-jobset.yaml.j2", _tpu(pool, ctx)),
                                  pool.kueue_queue, options.timeout_s)
             workloads.append(PoolWorkload(pool, cluster, "jobset", name, _pods(pool), objs,
-                                          backend, image))
+                                          backend, image, expectation=exp, tier=options.tier))
         else:  # a port of its own per GPU pool of a cluster, even on hostNetwork
             port = RENDEZVOUS_PORT + ports.setdefault(cluster, 0)
             ports[cluster] += 1
@@ -230,7 +234,7 @@ def render_run(inventory: Inventory, options: RenderOptions, *,
                                                                  port)),
                                  pool.kueue_queue, options.timeout_s)
             workloads.append(PoolWorkload(pool, cluster, "job", name, _pods(pool), objs,
-                                          backend, image))
+                                          backend, image, expectation=exp, tier=options.tier))
     shared = {}
     for cluster in dict.fromkeys(w.cluster for w in workloads if w.kind != "skipped"):
         shared[cluster] = _render("shared.yaml.j2", {

@@ -155,7 +155,8 @@ def _cross_node(args: argparse.Namespace, report: HostReport,
 
     # os.environ already holds the node's NCCL environment (prepare_nccl)
     cross: CrossNode = torch_across_nodes(rdv, local, gpu=gpu, mib=sizes.allreduce_mib,
-                                          timeout_s=args.timeout_s)
+                                          timeout_s=cross_node_budget_s(
+                                              args.timeout_s, report.duration_s))
     if notes:
         cross = replace(cross, details={**cross.details, **notes})
     return V.judge_fabric(cross, expected, expect=_fabric_expect(args))
@@ -167,6 +168,25 @@ def _local_gpus() -> int:
     return int(torch.cuda.device_count())
 
 
+REPORT_MARGIN_S = 60  # left of the Job's deadline to print the report and exit
+
+
+def cross_node_budget_s(timeout_s: int, spent_s: float) -> int:
+    """The pool-wide collective's budget: what the Job's deadline leaves after this node's own
+    tiers, less a margin, so that a node whose peer stalled (in its in-node tier, or a receive
+    daemon that never came up) reports the collective's failure and its own results before
+    the deadline kills it; the stalled peer is then the one node without a report, which the
+    launcher names with the stage it was in (issue 19 item 13). 30 s at least."""
+    return max(30, int(timeout_s - spent_s - REPORT_MARGIN_S))
+
+
+def jax_init_timeout_s(timeout_s: int) -> int:
+    """Joining the slice gets a quarter of the Job's deadline (60 s at least, 300 at most):
+    a host whose peer crashed fails its init, naming the cause, long before the deadline
+    (issue 19 item 12), yet hosts whose image pulls finish minutes apart still meet."""
+    return max(60, min(300, timeout_s // 4))
+
+
 def run(args: argparse.Namespace) -> HostReport:
     expectation = _expectation(args.expect_json)
     notes = prepare_nccl(args)
@@ -174,7 +194,7 @@ def run(args: argparse.Namespace) -> HostReport:
         from smoke._fabric import init_jax_distributed
 
         explicit = None if any(k in os.environ for k in _TPU_ENV) else Rendezvous.from_env()
-        init_jax_distributed(explicit, timeout_s=args.timeout_s)
+        init_jax_distributed(explicit, timeout_s=jax_init_timeout_s(args.timeout_s))
     report = run_local(backend=args.backend, tier=args.tier, expectation=expectation,
                        progress=_StderrProgress(), sustain_s=args.sustain_s)
     if args.tier >= 3 and args.cross_node != "none":

@@ -15,19 +15,20 @@ from __future__ import annotations
 
 import json
 import secrets
-import statistics
 import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from smoke import _stalls as S
 from smoke import verdict as V
 from smoke._access import with_retries
-from smoke._podtime import pod_timing
-from smoke._results import HostReport, ProbeResult, Verdict
+from smoke._pods import _PodState
+from smoke._rejudge import PoolPlan, host_documents, parse_host_report, pool_outliers, rejudge
+from smoke._results import ProbeResult, Verdict
 from smoke._run import POD, WORKLOAD, Check, NodeOutcome, PoolReport, PoolStatus, RunReport
 
 if TYPE_CHECKING:
@@ -36,12 +37,9 @@ if TYPE_CHECKING:
     from smoke._workload import PoolWorkload, RenderedRun
 
 RUN_LABEL = "accelfleet.io/run"
-POOL_LABEL = "accelfleet.io/pool"
-INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
-SLICE_LABEL = "jobset.sigs.k8s.io/job-index"  # a JobSet pod's replicated-job index: its slice
 JOB_NAME_LABEL = "job-name"
 JOBSET = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
-LOG_TAIL_LINES = 40
+LOG_TAIL_LINES = 5000  # the report line, any second one, and the crash tail all in reach
 CRASH_LINES = 6
 REQUEST_TIMEOUT_S = (5.0, 30.0)
 PAGE_PODS = 200  # pods per list request
@@ -74,6 +72,9 @@ class _Pool:
     checks: list[Check] = field(default_factory=list)
     pending: dict[str, str] = field(default_factory=dict)  # pod -> scheduler's message
     running: int = 0  # pods running at the last tick
+    seen: dict[str, _PodState] = field(default_factory=dict)  # pod -> as last seen
+    crashed: str = ""  # a TPU slice's host that failed first
+    last_lines: dict[str, str] | None = None  # pod -> its last log line, near the deadline
     status: PoolStatus | None = None
     reason: str = ""
     finished: float = 0.0
@@ -81,6 +82,10 @@ class _Pool:
     @property
     def name(self) -> str:
         return self.workload.pool.name
+
+    @property
+    def plan(self) -> PoolPlan:
+        return PoolPlan.of(self.workload)
 
     def finish(self, status: PoolStatus, reason: str = "") -> None:
         self.status, self.reason, self.finished = status, reason, time.monotonic()
@@ -91,18 +96,6 @@ def _raw(resp: Any) -> bytes:
     if data is None and hasattr(resp, "read"):
         data = resp.read()
     return data if isinstance(data, bytes) else str(data or "").encode()
-
-
-def parse_host_report(log: str) -> HostReport | None:
-    """The agent's HostReport: the last line of the log that is one."""
-    for line in reversed(log.strip().splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                return HostReport.from_dict(json.loads(line))
-            except Exception:
-                return None
-    return None
 
 
 class _ClusterRun:
@@ -232,20 +225,40 @@ class _ClusterRun:
                 continue
             fetch = []
             running = 0
-            for pod in by_pool.get(p.name, []):
+            here = by_pool.get(p.name, [])
+            for pod in here:
                 if pod.name in p.outcomes:
                     continue
+                p.seen[pod.name] = pod
                 if pod.phase in ("Succeeded", "Failed"):
                     fetch.append(pod)
                 elif pod.phase == "Running":
                     running += 1
                     p.pending.pop(pod.name, None)
+                elif pod.init_problem:  # a sidecar that never gets ready: named now
+                    self._done(p, pod, S.stalled_init(pod.name, pod.node, pod.init_problem))
                 elif pod.unschedulable:
                     p.pending[pod.name] = pod.unschedulable
             for outcome, check in logs.map(self._outcome, fetch):
+                if outcome.report is not None:  # untrusted: judged again, every figure
+                    outcome = replace(outcome, report=rejudge(outcome.report, p.plan))
                 p.outcomes[outcome.pod] = outcome
                 if check is not None:
                     p.checks.append(Check(outcome.node, check))
+                    if p.workload.kind == "jobset" and not p.crashed and \
+                            outcome.exit_code not in (0, None):
+                        p.crashed = outcome.node or outcome.pod
+            if p.crashed and len(p.outcomes) < p.workload.pods:  # the JobSet controller
+                # deletes the other hosts' pods: each is named with the host that failed
+                names = {pod.name for pod in here}
+                for name, pod in list(p.seen.items()):
+                    if name not in names and name not in p.outcomes:
+                        self._done(p, pod, S.vanished(name, pod.node, p.crashed))
+                if not [pod for pod in here if pod.name not in p.outcomes]:
+                    self._close(p, PoolStatus.PARTIAL, f"host {p.crashed} failed; the JobSet "
+                                f"ended the slice: {p.workload.pods - len(p.outcomes)} host(s) "
+                                "never reported")
+                    continue
             done = len(p.outcomes)
             p.running = running
             state = "running" if running else ("pending" if done == 0 else "running")
@@ -253,6 +266,21 @@ class _ClusterRun:
             self.display.update(p.name, state, done, p.workload.pods, detail)
             if done >= p.workload.pods:
                 self._close(p)
+
+    def _done(self, p: _Pool, pod: _PodState, why: ProbeResult) -> None:
+        """`pod` ends without a report, for `why`."""
+        p.outcomes[pod.name] = NodeOutcome(index=pod.index, pod=pod.name, node=pod.node,
+                                           slice=pod.slice)
+        p.checks.append(Check(pod.node or pod.name, why))
+
+    def _last_line(self, pod: str) -> str:
+        try:
+            resp = with_retries(self.core.read_namespaced_pod_log, pod, self.ns, tail_lines=3,
+                                _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)
+            lines = _raw(resp).decode("utf-8", "replace").strip().splitlines()
+        except Exception as exc:
+            return f"(log unreadable: {type(exc).__name__})"
+        return lines[-1].strip()[:200] if lines else ""
 
     def _outcome(self, pod: _PodState) -> tuple[NodeOutcome, ProbeResult | None]:
         name, node, index, code = pod.name, pod.node, pod.index, pod.exit_code
@@ -271,8 +299,12 @@ class _ClusterRun:
         tail = " | ".join(line.strip() for line in log.strip().splitlines()[-CRASH_LINES:])
         why = (f"pod {name} exited {code}" if report is None or code not in (0, None)
                else f"pod {name} printed no report")
+        docs = len(host_documents(log))
         if report is None and code == 0:
-            why = f"pod {name} printed no report"
+            why = f"pod {name} printed no report" if docs == 0 else (
+                f"pod {name} printed {docs} report lines where the agent prints one: its "
+                "output cannot be trusted" if docs > 1 else
+                f"pod {name} printed a report that does not read as one")
         return outcome, ProbeResult(V.HOST, POD, 0, Verdict.FAIL,
                                     f"{why}; last log lines: {tail or '(empty)'}",
                                     details={"exit_code": code, "log_tail": log[-4000:]})
@@ -281,7 +313,14 @@ class _ClusterRun:
         """A pool past its deadline expires; one whose pods are all still unschedulable at
         its timeout expires then (the finishing grace is for pods that run)."""
         now = time.monotonic()
+        lead_s = min(S.LAST_LINE_LEAD_S, self.timeout_s / 2)
         for p in self.pools:
+            if p.status is None and p.last_lines is None and \
+                    now >= p.started + self.timeout_s - lead_s:
+                # the Job's deadline kills its pods, and their logs with them: read now what
+                # each running pod was doing, to name its stage if it never finishes
+                p.last_lines = {name: self._last_line(name) for name, pod in p.seen.items()
+                                if name not in p.outcomes and pod.phase == "Running"}
             stuck = (p.pending and not p.running and not p.outcomes
                      and now >= p.started + self.timeout_s)
             if p.status is None and (now >= p.deadline or stuck):
@@ -297,6 +336,10 @@ class _ClusterRun:
             p.checks.append(Check(None, ProbeResult(V.HOST, WORKLOAD, 0, Verdict.FAIL, reason)))
             self._close(p, PoolStatus.UNSCHEDULABLE, reason)
             return
+        for name, state in list(p.seen.items()):  # each unfinished pod, its node and stage
+            if name not in p.outcomes and state.phase == "Running":
+                last = (p.last_lines or {}).get(name) or self._last_line(name)
+                self._done(p, state, S.unfinished(name, state.node, self.timeout_s, last))
         reason = (f"{missing} of {p.workload.pods} pods did not finish within "
                   f"{self.timeout_s} s")
         p.checks.append(Check(None, ProbeResult(V.HOST, WORKLOAD, 0, Verdict.FAIL, reason)))
@@ -359,76 +402,19 @@ class _ClusterRun:
         return errors
 
 
-@dataclass(frozen=True, slots=True)
-class _PodState:
-    """What the launcher reads of a pod."""
-
-    name: str
-    pool: str
-    node: str | None
-    index: int
-    phase: str
-    exit_code: int | None
-    unschedulable: str  # the scheduler's message while it cannot place the pod
-    slice: int | None = None  # a TPU pod's slice
-    timing: dict[str, Any] | None = None  # smoke._podtime.PodTiming: startup apart from run
-
-    @classmethod
-    def of(cls, pod: Mapping[str, Any]) -> _PodState:
-        meta, status = pod["metadata"], pod.get("status") or {}
-        labels = meta.get("labels") or {}
-        return cls(name=meta["name"], pool=labels.get(POOL_LABEL, ""),
-                   node=(pod.get("spec") or {}).get("nodeName"),
-                   index=int(labels.get(INDEX_LABEL, "0") or 0),
-                   phase=status.get("phase", "Pending"), exit_code=_exit_code(status),
-                   unschedulable=_unschedulable(status),
-                   slice=int(labels[SLICE_LABEL]) if str(labels.get(SLICE_LABEL, "")).isdigit()
-                   else None, timing=pod_timing(status).to_dict())
-
-
-def _unschedulable(status: Mapping[str, Any]) -> str:
-    for cond in status.get("conditions") or []:
-        if cond.get("type") == "PodScheduled" and cond.get("status") == "False" and cond.get(
-                "reason") == "Unschedulable":
-            return str(cond.get("message") or "Unschedulable")
-    return ""
-
-
-def _exit_code(status: Mapping[str, Any]) -> int | None:
-    for cs in status.get("containerStatuses") or []:
-        term = (cs.get("state") or {}).get("terminated")
-        if term is not None:
-            return int(term.get("exitCode", 0))
-    return None
-
-
-def pool_outliers(outcomes: Any) -> list[Check]:
-    """A node whose T2 figures fall below its peers' (accelerators only: CPUs share cores)."""
-    checks: list[Check] = []
-    for probe in (V.MATMUL, V.MEMORY):
-        by_node: dict[str, float] = {}
-        for o in outcomes:
-            if o.report is None or o.report.platform not in ("gpu", "tpu"):
-                continue
-            values = [r.measured for r in o.report.results
-                      if r.probe == probe and r.measured is not None]
-            if values:
-                by_node[o.node or o.pod] = statistics.median(values)
-        checks += [Check(node, r) for node, r in V.judge_pool_outliers(probe, by_node)]
-    return checks
-
-
 def launch(run: RenderedRun, clients: Mapping[str, ApiClient], *, stack: str, timeout_s: int,
            poll_s: float = 0.5, stop: threading.Event | None = None,
-           display: Display | None = None) -> RunReport:
+           display: Display | None = None,
+           notes: Mapping[str, list[Check]] | None = None) -> RunReport:
     """Submit `run` to every cluster in parallel, follow it, clean up, and return the report.
-    Setting `stop` (ctrl-C) ends following at once; the cleanup still runs."""
+    Setting `stop` (ctrl-C) ends following at once; the cleanup still runs. `notes`: checks
+    known before the run, per pool (the live nodes that get no pod, and why)."""
     from smoke._bundle import digest
 
     stop = stop or threading.Event()
     shown = display or _NoDisplay()
     started, t0 = datetime.now(UTC).isoformat(timespec="seconds"), time.monotonic()
-    pools = [_Pool(w) for w in run.pools]
+    pools = [_Pool(w, checks=list((notes or {}).get(w.pool.name, ()))) for w in run.pools]
     for p in pools:
         if p.workload.kind == "skipped":
             p.finish(PoolStatus.SKIPPED, p.workload.skipped or "skipped")

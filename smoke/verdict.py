@@ -1,8 +1,13 @@
 """Verdicts: turn measurements into pass / warn / fail / skipped, by a versioned registry.
 
-Every threshold carries its provenance. The rules:
+Every threshold carries its provenance; the registry (per SKU, machine and fabric) lives in
+`smoke._thresholds`, with the rule that a floor is enforced only where a published measurement
+of that SKU exists at our probe's size (else warn-only, the result saying why). The rules:
 - T2 floor: a ratio of the catalog peak (or a published absolute floor); within the warning
   band above it, warn; below it, fail. One retry happens before a fail (the runner's job).
+- T3 bandwidth floor (in-node all-reduce by machine type, fabric by machine and fabric): an
+  absolute busbw at 2 GiB per device; a figure at another size is judged warn-only.
+- A figure that is not a finite number fails.
 - Outliers: a device below `outlier_fail` of the median of its host's devices fails; below
   `outlier_warn`, warns (needs three or more devices; never on a CPU, whose 'devices' share
   cores).
@@ -13,10 +18,11 @@ Every threshold carries its provenance. The rules:
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
+from smoke import _thresholds as _th
 from smoke._backend import AllReduce, Device, KnownAnswer
 from smoke._expect import Expectation, matches
 from smoke._fabric import CrossNode
@@ -24,14 +30,16 @@ from smoke._nccl_log import Expect as FabricExpect
 from smoke._nccl_log import base_name as base_network
 from smoke._nccl_log import judge_ranks as judge_nccl_ranks
 from smoke._results import ProbeResult, Verdict
+from smoke._thresholds import REGISTRY as REGISTRY  # re-exported: the registry's home
+from smoke._thresholds import Threshold as Threshold
 
-THRESHOLDS_VERSION = "2026-11-22.2"
+THRESHOLDS_VERSION = "2026-11-24.1"
 
 T0, T1, T2, T3 = 0, 1, 2, 3
 INVENTORY, KNOWN_ANSWER, PSUM = "inventory", "known_answer", "psum"
-MATMUL, MEMORY, ALLREDUCE = "matmul_tflops", "memory_gbps", "allreduce_busbw"
-FABRIC = "fabric_busbw"  # T3 across the nodes of a pool
-SUSTAINED = "sustained_tflops"  # T2: the matmul on every device at once, for a window
+MATMUL, MEMORY, ALLREDUCE = _th.MATMUL, _th.MEMORY, _th.ALLREDUCE
+FABRIC = _th.FABRIC  # T3 across the nodes of a pool
+SUSTAINED = _th.SUSTAINED  # T2: the matmul on every device at once, for a window
 UNITS = {INVENTORY: "GiB", KNOWN_ANSWER: "rel err", PSUM: "sum", MATMUL: "TFLOP/s",
          MEMORY: "GB/s", ALLREDUCE: "GB/s", FABRIC: "GB/s", SUSTAINED: "TFLOP/s"}
 TIERS = {INVENTORY: T0, KNOWN_ANSWER: T1, PSUM: T1, MATMUL: T2, MEMORY: T2, ALLREDUCE: T3,
@@ -45,78 +53,8 @@ KNOWN_ANSWER_TOLERANCE = 5e-3  # fp32 gives ~1e-6; TF32 (NGC containers' default
 CHECKSUM_TOLERANCE = 1e-6  # identical devices running the same program agree far closer
 
 
-@dataclass(frozen=True, slots=True)
-class Threshold:
-    """How one probe is judged on one accelerator, and where the numbers come from."""
-
-    floor_ratio: float | None = None  # of the catalog peak
-    floor_abs: float | None = None  # in the probe's unit; wins over floor_ratio
-    warn_band: float = 1.05  # warn below floor x warn_band
-    outlier_fail: float | None = 0.85  # fail below this fraction of the host's median
-    outlier_warn: float | None = 0.93
-    enforced: bool = True  # False: a missed floor warns, never fails
-    source: str = ""
-
-
-_AZURE_BAND = "warn band 1.05 x floor: Azure HPC health checks (ND H100 v5)"
-_MATMUL = Threshold(
-    floor_ratio=0.60,
-    source="0.75 x a measured reference (DCGM's rule for its targets); reference: an H100 ran "
-    "8192^3 bf16 at 798 of 989 TFLOP/s (0.81 of peak) -> 0.60 of peak; " + _AZURE_BAND)
-_MEMORY = Threshold(
-    floor_ratio=0.57,
-    source="DCGM diag H100 80GB floor 1,905,000 MB/s = 0.57 of its 3,350 GB/s peak, applied "
-    "as a ratio where DCGM publishes no floor; " + _AZURE_BAND)
-
-
-def _dcgm(mbps: int) -> Threshold:
-    return Threshold(floor_abs=mbps / 1000, source=f"NVIDIA DCGM diag memory bandwidth floor "
-                     f"{mbps:,} MB/s (read+write copy); " + _AZURE_BAND)
-
-
-_ALLREDUCE = Threshold(
-    floor_ratio=None, outlier_fail=None, outlier_warn=None, enforced=False,
-    source="no floor for our message size: Azure's single-node figures (H100 460, H200 431, "
-    "A100 228 GB/s) are for 16 GiB messages; the sum is checked, bandwidth reported")
-# The sustained phase: floor_ratio is of the SAME device's burst figure (T2 matmul), not of
-# the catalog peak; no outlier rule (under one jitted JAX program every device shows the same
-# figure). Throttle reasons are judged in smoke/_sustain.py.
-_SUSTAINED = Threshold(
-    floor_ratio=0.80, warn_band=1.125, outlier_fail=None, outlier_warn=None,
-    source="sustained (all devices at once, 20 s) below 0.80 of the device's own burst matmul "
-    "fails, below 0.90 warns. DCGM's targeted stress demands 0.95 of a target set at 0.75 of "
-    "a measured reference; our reference is the device's own best short figure at boost "
-    "clocks, and a GPU at its power cap (SW power cap, normal under a full GEMM) runs below "
-    "its boost clock, hence the looser ratio; HW slowdown / power brake cut clocks by half or "
-    "more (DCGM's throttle alert rules). Not yet checked against a measured sustained run")
-_CPU = Threshold(floor_ratio=None, outlier_fail=None, outlier_warn=None,
-                 source="a CPU has no catalog peak and its 'devices' share cores: only an "
-                 "explicit --min-tflops / --min-gbps floor applies")
-_TPU_MEMORY = Threshold(floor_ratio=0.57, enforced=False,
-                        source="no public TPU floor; the GPU ratio, warning only until "
-                        "measured on a TPU")
-
-# (accelerator key or "*", probe) -> threshold. Bump THRESHOLDS_VERSION on any change.
-REGISTRY: dict[tuple[str, str], Threshold] = {
-    ("*", MATMUL): _MATMUL,
-    ("*", MEMORY): _MEMORY,
-    ("*", ALLREDUCE): _ALLREDUCE,
-    ("cpu", MATMUL): _CPU,
-    ("cpu", MEMORY): _CPU,
-    ("*", SUSTAINED): _SUSTAINED,
-    ("cpu", SUSTAINED): _CPU,
-    ("h100-80gb", MEMORY): _dcgm(1_905_000),
-    ("h200-141gb", MEMORY): _dcgm(2_212_500),
-    ("a100-80gb", MEMORY): _dcgm(1_173_000),
-    ("b200", MEMORY): _dcgm(4_072_500),
-    ("l4", MEMORY): _dcgm(198_500),
-    **{(k, MEMORY): _TPU_MEMORY for k in ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu7x")},
-}
-
-
-def threshold(accelerator: str | None, probe: str) -> Threshold:
-    key = accelerator or "cpu"
-    return REGISTRY.get((key, probe)) or REGISTRY.get(("*", probe)) or Threshold()
+def threshold(accelerator: str | None, probe: str, machine: str | None = None) -> Threshold:
+    return _th.threshold(accelerator, probe, machine)
 
 
 def _worst(checks: Sequence[tuple[Verdict, str]]) -> tuple[Verdict, str]:
@@ -212,7 +150,8 @@ def judge_perf(probe: str, values: Mapping[str, float], exp: Expectation,
     # The catalog's peaks are per chip; a device is the chip's share (JAX: half a TPU7x chip).
     peak = None if chip_peak is None else chip_peak / exp.devices_per_chip
     th = threshold(acc.key if acc else None, probe)
-    median = statistics.median(values.values()) if values else 0.0
+    finite = [v for v in values.values() if math.isfinite(v)]
+    median = statistics.median(finite) if finite else 0.0
     unit = UNITS[probe]
     out = []
     for dev, v in values.items():
@@ -226,7 +165,7 @@ def judge_perf(probe: str, values: Mapping[str, float], exp: Expectation,
         if ours and floor is not None:
             enforce = th.enforced and exp.verified
             note = "" if enforce else (" (not enforced: catalog figures unverified)"
-                                       if not exp.verified else " (not enforced)")
+                                       if not exp.verified else f" (warn-only: {th.unenforced})")
             if v < floor:
                 checks.append((Verdict.FAIL if enforce else Verdict.WARN,
                                f"{v:,.3g} {unit} below floor {floor:,.4g}{note}"))
@@ -244,36 +183,79 @@ def judge_perf(probe: str, values: Mapping[str, float], exp: Expectation,
             elif th.outlier_warn is not None and ratio < th.outlier_warn:
                 checks.append((Verdict.WARN, f"outlier: {ratio:.2f} of the host median "
                                f"{median:,.4g} (< {th.outlier_warn:g})"))
+        if ours and floor is not None and not (th.enforced and exp.verified) and v >= floor:
+            checks[0] = (checks[0][0], f"{checks[0][1]}; floor {floor:,.4g} warn-only: "
+                         f"{th.unenforced or 'catalog figures unverified'}")
+        if not math.isfinite(v):
+            checks.append((Verdict.FAIL, f"the figure is not a number ({v})"))
         verdict, reason = _worst(checks)
         out.append(ProbeResult(dev, probe, T2, verdict, reason, v, peak if ours else None, unit,
                                attempts=(attempts or {}).get(dev, 1),
                                details={"floor": floor if ours else None,
+                                        "enforced": bool(ours and th.enforced and exp.verified),
                                         "min": min_value, "host_median": median,
                                         "threshold_source": th.source}))
     return out
 
 
 # -- T3 ---------------------------------------------------------------------------------------
+def bandwidth_checks(busbw: float, bytes_per_device: int | None,
+                     th: Threshold) -> tuple[list[tuple[Verdict, str]], dict[str, object]]:
+    """A busbw figure against its floor: below it fails (warns where the floor is warn-only or
+    the figure was measured at another message size than the floor's reference), within the
+    warning band warns; a figure that is not a number fails. Returns the checks and details."""
+    details: dict[str, object] = {"floor": th.floor_abs, "threshold_source": th.source,
+                                  "reference_bytes": th.size}
+    if not math.isfinite(busbw):
+        details["enforced"] = True
+        return [(Verdict.FAIL, f"busbw is not a number ({busbw})")], details
+    floor = th.floor_abs
+    if floor is None:
+        details["enforced"] = False
+        note = f"no floor: {th.unenforced}" if th.unenforced else "no floor"
+        return [(Verdict.PASS, note)], details
+    same_size = th.size is None or bytes_per_device == th.size
+    enforce = th.enforced and same_size
+    details["enforced"] = enforce
+    why = th.unenforced if not th.enforced else (
+        f"measured at {(bytes_per_device or 0) / 2**20:g} MiB per device, the floor's "
+        f"reference at {(th.size or 0) / 2**20:g} MiB")
+    note = "" if enforce else f" (warn-only: {why})"
+    if busbw < floor:
+        return [(Verdict.FAIL if enforce else Verdict.WARN,
+                 f"busbw {busbw:,.4g} GB/s below floor {floor:,.4g}{note}")], details
+    if busbw < floor * th.warn_band:
+        return [(Verdict.WARN, f"busbw {busbw:,.4g} GB/s within {th.warn_band:g} x floor "
+                 f"{floor:,.4g}{note}")], details
+    return [(Verdict.PASS, f"floor {floor:,.4g}{note}")], details
+
+
 def judge_allreduce(result: AllReduce | None, devices: int, exp: Expectation) -> ProbeResult:
     unit = UNITS[ALLREDUCE]
     if result is None or devices < 2:
         return ProbeResult(HOST, ALLREDUCE, T3, Verdict.SKIPPED,
                            f"{devices} device{'s' if devices != 1 else ''} on this host: "
                            "nothing to all-reduce across", unit=unit)
-    th = threshold(exp.accelerator.key if exp.accelerator else None, ALLREDUCE)
+    th = threshold(exp.accelerator.key if exp.accelerator else None, ALLREDUCE, exp.machine)
+    floor_checks, floor_details = bandwidth_checks(result.busbw_gbps, result.bytes_per_device,
+                                                   th)
     details = {"algbw_gbps": result.algbw_gbps, "bytes_per_device": result.bytes_per_device,
-               "seconds": result.seconds, "threshold_source": th.source, **result.details}
+               "seconds": result.seconds, **floor_details, **result.details}
     text = (f"busbw {result.busbw_gbps:,.3g} GB/s (algbw {result.algbw_gbps:,.3g}) over "
             f"{devices} devices, {result.bytes_per_device / 2**20:g} MiB each")
+    checks: list[tuple[Verdict, str]] = [(Verdict.PASS, text)]
     if not result.correct:
-        return ProbeResult(HOST, ALLREDUCE, T3, Verdict.FAIL, f"wrong sum; {text}",
-                           result.busbw_gbps, None, unit, details=details)
-    return ProbeResult(HOST, ALLREDUCE, T3, Verdict.PASS, text, result.busbw_gbps, None, unit,
-                       details=details)
+        checks.append((Verdict.FAIL, f"wrong sum; {text}"))
+    verdict, reason = _worst([*checks, *floor_checks])
+    if verdict is Verdict.PASS:
+        reason = "; ".join([text, *(r for _, r in floor_checks)])
+    return ProbeResult(HOST, ALLREDUCE, T3, verdict, reason, result.busbw_gbps,
+                       th.floor_abs, unit, details=details)
 
 
 def judge_fabric(cross: CrossNode | None, expected_networks: Sequence[str] = (), *,
-                 skipped: str = "", expect: FabricExpect | None = None) -> ProbeResult:
+                 skipped: str = "", expect: FabricExpect | None = None,
+                 floor: Threshold | None = None) -> ProbeResult:
     """The pool-wide collective seen from one node: the sum must be right and, on a fabric
     pool (`expect`, or `expected_networks` non-empty), every rank's NCCL log must show the
     fabric (`smoke._nccl_log.judge`: its transport, no `Socket` fallback, GPUDirect RDMA on
@@ -314,9 +296,13 @@ def judge_fabric(cross: CrossNode | None, expected_networks: Sequence[str] = (),
         elif wrong:
             checks.append((Verdict.FAIL, f"NCCL used {', '.join(wrong)}, not the fabric "
                            f"({' or '.join(names)}): the fast network is not in use"))
+    if floor is not None:  # the launcher's: it knows the pool's machine and fabric
+        floor_checks, floor_details = bandwidth_checks(r.busbw_gbps, r.bytes_per_device, floor)
+        checks += [c for c in floor_checks if c[0] is not Verdict.PASS]
+        details |= floor_details
     verdict, reason = _worst(checks)
-    return ProbeResult(FABRIC_DEVICE, FABRIC, T3, verdict, reason, r.busbw_gbps, None, unit,
-                       details=details)
+    return ProbeResult(FABRIC_DEVICE, FABRIC, T3, verdict, reason, r.busbw_gbps,
+                       None if floor is None else floor.floor_abs, unit, details=details)
 
 
 # -- across the nodes of a pool ------------------------------------------------------------
@@ -333,6 +319,9 @@ def judge_pool_outliers(probe: str, by_node: Mapping[str, float]) -> list[tuple[
     th = POOL_OUTLIER
     out: list[tuple[str, ProbeResult]] = []
     if len(by_node) < 2 or th.outlier_fail is None or th.outlier_warn is None:
+        return out
+    by_node = {n: v for n, v in by_node.items() if math.isfinite(v)}  # NaN is failed apart
+    if len(by_node) < 2:
         return out
     for node, value in by_node.items():
         peers = statistics.median(v for n, v in by_node.items() if n != node)

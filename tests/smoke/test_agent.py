@@ -178,3 +178,23 @@ def test_pool_outliers_fail_a_node_20_percent_below_its_peers() -> None:
     warn = dict(V.judge_pool_outliers(V.MATMUL, {"a": 800.0, "b": 720.0}))
     assert warn["b"].verdict is Verdict.WARN
     assert V.judge_pool_outliers(V.MATMUL, {"a": 800.0}) == []
+
+
+def test_the_jax_init_timeout_is_well_within_the_job_deadline() -> None:
+    """Issue 19 item 12: the init timeout equalled the Job deadline (900 s)."""
+    from smoke.agent import jax_init_timeout_s
+
+    for deadline in (120, 900, 3600):
+        assert jax_init_timeout_s(deadline) <= max(60, deadline // 2)
+        assert jax_init_timeout_s(deadline) < deadline
+    assert jax_init_timeout_s(900) == 225
+
+
+def test_the_cross_node_stage_ends_before_the_job_deadline() -> None:
+    """Issue 19 item 13: the collective waited the whole Job deadline for a stalled peer, so
+    every node of the pool was killed unreported; now each reports first."""
+    from smoke.agent import REPORT_MARGIN_S, cross_node_budget_s
+
+    assert cross_node_budget_s(900, 120.0) == 900 - 120 - REPORT_MARGIN_S
+    assert cross_node_budget_s(900, 120.0) + 120 < 900
+    assert cross_node_budget_s(60, 50.0) == 30

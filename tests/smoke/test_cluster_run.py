@@ -158,8 +158,12 @@ def test_a_crashing_pod_is_named_and_its_peer_kept(fake_cluster: Any, stack: Pat
 
 def _recorded(host: str, tflops: float) -> str:
     """An H100 host's report as a real run printed it, with this matmul figure."""
-    results = [ProbeResult(f"cuda{i}", "matmul_tflops", 2, Verdict.PASS, "recorded",
-                           tflops * (1 + i * 0.001), 989.0, "TFLOP/s") for i in range(8)]
+    results = [ProbeResult(f"cuda{i}", "inventory", 0, Verdict.PASS, "recorded", 79.19, 80.0,
+                           "GiB") for i in range(8)]
+    results += [ProbeResult(f"cuda{i}", "known_answer", 1, Verdict.PASS, "recorded", 2e-4,
+                            5e-3, "rel err", details={"checksum": 1234.5}) for i in range(8)]
+    results += [ProbeResult(f"cuda{i}", "matmul_tflops", 2, Verdict.PASS, "recorded",
+                            tflops * (1 + i * 0.001), 989.0, "TFLOP/s") for i in range(8)]
     results += [ProbeResult(f"cuda{i}", "memory_gbps", 2, Verdict.PASS, "recorded", 2900.0,
                             3350.0, "GB/s") for i in range(8)]
     rep = HostReport(host=host, backend="torch", platform="gpu", versions={"torch": "2.13.0"},
@@ -289,8 +293,16 @@ TPU_STACK = HEAD + """\
 
 
 def _tpu_report(host: str) -> str:
-    results = [ProbeResult(f"tpu{i}", "matmul_tflops", 2, Verdict.PASS, "recorded",
-                           400.0 + i, 459.0, "TFLOP/s") for i in range(4)]
+    """A v5p host's complete tier-2 report (the launcher checks every device and probe)."""
+    results = [ProbeResult(f"tpu{i}", "inventory", 0, Verdict.PASS, "recorded", 95.7, 95.0,
+                           "GiB") for i in range(4)]
+    results += [ProbeResult(f"tpu{i}", "known_answer", 1, Verdict.PASS, "recorded", 1e-6,
+                            5e-3, "rel err", details={"checksum": 99.5}) for i in range(4)]
+    results += [ProbeResult("host", "psum", 1, Verdict.PASS, "recorded", 4.0, 4.0, "sum")]
+    results += [ProbeResult(f"tpu{i}", "matmul_tflops", 2, Verdict.PASS, "recorded",
+                            400.0 + i, 459.0, "TFLOP/s") for i in range(4)]
+    results += [ProbeResult(f"tpu{i}", "memory_gbps", 2, Verdict.PASS, "recorded",
+                            2400.0 + i, 2765.0, "GB/s") for i in range(4)]
     rep = HostReport(host=host, backend="jax", platform="tpu", versions={"jax": "0.10.2"},
                      tier=2, results=tuple(results), accelerator="v5p")
     return json.dumps(rep.to_dict())

@@ -1,0 +1,163 @@
+"""Floors per SKU, machine and fabric (issue 19, items 5 and 8), from published measurements.
+
+Figures below are the references' own (smoke/_thresholds.py cites each): in-node H100 busbw
+468.6-470.0 GB/s at 2 GiB (aws-do-eks@f721602f, hypercomputer-internode-deepdive@d9f1e65e),
+2-node TCPXO 317.84 (…@db026b5f), TCPX 83.27 (…@6d51d0bb), EFA p5 437.79 and p4de 78.33
+(awsome-distributed-training@7217859f). A degraded state is the same run with links gone.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from smoke._backend import AllReduce, Sizes
+from smoke._expect import Expectation, from_catalog
+from smoke._fabric import CrossNode
+from smoke._results import Verdict
+from smoke._thresholds import BANDWIDTH_BYTES, MATMUL_N, fabric_threshold
+from smoke.verdict import (
+    ALLREDUCE,
+    FABRIC,
+    MATMUL,
+    MEMORY,
+    REGISTRY,
+    judge_allreduce,
+    judge_fabric,
+    judge_perf,
+    judge_pool_outliers,
+)
+
+GIB2 = 2 * 2**30
+
+
+def _ar(busbw: float, nbytes: int = GIB2) -> AllReduce:
+    return AllReduce(busbw_gbps=busbw, algbw_gbps=busbw * 8 / 14, seconds=0.01,
+                     bytes_per_device=nbytes, correct=True)
+
+
+def _cross(busbw: float, net: str, nbytes: int = GIB2) -> CrossNode:
+    return CrossNode(nodes=2, world=16, result=_ar(busbw, nbytes), networks=(net,) * 8)
+
+
+@pytest.mark.parametrize(("machine", "busbw", "verdict"), [
+    ("a3-highgpu-8g", 470.0, Verdict.PASS),  # GKE, nccl-tests 2 GiB
+    ("p5.48xlarge", 468.6, Verdict.PASS),  # EKS, nccl-tests 2 GiB
+    ("a3-highgpu-8g", 360.0, Verdict.WARN),  # within 1.05 x the 351.5 floor
+    ("a3-highgpu-8g", 25.0, Verdict.FAIL),  # a dead NVLink: NCCL over PCIe
+    ("p5.48xlarge", 210.0, Verdict.FAIL),
+])
+def test_in_node_all_reduce_has_a_floor(machine: str, busbw: float, verdict: Verdict) -> None:
+    r = judge_allreduce(_ar(busbw), 8, from_catalog(machine, "torch"))
+    assert r.verdict is verdict, r.reason
+    assert r.details["floor"] == pytest.approx(0.75 * 468.6, abs=0.1)
+    if verdict is Verdict.FAIL:
+        assert "below floor" in r.reason
+
+
+def test_a_figure_at_another_message_size_only_warns() -> None:
+    r = judge_allreduce(_ar(25.0, 256 * 2**20), 8, from_catalog("a3-highgpu-8g", "torch"))
+    assert r.verdict is Verdict.WARN and "warn-only" in r.reason and "256 MiB" in r.reason
+
+
+def test_an_unmeasured_board_warns_and_says_why() -> None:
+    mega = judge_allreduce(_ar(25.0), 8, from_catalog("a3-megagpu-8g", "torch"))
+    assert mega.verdict is Verdict.WARN and "no in-node measurement" in mega.reason
+    l4 = judge_allreduce(_ar(5.0), 4, from_catalog("g2-standard-48", "torch"))
+    assert l4.verdict is Verdict.PASS and "no floor" in l4.reason
+
+
+@pytest.mark.parametrize(("machine", "fabric", "net", "busbw", "verdict"), [
+    ("a3-megagpu-8g", "tcpxo", "FasTrak", 317.84, Verdict.PASS),
+    ("a3-megagpu-8g", "tcpxo", "FasTrak", 160.0, Verdict.FAIL),  # 4 of 8 NICs down
+    ("a3-highgpu-8g", "tcpx", "GPUDirectTCPX_v7", 83.27, Verdict.PASS),
+    ("a3-highgpu-8g", "tcpx", "GPUDirectTCPX_v7", 42.0, Verdict.FAIL),  # 2 of 4 NICs
+    ("p5.48xlarge", "efa", "Libfabric", 437.79, Verdict.PASS),
+    ("p5.48xlarge", "efa", "Libfabric", 220.0, Verdict.FAIL),  # 16 of 32 EFA down
+    ("p4de.24xlarge", "efa", "Libfabric", 78.33, Verdict.PASS),
+    ("p4de.24xlarge", "efa", "Libfabric", 39.0, Verdict.FAIL),
+    ("p4d.24xlarge", "efa", "Libfabric", 39.0, Verdict.WARN),  # no measurement of its own
+])
+def test_fabric_has_a_floor_per_machine_and_fabric(machine: str, fabric: str, net: str,
+                                                   busbw: float, verdict: Verdict) -> None:
+    r = judge_fabric(_cross(busbw, net), (net,), floor=fabric_threshold(machine, fabric))
+    assert r.verdict is verdict, r.reason
+
+
+def test_an_unmeasured_fabric_reports_without_a_floor() -> None:
+    r = judge_fabric(_cross(5.0, "gIB"), ("gIB",), floor=fabric_threshold("a3-ultragpu-8g",
+                                                                           "rdma"))
+    assert r.verdict is Verdict.PASS and r.details["enforced"] is False
+
+
+def test_a_non_finite_bandwidth_fails() -> None:
+    r = judge_allreduce(_ar(math.nan), 8, from_catalog("g2-standard-48", "torch"))
+    assert r.verdict is Verdict.FAIL and "not a number" in r.reason
+    f = judge_fabric(_cross(math.inf, "FasTrak"), ("FasTrak",),
+                     floor=fabric_threshold("a3-megagpu-8g", "tcpxo"))
+    assert f.verdict is Verdict.FAIL
+
+
+def _half(exp: Expectation, probe: str) -> Verdict:
+    """Every device at half its peak (below every floor)."""
+    acc = exp.accelerator
+    assert acc is not None and exp.devices
+    peak = (acc.bf16_tflops if probe == MATMUL else acc.memory_gbps) / exp.devices_per_chip
+    values = {f"d{i}": 0.5 * peak for i in range(exp.devices)}
+    results = judge_perf(probe, values, exp)
+    assert len({r.verdict for r in results}) == 1
+    return results[0].verdict
+
+
+def test_matmul_floor_is_enforced_only_where_measured() -> None:
+    assert _half(from_catalog("a3-highgpu-8g", "torch"), MATMUL) is Verdict.FAIL
+    for words, backend in (("g2-standard-48", "torch"), ("v5e 2x2", "jax"),
+                           ("tpu7x 2x2x1", "jax"), ("a3-ultragpu-8g", "torch")):
+        exp = from_catalog(words, backend)
+        assert _half(exp, MATMUL) is Verdict.WARN, words
+        acc = exp.accelerator
+        assert acc is not None
+        peak = acc.bf16_tflops / exp.devices_per_chip
+        r = judge_perf(MATMUL, {"d0": 0.5 * peak}, exp)[0]
+        assert "warn-only" in r.reason or "not enforced" in r.reason, r.reason
+
+
+def test_a_passing_unenforced_figure_says_its_floor_is_warn_only() -> None:
+    exp = from_catalog("g2-standard-48", "torch")
+    r = judge_perf(MATMUL, {"cuda0": 100.0}, exp)[0]
+    assert r.verdict is Verdict.PASS and "warn-only" in r.reason
+    assert r.details["enforced"] is False
+
+
+def test_memory_floor_enforced_where_dcgm_publishes_one() -> None:
+    assert _half(from_catalog("g2-standard-48", "torch"), MEMORY) is Verdict.FAIL  # L4 DCGM
+    assert _half(from_catalog("v5e 2x2", "jax"), MEMORY) is Verdict.WARN
+
+
+def test_a_nan_matmul_fails() -> None:
+    r = judge_perf(MATMUL, {"cuda0": math.nan, "cuda1": 800.0, "cuda2": 801.0},
+                   from_catalog("a3-highgpu-8g", "torch"))
+    assert r[0].verdict is Verdict.FAIL and "not a number" in r[0].reason
+    assert r[1].verdict is Verdict.PASS
+
+
+def test_bandwidth_node_outliers_and_nan_peers() -> None:
+    got = dict(judge_pool_outliers(ALLREDUCE, {"a": 470.0, "b": 468.0, "c": 380.0}))
+    assert got["c"].verdict is Verdict.FAIL and "0.81 of its peers" in got["c"].reason
+    # a peer that reports NaN must not turn the outlier FAIL into a WARN
+    got = dict(judge_pool_outliers(FABRIC, {"a": 300.0, "b": math.nan, "c": 240.0,
+                                            "d": 310.0}))
+    assert got["c"].verdict is Verdict.FAIL and "b" not in got
+
+
+def test_enforced_sizes_are_the_sizes_the_agent_runs() -> None:
+    gpu = Sizes.for_platform("gpu")
+    assert MATMUL_N == gpu.matmul_n
+    assert BANDWIDTH_BYTES == gpu.allreduce_mib * 2**20
+    for (key, probe), th in REGISTRY.items():
+        if th.enforced and th.size is not None:
+            want = MATMUL_N if probe == MATMUL else BANDWIDTH_BYTES
+            assert th.size == want, (key, probe)
+        if not th.enforced and key != "cpu":
+            assert th.unenforced, (key, probe)  # the report must say why
