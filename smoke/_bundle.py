@@ -24,6 +24,7 @@ AGENT_MODULES: tuple[tuple[str, str], ...] = (
     ("smoke", "_expect.py"),
     ("smoke", "_results.py"),
     ("smoke", "verdict.py"),
+    ("smoke", "_thresholds.py"),
     ("smoke", "_fabric.py"),
     ("smoke", "_nccl_log.py"),
     ("smoke", "_torch.py"),

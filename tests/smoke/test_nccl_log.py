@@ -264,7 +264,8 @@ def test_the_agents_own_arguments_reach_the_judgment(
     args = agent.parse_args(["--tier", "3", "--cross-node", "torch", "--timeout-s", "60",
                              *argv])
     notes = agent.prepare_nccl(args)
-    got = agent._cross_node(args, SimpleNamespace(platform="gpu"), notes)  # type: ignore[arg-type]
+    report = SimpleNamespace(platform="gpu", duration_s=1.0)
+    got = agent._cross_node(args, report, notes)  # type: ignore[arg-type]
     assert got.verdict is verdict, got.reason
     assert words in got.reason
 
