@@ -79,8 +79,8 @@ FABRICS: dict[str, FabricRule] = {
     "tcpxo": FabricRule("tcpxo", ("FasTrak",), False, "GPUDirect-TCPXO (A3 Mega)"),
     "rdma": FabricRule("rdma", ("gIB",), True, "GPUDirect RDMA with gIB (A3 Ultra, A4)"),
     "ib": FabricRule("ib", ("IB", "IBext"), True, "InfiniBand / RoCE with GPUDirect RDMA"),
-    "efa": FabricRule("efa", ("Libfabric", "AWS Libfabric"), True,
-                      "AWS EFA (aws-ofi-nccl) with GPUDirect RDMA"),
+    # GDR on EFA is per instance type (the catalog's efa_gdr): the agent is told which
+    "efa": FabricRule("efa", ("Libfabric", "AWS Libfabric"), True, "AWS EFA (aws-ofi-nccl)"),
 }
 
 

@@ -39,6 +39,10 @@ CASES = [
     (SOCKET, "efa", [], 1, "used Socket, not Libfabric"),
     (SOCKET, "ib", [], 1, "used Socket, not IB"),
     (EFA_NOGDR, "efa", [], 1, "no GPUDirect RDMA"),
+    # g6e.48xlarge: aws-ofi-nccl does not require GDR there; the recorded log ran without it
+    (EFA_NOGDR, "efa", ["--no-gdr", "--nics", "4"], 0, "GPUDirect RDMA not required"),
+    (EFA_NOGDR, "efa", ["--gdr"], 1, "no GPUDirect RDMA"),
+    (EFA, "efa", ["--no-gdr"], 0, "ok: the log shows AWS EFA"),  # GDR allowed, not required
     (EFA, "efa", ["--nics", "4"], 1, "NCCL used 1 of 4 NICs"),
     (GIB, "rdma", ["--nics", "8"], 1, "NCCL used 1 of 8 NICs"),
     (TCPXO, "tcpx", [], 1, "used FasTrak, not GPUDirectTCPX"),

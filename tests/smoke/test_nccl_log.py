@@ -244,6 +244,11 @@ def test_reader_reads_every_reality_log() -> None:
     ("rdma", ["--expect-fabric", "rdma", "--expect-transport", "gIB"], Verdict.PASS, "gIB"),
     ("rdma", ["--expect-fabric", "rdma", "--expect-nics", "8"], Verdict.FAIL, "1 of 8 NICs"),
     ("efa-nogdr", ["--expect-fabric", "efa"], Verdict.FAIL, "no GPUDirect RDMA"),
+    # GDR per instance type (catalog efa_gdr): the g6e log is healthy where it is not required
+    ("efa-nogdr", ["--expect-fabric", "efa", "--expect-gdr", "no", "--expect-nics", "4"],
+     Verdict.PASS, "via Libfabric"),
+    ("efa-nogdr", ["--expect-fabric", "efa", "--expect-gdr", "yes"], Verdict.FAIL,
+     "no GPUDirect RDMA"),
     ("socket", ["--expect-transport", "FasTrak", "--expect-fabric", "tcpxo"], Verdict.FAIL,
      "used Socket, not FasTrak"),
 ])
