@@ -22,8 +22,8 @@ from fleet.cloud_limits import (
 )
 from fleet.control_planes import control_plane_costs
 from fleet.costs import check_budgets, priced, stack_rates
-from fleet.endpoint_rules import endpoint_checks
 from fleet.eks_rules import check_eks_cluster
+from fleet.endpoint_rules import endpoint_checks
 from fleet.errors import AccelfleetError, Problem, SpecError, suggest
 from fleet.expiry import expiry_warnings
 from fleet.model import PLATFORM_TEAM, ControlPlaneCost, Fleet, ResolvedPool

@@ -43,8 +43,8 @@ from components.k8s import (
 from fleet import validate_fleet
 from fleet.catalog import Taint, load_catalog
 from fleet.model import ACCELERATOR_LABEL
-from tests.smoke.nodes import eks_node
 from tests.components.aws_zones import zones_answer
+from tests.smoke.nodes import eks_node
 
 K8S_VERSION = "1.33"
 RELEASE = "kubernetes:helm.sh/v3:Release"
