@@ -136,10 +136,11 @@ def _print(ranks: Sequence[RankLog], summary: str) -> None:
     for r in ranks:
         gdr = {True: "on", False: "off", None: "-"}[r.gdr]
         found = f"found {r.nics_found}" if r.nics_found is not None else ""
+        groups = f"{len(r.nic_groups)} NIC groups" if r.nic_groups else ""
         used = ",".join(f"{n}/{i}" for n, i in sorted(r.nics_used))
         t.add_row(escape(r.key), escape(r.nccl_version or "-"),
                   escape(plugin_text(r) or "-"), escape(", ".join(r.transports) or "-"), gdr,
-                  escape("; ".join(x for x in (found, used) if x) or "-"))
+                  escape("; ".join(x for x in (found, groups, used) if x) or "-"))
     out = console()
     print_table(out, t)
     out.print(escape(summary))

@@ -67,6 +67,10 @@ def test_table_names_nccl_plugin_transport_gdr_and_nics_per_rank() -> None:
                   "on", "found 1; Libfabric/0"):
         assert words in result.output
     assert "ok:" not in result.output
+    # p5en (NVIDIA/nccl#1597 excerpt): aws-ofi-nccl's 16 EFA devices, grouped (the excerpt
+    # shows groups 0-3 of that host)
+    p5en = runner.invoke(app, ["smoke", "nccl-log", str(EFA_ISSUES)], env={"COLUMNS": "250"})
+    assert "found 16; 4 NIC groups" in p5en.output
 
 
 def test_json_has_every_rank_and_the_verdict() -> None:
