@@ -57,8 +57,14 @@ def nccl_log(
                                          show_default=False)],
     fabric: Annotated[FabricKind | None, typer.Option(
         "--fabric", help="The fabric the ranks should have used: its transport, no Socket "
-        "fallback, and GPUDirect RDMA on every NET channel for rdma (gIB), ib and efa.",
+        "fallback, and GPUDirect RDMA on every NET channel for rdma (gIB), ib and efa "
+        "(unless --no-gdr).",
         show_default=False)] = None,
+    gdr: Annotated[bool | None, typer.Option(
+        "--gdr/--no-gdr", help="Require GPUDirect RDMA (/GDRDMA) on every NET channel, or "
+        "not. Default: as --fabric says (rdma, ib, efa require it). Use --no-gdr for EFA on "
+        "instance types where NCCL runs without GDR (g4dn, g5, g6, g6e: aws-ofi-nccl's "
+        "gdr_required is false there).", show_default=False)] = None,
     nics: Annotated[int | None, typer.Option(
         "--nics", min=1, metavar="N", help="GPU NICs each host should use (the catalog's "
         "count: 8 on a3-megagpu-8g and a3-ultragpu-8g, 32 EFA on p5.48xlarge).",
@@ -84,9 +90,9 @@ def nccl_log(
         raise InputError(f"{file} holds no NCCL line (`<host>:<pid>:<tid> [<dev>] NCCL INFO "
                          "...`)", hint="run with NCCL_DEBUG=INFO; NCCL writes to stdout, or "
                          "to NCCL_DEBUG_FILE when set")
-    expect = Expect(kind=fabric.value if fabric else "", nics=nics)
+    expect = Expect(kind=fabric.value if fabric else "", gdr=gdr, nics=nics)
     judged = judge(log, expect)
-    asked = fabric is not None or nics is not None
+    asked = fabric is not None or nics is not None or gdr is not None
     if as_json:
         from cli._output import print_json
 
@@ -109,6 +115,9 @@ def _what(expect: Expect) -> str:
 
     rule = FABRICS.get(expect.kind)
     parts = [rule.what if rule else "the fabric"]
+    if expect.gdr is not None or (rule is not None and rule.gdr):
+        parts.append("GPUDirect RDMA on every NET channel" if expect.needs_gdr()
+                     else "GPUDirect RDMA not required")
     if expect.nics:
         parts.append(f"{expect.nics} NICs per host")
     return ", ".join(parts)
@@ -127,10 +136,11 @@ def _print(ranks: Sequence[RankLog], summary: str) -> None:
     for r in ranks:
         gdr = {True: "on", False: "off", None: "-"}[r.gdr]
         found = f"found {r.nics_found}" if r.nics_found is not None else ""
+        groups = f"{len(r.nic_groups)} NIC groups" if r.nic_groups else ""
         used = ",".join(f"{n}/{i}" for n, i in sorted(r.nics_used))
         t.add_row(escape(r.key), escape(r.nccl_version or "-"),
                   escape(plugin_text(r) or "-"), escape(", ".join(r.transports) or "-"), gdr,
-                  escape("; ".join(x for x in (found, used) if x) or "-"))
+                  escape("; ".join(x for x in (found, groups, used) if x) or "-"))
     out = console()
     print_table(out, t)
     out.print(escape(summary))

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from smoke._quarantine import figure, threshold_of
 from smoke._results import ProbeResult, Verdict
 from smoke._run import PoolReport, RunReport
-from smoke.report import number
+from smoke.report import nccl_used, number
 
 if TYPE_CHECKING:
     from smoke._quarantine import ActionReport
@@ -94,6 +94,7 @@ class NodeView:
     fabric: str
     why: str
     slice: str = ""
+    nccl: str = ""  # NCCL version, net plugin and version, transport (details.nccl)
 
 
 @dataclass
@@ -223,7 +224,7 @@ def _pool_view(pool: PoolReport) -> PoolView:
         nodes.append(NodeView(n, worst.value, _median(rs, "matmul_tflops"),
                               _median(rs, "memory_gbps"), _median(rs, "allreduce_busbw"),
                               _median(rs, "fabric_busbw"), why,
-                              "" if s is None else str(s)))
+                              "" if s is None else str(s), nccl_used(rs)))
     charts = [c for probe, title, unit in CHART_PROBES
               if (c := _chart(pool, rows, probe, title, unit)) is not None]
     fabric, fabric_verdict = _fabric(rows)

@@ -18,8 +18,10 @@ What NCCL prints (NVIDIA/nccl src/debug.cc: every line through `vfprintf(ncclDeb
   published gIB log has no `Using network` line, only `Initialized NET plugin gIB` (which says
   the plugin loaded, not that the communicator uses it) and `via NET/gIB/2/GDRDMA`.
 - GPUDirect RDMA: the `/GDRDMA` suffix of every NET channel line.
-- NICs: `NET/OFI Selected provider is efa ... (found N nics)` (aws-ofi-nccl), otherwise the
-  distinct NIC indices `NET/<name>/<n>` of the channel lines of all ranks of a host.
+- NICs: `NET/OFI Selected provider is efa ... (found N nics)` (aws-ofi-nccl: every EFA device,
+  before it groups them, one group per GPU, into NCCL NET devices; `NIC group G device #D`
+  lines), otherwise the distinct NIC indices `NET/<name>/<n>` of the channel lines of all ranks
+  of a host (on aws-ofi-nccl: NCCL devices, i.e. NIC groups, not EFA interfaces).
 """
 
 from __future__ import annotations
@@ -51,6 +53,10 @@ _ASSIGNED = re.compile(r"Assigned NET plugin (?P<name>AWS Libfabric|\S+) to comm
 # "(PCI)", "/Shared"), and through a PXN proxy rank "... via NET/%s/%d(%d)%s%s".
 _CHANNEL = re.compile(r"via NET/(?P<name>[^/\s][^/]*)/(?P<nic>\d+)(?:\(\d+\))?(?P<gdr>/GDRDMA)?")
 _FOUND_NICS = re.compile(r"\(found (?P<n>\d+) nics?\)", re.IGNORECASE)
+# aws/aws-ofi-nccl src/nccl_ofi_topo.cpp print_nic_groups: "NIC group %i device #%i
+# %04x:%02x:%02x.%01x", one line per EFA device of each group (one NCCL NET device per group)
+_NIC_GROUP = re.compile(r"NET/OFI NIC group (?P<g>\d+) device #(?P<d>\d+) (?P<pci>[0-9a-fA-F:.]+)")
+_OFI_NETS = {"libfabric", "aws libfabric"}
 _API_SUFFIX = re.compile(r"_v\d+$")
 
 
@@ -79,8 +85,8 @@ FABRICS: dict[str, FabricRule] = {
     "tcpxo": FabricRule("tcpxo", ("FasTrak",), False, "GPUDirect-TCPXO (A3 Mega)"),
     "rdma": FabricRule("rdma", ("gIB",), True, "GPUDirect RDMA with gIB (A3 Ultra, A4)"),
     "ib": FabricRule("ib", ("IB", "IBext"), True, "InfiniBand / RoCE with GPUDirect RDMA"),
-    "efa": FabricRule("efa", ("Libfabric", "AWS Libfabric"), True,
-                      "AWS EFA (aws-ofi-nccl) with GPUDirect RDMA"),
+    # GDR on EFA is per instance type (the catalog's efa_gdr): the agent is told which
+    "efa": FabricRule("efa", ("Libfabric", "AWS Libfabric"), True, "AWS EFA (aws-ofi-nccl)"),
 }
 
 
@@ -98,6 +104,7 @@ class RankLog:
     plugin_version: str | None = None  # the plugin's own release (aws-ofi-nccl 1.16.2)
     networks: list[str] = field(default_factory=list)  # `Using network` / `Assigned`
     nics_found: int | None = None
+    nic_groups: dict[int, set[str]] = field(default_factory=dict)  # group -> PCI addresses
     nics_used: set[tuple[str, int]] = field(default_factory=set)  # (network, index)
     gdr_channels: int = 0
     plain_channels: int = 0  # NET channels without /GDRDMA
@@ -126,6 +133,7 @@ class RankLog:
                 "plugin_version": self.plugin_version, "transports": self.transports,
                 "gdrdma": self.gdr, "gdr_channels": self.gdr_channels,
                 "plain_channels": self.plain_channels, "nics_found": self.nics_found,
+                "nic_groups": len(self.nic_groups),
                 "nics_used": sorted(f"{n}/{i}" for n, i in self.nics_used),
                 "warnings": self.warnings[:5]}
 
@@ -200,6 +208,8 @@ def _read_line(r: RankLog, line: str) -> None:
     if (m := _USING.search(line)) is not None or (m := _ASSIGNED.search(line)) is not None:
         if m.group("name") not in r.networks:
             r.networks.append(m.group("name"))
+    if (m := _NIC_GROUP.search(line)) is not None:
+        r.nic_groups.setdefault(int(m.group("g")), set()).add(m.group("pci").lower())
     if (m := _FOUND_NICS.search(line)) is not None:
         r.nics_found = max(r.nics_found or 0, int(m.group("n")))
     for m in _CHANNEL.finditer(line):
@@ -247,16 +257,40 @@ class Judgment:
     details: dict[str, Any]
 
 
-def host_nics(ranks: Sequence[RankLog]) -> tuple[int | None, str]:
-    """NICs NCCL used on one host: aws-ofi-nccl's `found N nics`, else the distinct
-    `NET/<name>/<n>` of all its ranks' channel lines; (None, why) without either."""
+@dataclass(frozen=True, slots=True)
+class NicCount:
+    """The NICs NCCL used on one host. `per_device`: the count is of NCCL's NET devices,
+    each an aws-ofi-nccl NIC group of one or more EFA interfaces (p5en.48xlarge: "found 16
+    nics" in 8 groups of 2, NVIDIA/nccl#1597), not of EFA interfaces."""
+
+    n: int | None
+    how: str
+    per_device: bool = False
+
+
+def host_nics(ranks: Sequence[RankLog]) -> NicCount:
+    """NICs NCCL used on one host. aws-ofi-nccl: `found N nics` (the EFA devices libfabric
+    listed, before grouping: aws-ofi-nccl src/nccl_ofi_net.cpp
+    nccl_net_ofi_query_provider_capabilities), else the EFA devices of its `NIC group` lines
+    when every group 0..G-1 is there. Otherwise the distinct `NET/<name>/<n>` of all its ranks'
+    channel lines: NICs, or NCCL devices (NIC groups) on aws-ofi-nccl."""
     found = [r.nics_found for r in ranks if r.nics_found is not None]
     if found:
-        return max(found), "found N nics (aws-ofi-nccl)"
+        return NicCount(max(found), "found N nics (aws-ofi-nccl: EFA devices libfabric listed)")
+    groups: dict[int, set[str]] = {}
+    for r in ranks:
+        for g, pcis in r.nic_groups.items():
+            groups.setdefault(g, set()).update(pcis)
+    if groups and set(groups) == set(range(max(groups) + 1)):
+        pcis = set().union(*groups.values())
+        return NicCount(len(pcis), f"EFA devices in aws-ofi-nccl's {len(groups)} NIC groups")
     used = {nic for r in ranks for nic in r.nics_used}
+    if used and all(base_name(n).lower() in _OFI_NETS for n, _ in used):
+        return NicCount(len(used), "distinct NET/Libfabric/<n>: NCCL devices, each an "
+                        "aws-ofi-nccl NIC group of EFA interfaces", per_device=True)
     if used:
-        return len(used), "distinct NET/<plugin>/<n> of the channel lines"
-    return None, "no NIC line"
+        return NicCount(len(used), "distinct NET/<plugin>/<n> of the channel lines")
+    return NicCount(None, "no NIC line")
 
 
 def _label(r: RankLog) -> str:
@@ -294,15 +328,22 @@ def judge(log: NcclLog, expect: Expect) -> Judgment:
                             "is unproven")
     nic_counts: dict[str, int | None] = {}
     for host, ranks in log.hosts().items():
-        n, how = host_nics(ranks)
+        count = host_nics(ranks)
+        n, how = count.n, count.how
         nic_counts[host or "(no host name)"] = n
         if expect.nics is None:
             continue
         where = f"host {host}" if host else "the log"
+        want, what = expect.nics, "NICs"
+        if count.per_device:  # aws/aws-ofi-nccl@2daf7d30 src/nccl_ofi_topo.cpp
+            # create_groups_from_info_list: min(GPUs, NICs) groups under each PCIe switch, so
+            # a host's ranks use one device per local GPU, or one per NIC where fewer
+            devices = len({r.device for r in ranks if r.device is not None}) or 1
+            want, what = min(devices, expect.nics), "NCCL NET devices"
         if n is None and expect.needs_gdr():
             problems.append(f"{where}: NIC count unproven ({how}), expected {expect.nics}")
-        elif n is not None and n < expect.nics:
-            problems.append(f"{where}: NCCL used {n} of {expect.nics} NICs ({how})")
+        elif n is not None and n < want:
+            problems.append(f"{where}: NCCL used {n} of {want} {what} ({how})")
     versions = sorted({r.nccl_version for r in log.ranks if r.nccl_version})
     plugins = sorted({p for r in log.ranks if (p := plugin_text(r))})
     transports = sorted({t for r in log.ranks for t in r.transports})

@@ -378,6 +378,8 @@ def _gpu(pool: InventoryPool, options: RenderOptions, catalog: Catalog, ctx: dic
             nics = _gpu_nics(pool, catalog)
             if nics:
                 args += ["--expect-nics", str(nics)]
+            if fabric.kind == "efa":  # GDR per instance type (catalog efa_gdr), not per fabric
+                args += ["--expect-gdr", "yes" if _efa_gdr(pool, catalog) else "no"]
         if fabric.nccl_env_file:  # one NCCL environment for every tier that runs NCCL
             args += ["--nccl-env-file", fabric.nccl_env_file]
         if fabric.nccl_lib:
@@ -397,6 +399,11 @@ def _gpu(pool: InventoryPool, options: RenderOptions, catalog: Catalog, ctx: dic
 def _gpu_nics(pool: InventoryPool, catalog: Catalog) -> int:
     machine = catalog.machines.get(pool.machine_type)
     return 0 if machine is None or machine.networking is None else machine.networking.gpu_nics
+
+
+def _efa_gdr(pool: InventoryPool, catalog: Catalog) -> bool:
+    machine = catalog.machines.get(pool.machine_type)
+    return machine is not None and machine.networking is not None and machine.networking.efa_gdr
 
 
 def _fabric(pool: InventoryPool, catalog: Catalog) -> Fabric | None:

@@ -66,6 +66,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     "is RDMA (rdma, ib, efa), no Socket fallback")
     ap.add_argument("--expect-nics", type=int, default=None,
                     help="GPU NICs per node NCCL must use (the catalog's count)")
+    ap.add_argument("--expect-gdr", choices=("", "yes", "no"), default="",
+                    help="whether every NET channel must be GPUDirect RDMA (/GDRDMA); default "
+                    "as --expect-fabric says (the catalog's efa_gdr per EC2 instance type)")
     ap.add_argument("--nccl-lib", default="",
                     help="the fabric installer's libnccl.so.2, preloaded for every rank when "
                     "present")
@@ -131,9 +134,11 @@ def prepare_nccl(args: argparse.Namespace) -> dict[str, Any]:
 
 def _fabric_expect(args: argparse.Namespace) -> FabricExpect | None:
     names = tuple(n for n in args.expect_transport.split(",") if n)
-    if not (names or args.expect_fabric or args.expect_nics):
+    if not (names or args.expect_fabric or args.expect_nics or args.expect_gdr):
         return None
-    return FabricExpect(kind=args.expect_fabric, networks=names, nics=args.expect_nics)
+    gdr = {"yes": True, "no": False}.get(args.expect_gdr)
+    return FabricExpect(kind=args.expect_fabric, networks=names, gdr=gdr,
+                        nics=args.expect_nics)
 
 
 def _cross_node(args: argparse.Namespace, report: HostReport,

@@ -5,6 +5,7 @@ probe), and a cluster run's (one row per node).
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,33 @@ def number(value: float | None) -> str:
     if value != 0 and abs(value) < 0.01:
         return f"{value:.1e}"
     return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def _texts(value: object) -> list[str]:
+    items = value if isinstance(value, list) else [value]
+    return [str(v) for v in items
+            if isinstance(v, str | int | float) and not isinstance(v, bool) and str(v)]
+
+
+def nccl_used(results: Iterable[ProbeResult]) -> str:
+    """What NCCL a node ran, as its results' `details.nccl` record it (the agent reads it
+    from each rank's NCCL log: smoke._nccl_log): `NCCL 2.27.3+cuda12.9; plugin Libfabric
+    (v10), aws-ofi-nccl 1.16.2; via Libfabric; GDRDMA on`. Empty when nothing was recorded.
+    Pod output is untrusted: only strings and numbers are shown."""
+    found: dict[str, dict[str, None]] = {"nccl_versions": {}, "net_plugins": {},
+                                         "transports": {}, "gdrdma": {}}
+    for r in results:
+        nccl = r.details.get("nccl")
+        if not isinstance(nccl, dict):
+            continue
+        for key, seen in found.items():
+            seen.update(dict.fromkeys(_texts(nccl.get(key))))
+    gdr = [g for g in found["gdrdma"] if g != "unknown"]
+    parts = [f"NCCL {', '.join(found['nccl_versions'])}" if found["nccl_versions"] else "",
+             f"plugin {'; '.join(found['net_plugins'])}" if found["net_plugins"] else "",
+             f"via {', '.join(found['transports'])}" if found["transports"] else "",
+             f"GDRDMA {', '.join(gdr)}" if gdr else ""]
+    return "; ".join(p for p in parts if p)
 
 
 def table(report: HostReport) -> Table:
@@ -50,6 +78,8 @@ def summary(report: HostReport) -> str:
     c = report.counts()
     line = (f"{c['pass']} pass, {c['warn']} warn, {c['fail']} fail, {c['skipped']} skipped "
             f"in {report.duration_s:.1f} s")
+    if nccl := nccl_used(report.results):
+        line += f"\n{nccl}"
     for r in report.failures:
         line += f"\nFAIL {r.device} {r.probe}: {r.reason}"
     return line
@@ -102,18 +132,20 @@ def write_junit(report: HostReport, path: Path) -> None:
 
 
 def run_table(run: RunReport) -> Table:
-    """One row per node (and per pool-wide check): worst verdict, key figures, failures."""
+    """One row per node (and per pool-wide check): worst verdict, key figures, the NCCL it
+    ran, failures."""
+    from rich.markup import escape
     from rich.table import Table
 
     t = Table(title=f"accelfleet smoke run {run.run_id} (stack {run.stack}, thresholds "
               f"{run.thresholds_version})")
     for col, just in (("pool", "left"), ("node", "left"), ("status", "left"),
                       ("TFLOP/s", "right"), ("GB/s", "right"), ("fabric GB/s", "right"),
-                      ("verdict", "left"), ("why", "left")):
+                      ("NCCL", "left"), ("verdict", "left"), ("why", "left")):
         t.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
     for pool in run.pools:
         if not pool.nodes and not pool.checks:
-            t.add_row(pool.name, "-", pool.status.value, "-", "-", "-",
+            t.add_row(pool.name, "-", pool.status.value, "-", "-", "-", "-",
                       f"[{STYLE[Verdict.SKIPPED]}]skipped[/]", pool.reason)
         for n in pool.nodes:
             rows = list(n.report.results) if n.report else []
@@ -128,12 +160,12 @@ def run_table(run: RunReport) -> Table:
             why = "; ".join(f"{r.device} {r.probe}: {r.reason}" for r in rows
                             if r.verdict is Verdict.FAIL) or ("no report" if not rows else "")
             t.add_row(pool.name, n.node or n.pod, pool.status.value, fig("matmul_tflops"),
-                      fig("memory_gbps"), fig("fabric_busbw"),
+                      fig("memory_gbps"), fig("fabric_busbw"), escape(nccl_used(rows) or "-"),
                       f"[{STYLE[worst]}]{worst.value}[/]", why)
         for c in pool.checks:
             if c.node is None:
                 v = c.result.verdict
-                t.add_row(pool.name, "(pool)", pool.status.value, "-", "-", "-",
+                t.add_row(pool.name, "(pool)", pool.status.value, "-", "-", "-", "-",
                           f"[{STYLE[v]}]{v.value}[/]", c.result.reason)
     return t
 

@@ -114,9 +114,10 @@ def load_machines(
         if not isinstance(rdma_read, bool) or (rdma_read and not fam.get("efa_rdma_read_source")):
             raise CatalogError(f"{where}: efa_rdma_read must be true or false, and true needs "
                                "an efa_rdma_read_source")
+        gdr = _efa_gdr(fam, where)
         if "efa_interfaces" in fam:
             net = GpuNetworking(kind="efa", efa_interfaces=int(fam["efa_interfaces"]),
-                                efa_rdma_read=rdma_read)
+                                efa_rdma_read=rdma_read, efa_gdr=gdr)
         by_machine = fam.get("efa_interfaces_by_machine") or {}
         if by_machine and not fam.get("efa_source"):
             raise CatalogError(f"{where}: efa_interfaces_by_machine needs an efa_source")
@@ -125,7 +126,8 @@ def load_machines(
         for machine, gpus in fam["machines"].items():
             if machine in by_machine:
                 net = GpuNetworking(kind="efa", efa_interfaces=int(by_machine[machine]),
-                                    source=str(fam["efa_source"]), efa_rdma_read=rdma_read)
+                                    source=str(fam["efa_source"]), efa_rdma_read=rdma_read,
+                                    efa_gdr=gdr)
             elif by_machine:
                 net = None
             machines.append(
@@ -146,6 +148,22 @@ def load_machines(
         raise CatalogError(f"{name} capacity_blocks: unknown families {sorted(unknown)}")
     _unique([m.name for m in machines], name)
     return {m.name: m for m in machines}, data
+
+
+def _efa_gdr(fam: Mapping[str, Any], where: str) -> bool:
+    """Whether NCCL over this family's EFA must use GPUDirect RDMA: stated, with its source,
+    by every family with EFA (tier 3 judges every EFA pool by it)."""
+    has_efa = "efa_interfaces" in fam or bool(fam.get("efa_interfaces_by_machine"))
+    gdr = fam.get("efa_gdr")
+    if gdr is None and not has_efa:
+        return False
+    if not isinstance(gdr, bool) or not fam.get("efa_gdr_source"):
+        raise CatalogError(f"{where}: a family with EFA states efa_gdr (true or false: does "
+                           "NCCL over EFA run with GPUDirect RDMA there?) and its "
+                           "efa_gdr_source")
+    if not has_efa:
+        raise CatalogError(f"{where}: efa_gdr is set but the family has no EFA interfaces")
+    return gdr
 
 
 def load_cpu_machines(cloud: Cloud, data: Mapping[str, Any], accelerators: Mapping[str,

@@ -54,6 +54,9 @@ class GpuNetworking:
     # EFA: the device supports RDMA read, so GPUDirect RDMA runs and FI_EFA_USE_DEVICE_RDMA=1 is
     # safe (libfabric aborts when it is set on a device without RDMA read)
     efa_rdma_read: bool = False
+    # EFA: NCCL must run with GPUDirect RDMA here (aws-ofi-nccl's gdr_required): tier 3 requires
+    # `/GDRDMA` on every NET channel; False: NCCL over EFA without GDR is healthy
+    efa_gdr: bool = False
 
     @property
     def gpu_nics(self) -> int:

@@ -39,6 +39,10 @@ CASES = [
     (SOCKET, "efa", [], 1, "used Socket, not Libfabric"),
     (SOCKET, "ib", [], 1, "used Socket, not IB"),
     (EFA_NOGDR, "efa", [], 1, "no GPUDirect RDMA"),
+    # g6e.48xlarge: aws-ofi-nccl does not require GDR there; the recorded log ran without it
+    (EFA_NOGDR, "efa", ["--no-gdr", "--nics", "4"], 0, "GPUDirect RDMA not required"),
+    (EFA_NOGDR, "efa", ["--gdr"], 1, "no GPUDirect RDMA"),
+    (EFA, "efa", ["--no-gdr"], 0, "ok: the log shows AWS EFA"),  # GDR allowed, not required
     (EFA, "efa", ["--nics", "4"], 1, "NCCL used 1 of 4 NICs"),
     (GIB, "rdma", ["--nics", "8"], 1, "NCCL used 1 of 8 NICs"),
     (TCPXO, "tcpx", [], 1, "used FasTrak, not GPUDirectTCPX"),
@@ -63,6 +67,10 @@ def test_table_names_nccl_plugin_transport_gdr_and_nics_per_rank() -> None:
                   "on", "found 1; Libfabric/0"):
         assert words in result.output
     assert "ok:" not in result.output
+    # p5en (NVIDIA/nccl#1597 excerpt): aws-ofi-nccl's 16 EFA devices, grouped (the excerpt
+    # shows groups 0-3 of that host)
+    p5en = runner.invoke(app, ["smoke", "nccl-log", str(EFA_ISSUES)], env={"COLUMNS": "250"})
+    assert "found 16; 4 NIC groups" in p5en.output
 
 
 def test_json_has_every_rank_and_the_verdict() -> None:

@@ -155,6 +155,34 @@ def test_every_gpu_fabric_has_its_pod_side_facts(cat):
                     "p5.48xlarge": 32, "p5en.48xlarge": 16}
 
 
+def test_efa_gdr_per_instance_type(cat):
+    # aws/aws-ofi-nccl@2daf7d303aa139a03140aa530957d10521e4478d src/platform-aws.cpp
+    # platform_data_map: gdr_required true for p4d/p4de/p5/p5e/p5en/p6-b200, false for
+    # g5.48xlarge, no entry for g4dn/g6/g6e (the recorded g6e log ran with GDR disabled)
+    gdr = {m: cat.machines[m].networking.efa_gdr for m in (
+        "p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge",
+        "p6-b200.48xlarge", "g4dn.12xlarge", "g5.48xlarge", "g6.48xlarge", "g6e.48xlarge")}
+    assert [m for m, on in gdr.items() if on] == [
+        "p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge",
+        "p6-b200.48xlarge"]
+
+
+@pytest.mark.parametrize(("family", "change", "message"), [
+    ("g6e", lambda f: f.pop("efa_gdr"), "states efa_gdr"),
+    ("p5en", lambda f: f.pop("efa_gdr_source"), "efa_gdr_source"),
+    ("p5en", lambda f: f.update(efa_gdr="yes"), "states efa_gdr"),
+])
+def test_every_efa_family_states_whether_nccl_runs_with_gdr(cat, monkeypatch, family, change,
+                                                            message):
+    real = _load.read_yaml
+    data = real("aws.yaml")
+    change(next(f for f in data["machine_families"] if f["family"] == family))
+    monkeypatch.setattr(_load, "read_yaml", lambda name: data if name == "aws.yaml"
+                        else real(name))
+    with pytest.raises(CatalogError, match=message):
+        _load.load_machines("aws", cat.accelerators)
+
+
 def _break_fabrics(fabrics):
     fabrics[0]["networks"].pop()  # tcpx: one GKE network short of its 4 VPCs
     fabrics[0]["interfaces"].pop()

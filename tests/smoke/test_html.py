@@ -167,3 +167,78 @@ def test_a_local_run_renders() -> None:
     assert "no catalog peak for this device" in text
 
 
+
+
+# -- what NCCL each node ran (issue 19 item 4) ------------------------------------------------
+NCCL_LOGS = DATA.parent / "nccl"
+
+
+def _with_nccl(run: RunReport, logs: dict[str, str]) -> RunReport:
+    """The h100-train nodes' fabric results carrying `details.nccl` as the agent records it:
+    the reader's own judgment of a recorded real NCCL log (tests/smoke/data/nccl)."""
+    from smoke._nccl_log import Expect, judge
+    from smoke._nccl_log import parse as parse_nccl
+
+    pool = run.pools[0]
+    nodes = []
+    for n in pool.nodes:
+        log = logs.get(n.node or "")
+        if log is None or n.report is None:
+            nodes.append(n)
+            continue
+        text = (NCCL_LOGS / log).read_text(encoding="utf-8")
+        nccl = judge(parse_nccl(text), Expect()).details
+        results = tuple(replace(r, details={**r.details, "nccl": nccl})
+                        if r.probe == "fabric_busbw" else r for r in n.report.results)
+        nodes.append(replace(n, report=replace(n.report, results=results)))
+    return replace(run, pools=(replace(pool, nodes=tuple(nodes)), *run.pools[1:]))
+
+
+def test_each_node_row_names_the_nccl_plugin_and_transport_it_ran() -> None:
+    good, bad = H100_NODES[0], BAD_NODE
+    run = _with_nccl(recorded(), {good: "nccl-tcpxo-info.log",
+                                  bad: "nccl-socket-gke-a3-info.log"})
+    h100 = _pool_section(render_html(run), "h100-train")
+    headers = [t for path, _, t in h100.texts if path[-1:] == ("th",)]
+    assert "NCCL · net plugin · transport" in headers
+    cells = {}
+    for path, a, t in h100.texts:
+        if path[-1:] == ("td",) and a.get("class") == "node":
+            node = t
+        elif path[-1:] == ("td",) and a.get("class") == "nccl":
+            cells[node] = t
+    # the real logs: TCPXO's FasTrak plugin 1.0.17 (that excerpt has no version line); the A3
+    # node whose NCCL 2.22.3 loaded IBext_v8 and fell back to Socket
+    assert cells[good] == "plugin FasTrak 1.0.17; via FasTrak"
+    assert cells[bad] == "NCCL 2.22.3+cuda12.6; plugin IBext_v8 (v8); via Socket; GDRDMA off"
+    assert cells[H100_NODES[1]] == "-"  # nothing recorded for that node
+    # no column where no node recorded NCCL (the TPU pool)
+    v5p = _pool_section(render_html(run), "v5p-ms")
+    assert "NCCL · net plugin · transport" not in [t for _, _, t in v5p.texts]
+
+
+def test_the_text_report_names_the_nccl_each_node_ran() -> None:
+    from rich.console import Console
+
+    from smoke.report import nccl_used, run_table
+
+    run = _with_nccl(recorded(), {BAD_NODE: "nccl-efa-ofi-eks-p4d-gdrdma-info.log"})
+    out = Console(width=400, record=True)
+    out.print(run_table(run))
+    text = out.export_text()
+    row = next(line for line in text.splitlines() if BAD_NODE in line)
+    assert ("NCCL 2.27.3+cuda12.9; plugin Libfabric (v10), aws-ofi-nccl 1.16.2; via "
+            "Libfabric; GDRDMA on") in row
+    # hostile values stay text and only strings are shown
+    evil = ProbeResult("host", "fabric_busbw", 3, Verdict.PASS, "", details={"nccl": {
+        "nccl_versions": ["[red]2.0[/red]", {"x": 1}], "net_plugins": "p", "gdrdma": 5}})
+    assert nccl_used([evil]) == "NCCL [red]2.0[/red]; plugin p; GDRDMA 5"
+    # a local run's summary line too
+    from smoke._results import HostReport
+    from smoke.report import summary
+
+    fabric = next(r for n in run.pools[0].nodes if n.node == BAD_NODE and n.report
+                  for r in n.report.results if r.probe == "fabric_busbw")
+    host = HostReport(host="ws", backend="torch", platform="gpu", versions={}, tier=3,
+                      results=(fabric,))
+    assert "plugin Libfabric (v10), aws-ofi-nccl 1.16.2; via Libfabric" in summary(host)

@@ -244,6 +244,11 @@ def test_reader_reads_every_reality_log() -> None:
     ("rdma", ["--expect-fabric", "rdma", "--expect-transport", "gIB"], Verdict.PASS, "gIB"),
     ("rdma", ["--expect-fabric", "rdma", "--expect-nics", "8"], Verdict.FAIL, "1 of 8 NICs"),
     ("efa-nogdr", ["--expect-fabric", "efa"], Verdict.FAIL, "no GPUDirect RDMA"),
+    # GDR per instance type (catalog efa_gdr): the g6e log is healthy where it is not required
+    ("efa-nogdr", ["--expect-fabric", "efa", "--expect-gdr", "no", "--expect-nics", "4"],
+     Verdict.PASS, "via Libfabric"),
+    ("efa-nogdr", ["--expect-fabric", "efa", "--expect-gdr", "yes"], Verdict.FAIL,
+     "no GPUDirect RDMA"),
     ("socket", ["--expect-transport", "FasTrak", "--expect-fabric", "tcpxo"], Verdict.FAIL,
      "used Socket, not FasTrak"),
 ])
@@ -287,3 +292,59 @@ def test_channel_lines_through_a_pxn_proxy_or_with_pci_gdr_still_count_as_gdrdma
         "h:1: no GPUDirect RDMA (1 channel(s) via NET/IBext_v8/2 without /GDRDMA)",)
     assert judge(parse(text.replace("NET/IBext_v8/2(4)", "NET/IB/2(4)/GDRDMA")),
                  Expect(kind="ib", nics=4)).ok
+
+
+# -- EFA NIC groups (issue 19 item 6 on p5/p5en) ---------------------------------------------
+# aws/aws-ofi-nccl@2daf7d303aa139a03140aa530957d10521e4478d: `found %d nics` counts every EFA
+# device libfabric lists (src/nccl_ofi_net.cpp nccl_net_ofi_query_provider_capabilities);
+# src/nccl_ofi_topo.cpp then groups them, min(GPUs, NICs) groups per PCIe switch, each group one
+# NCCL NET device (`NIC group %i device #%i <pci>`). NVIDIA/nccl#1597 (p5en.48xlarge, the
+# excerpt): "found 16 nics", groups 0..7 of 2 devices, so NCCL's channels name NET/Libfabric/0..7.
+def _p5en_host(*, found: int | None = None, groups: bool = True,
+               devices: tuple[int, ...] = tuple(range(8))) -> str:
+    """One p5en host's 8 ranks in the excerpt's line format: the real host name and PCI
+    addresses of groups 0-3 (8h200-3 in the excerpt), groups 4-7 numbered on."""
+    real = [line.split("INFO ", 1)[1] for line in LOGS["efa-issues"].read_text().splitlines()
+            if line.startswith("8h200-3:") and "NIC group" in line]
+    pcis = [line.rsplit(" ", 1)[1] for line in real]
+    pcis += [f"0000:{0x90 + i:02x}:00.0" for i in range(16 - len(pcis))]
+    lines = []
+    for dev in range(8):
+        pre = f"8h200-3:{6310 + dev}:{6318 + dev} [{dev}] NCCL INFO "
+        if found is not None:
+            lines.append(pre + f"NET/OFI Selected Provider is efa (found {found} nics)")
+        if groups:
+            lines += [pre + f"NET/OFI NIC group {i // 2} device #{i % 2} {pci}"
+                      for i, pci in enumerate(pcis)]
+        lines.append(pre + "Using network Libfabric")
+        nic = devices[dev]
+        lines.append(pre + f"Channel 00/0 : {dev}[{dev}] -> {8 + dev}[{dev}] [send] via "
+                     f"NET/Libfabric/{nic}/GDRDMA")
+    return "\n".join(lines) + "\n"
+
+
+def test_the_p5en_excerpt_counts_sixteen_efa_devices_in_eight_groups() -> None:
+    text = "".join(line + "\n" for line in LOGS["efa-issues"].read_text().splitlines()
+                   if line.startswith("8h200-3:"))
+    (rank,) = parse(text).ranks
+    assert rank.nics_found == 16 and len(rank.nic_groups) == 4  # the excerpt stops at group 3
+    got = judge(parse(text), Expect(kind="efa", nics=16))
+    assert not [p for p in got.problems if "NIC" in p], got.problems
+
+
+@pytest.mark.parametrize(("log", "ok", "words"), [
+    (_p5en_host(found=16), True, ""),
+    # without the `found` line: the 8 groups' 16 EFA devices, not the 8 NCCL devices
+    (_p5en_host(), True, ""),
+    # without either: 8 NCCL devices for 8 GPUs is every group
+    (_p5en_host(groups=False), True, ""),
+    # degraded: an EFA device missing, or half the groups unused
+    (_p5en_host(found=15), False, "NCCL used 15 of 16 NICs (found N nics"),
+    (_p5en_host(groups=False, devices=(0, 1, 2, 3, 0, 1, 2, 3)), False,
+     "NCCL used 4 of 8 NCCL NET devices (distinct NET/Libfabric/<n>"),
+])
+def test_a_healthy_p5en_passes_its_sixteen_efa_nics_and_a_degraded_one_fails(
+        log: str, ok: bool, words: str) -> None:
+    got = judge(parse(log), Expect(kind="efa", nics=16))
+    assert got.ok is ok, got.problems
+    assert words in " ".join(got.problems)

@@ -33,7 +33,7 @@ from fleet.inventory import Inventory, build_inventory
 from smoke._podtime import pod_timing
 from smoke._run import NodeOutcome
 from smoke._workload import RenderedRun, RenderOptions, host_requests, render_run
-from tests.smoke.workload_stack import agent_of, env_of, inventory, pod_of, run
+from tests.smoke.workload_stack import agent_of, arg_of, env_of, inventory, pod_of, run
 
 __all__ = ["inventory", "run"]  # fixtures
 
@@ -108,6 +108,31 @@ def test_efa_rdma_is_asked_only_where_the_device_has_rdma_read(efa_run: Rendered
         env = env_of(agent)
         assert env["FI_PROVIDER"] == "efa" and "FI_EFA_USE_DEVICE_RDMA" not in env
     assert g6e["resources"]["limits"]["vpc.amazonaws.com/efa"] == "4"
+
+
+FABRIC_FLAGS = ("--expect-fabric", "--expect-transport", "--expect-gdr", "--expect-nics")
+G6E_LOG = Path(__file__).parent / "data" / "nccl" / "nccl-efa-ofi-eks-g6e-nogdr-info.log"
+
+
+@pytest.mark.parametrize(("pool", "gdr", "healthy"), [
+    ("g6e", "no", True), ("g5", "no", True), ("p4d", "yes", False), ("p5", "yes", False)])
+def test_the_g6e_log_passes_on_a_g6e_pool_and_fails_where_gdr_is_required(
+        efa_run: RenderedRun, run: RenderedRun, pool: str, gdr: str, healthy: bool) -> None:
+    # aws/aws-ofi-nccl@2daf7d30 src/platform-aws.cpp: gdr_required true on p4d/p5, false on
+    # g5.48xlarge, no entry for g6e; the recorded g6e.48xlarge log ran with GDR disabled,
+    # "via NET/Libfabric/0" only. The pool's own rendered flags are what the agent judges by.
+    from smoke import agent
+    from smoke._nccl_log import judge, parse
+
+    container = agent_of(pod_of(efa_run if pool != "p5" else run, pool))
+    assert arg_of(container, "--expect-gdr") == gdr
+    argv = [a for f in FABRIC_FLAGS if (v := arg_of(container, f)) is not None for a in (f, v)]
+    expect = agent._fabric_expect(agent.parse_args(argv))
+    assert expect is not None
+    judged = judge(parse(G6E_LOG.read_text(encoding="utf-8")), expect)
+    gdr_problems = [p for p in judged.problems if "no GPUDirect RDMA" in p]
+    assert judged.ok is healthy, judged.problems
+    assert bool(gdr_problems) is not healthy  # p4d, p5: failed for the lost GDR, named
 
 
 def test_efa_pods_get_hugepages_as_aws_requests_them(efa_run: RenderedRun,
