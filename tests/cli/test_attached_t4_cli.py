@@ -53,3 +53,13 @@ def test_validate_table_names_the_t4_pools(tmp_path: Path) -> None:
                            env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output
     assert "t4-serve" in result.output and "t4-quad" in result.output
+
+
+def test_t4_on_a_gke_cluster_is_the_n1_row(tmp_path: Path) -> None:
+    path = _stack(tmp_path)
+    path.write_text(STACK.replace("accelerator: nvidia-tesla-t4", "accelerator: t4"),
+                    encoding="utf-8")
+    result = runner.invoke(app, ["fleet", "validate", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    pools = {p["name"]: p for p in json.loads(result.output)["pools"]}
+    assert pools["t4-serve"]["machine_type"] == "n1-standard-8-t4x1"
