@@ -52,7 +52,7 @@ def node_config(pool: ResolvedPool, catalog: Catalog, service_account: pulumi.In
     VM with secure boot, gVNIC, no legacy metadata endpoints."""
     cap = pool.spec.capacity
     return C.NodePoolNodeConfigArgs(
-        machine_type=pool.shape.machine_type,
+        machine_type=pool.shape.cloud_machine_type,
         disk_size_gb=pool.spec.disk_size_gb,
         image_type="COS_CONTAINERD",
         service_account=service_account,

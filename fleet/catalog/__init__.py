@@ -425,7 +425,7 @@ class Catalog:
             selector[facts["topology_label"]] = shape.topology_str
         elif shape.machine is not None and shape.machine.gke_accelerator:
             selector[facts["accelerator_label"]] = shape.machine.gke_accelerator
-        selector[facts["machine_label"]] = shape.machine_type
+        selector[facts["machine_label"]] = shape.cloud_machine_type
         return selector
 
     def host(self, shape: Shape) -> HostShape:

@@ -123,6 +123,7 @@ def load_machines(
             raise CatalogError(f"{where}: efa_interfaces_by_machine needs an efa_source")
         if set(by_machine) - set(fam["machines"]):
             raise CatalogError(f"{where}: efa_interfaces_by_machine names unknown machines")
+        attached = _attached(fam, where)
         for machine, gpus in fam["machines"].items():
             if machine in by_machine:
                 net = GpuNetworking(kind="efa", efa_interfaces=int(by_machine[machine]),
@@ -141,6 +142,7 @@ def load_machines(
                     networking=net,
                     capacity_block=fam["family"] in block_families,
                     flex_start_compact=bool(fam.get("flex_start_compact", False)),
+                    attached_to=attached.get(machine, ""),
                 )
             )
     unknown = block_families - {m.family for m in machines}
@@ -164,6 +166,23 @@ def _efa_gdr(fam: Mapping[str, Any], where: str) -> bool:
     if not has_efa:
         raise CatalogError(f"{where}: efa_gdr is set but the family has no EFA interfaces")
     return gdr
+
+
+def _attached(fam: Mapping[str, Any], where: str) -> dict[str, str]:
+    """`attached_to` of a family of GPUs attached to general-purpose machines (GCP N1): every
+    catalog key names the machine type GKE is given, which differs from the key."""
+    raw = fam.get("attached_to")
+    if raw is None:
+        return {}
+    if (not isinstance(raw, Mapping) or set(raw) != set(fam["machines"])
+            or not fam.get("attached_source")):
+        raise CatalogError(f"{where}: attached_to maps every machine of the family to the "
+                           "machine type its GPUs attach to, and needs an attached_source")
+    out = {str(k): str(v) for k, v in raw.items()}
+    same = sorted(k for k, v in out.items() if not v or v == k)
+    if same:
+        raise CatalogError(f"{where}: attached_to of {same} must name another machine type")
+    return out
 
 
 def load_cpu_machines(cloud: Cloud, data: Mapping[str, Any], accelerators: Mapping[str,

@@ -155,6 +155,14 @@ class MachineType:
     networking: GpuNetworking | None = None
     capacity_block: bool = False  # aws: EC2 Capacity Blocks for ML can reserve it
     flex_start_compact: bool = False  # gcp: GKE allows COMPACT placement with flex-start
+    # gcp: the N1 machine type the GPUs are attached to (`name` is then the catalog's key,
+    # n1-standard-8-t4x1: the machine and its GPU count, which GKE takes as two fields)
+    attached_to: str = ""
+
+    @property
+    def cloud_machine_type(self) -> str:
+        """The machine type the cloud is asked for (and that its nodes' labels name)."""
+        return self.attached_to or self.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +271,12 @@ class Shape:
     def networking(self) -> GpuNetworking | None:
         return self.machine.networking if self.machine else None
 
+    @property
+    def cloud_machine_type(self) -> str:
+        """What the cloud calls the machine (n1-standard-8 for the catalog's
+        n1-standard-8-t4x1); `machine_type` is the catalog's key for it."""
+        return self.machine.cloud_machine_type if self.machine else self.machine_type
+
     def describe(self) -> str:
         if self.tpu is not None:
             return (
@@ -272,4 +286,7 @@ class Shape:
         if self.kind == "cpu":
             vcpus = self.machine.vcpus if self.machine else 0
             return f"{self.machine_type}: {vcpus} vCPU, no accelerator"
+        if self.machine is not None and self.machine.attached_to:
+            return (f"{self.machine.attached_to} with {self.devices_per_host} x "
+                    f"{self.accelerator.name} attached")
         return f"{self.machine_type}: {self.devices_per_host} x {self.accelerator.name}"
