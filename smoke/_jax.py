@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import platform as _platform
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -94,12 +95,7 @@ class JaxBackend:
         a.block_until_ready()
         b.block_until_ready()
 
-        def run(iters: int) -> float:
-            t0 = time.perf_counter()
-            for _ in range(iters):
-                c = mm(a, b)
-            c.block_until_ready()
-            return time.perf_counter() - t0
+        run = _timed(mm, a, b)
 
         return measure(run, sizes)
 
@@ -158,12 +154,7 @@ class JaxBackend:
         b = jax.device_put(jax.random.normal(kb, (k, n, n), jnp.bfloat16), sharding)
         mm = jax.jit(lambda x, y: jnp.einsum("bij,bjk->bik", x, y), out_shardings=sharding)
 
-        def run(iters: int) -> float:
-            t0 = time.perf_counter()
-            for _ in range(iters):
-                c = mm(a, b)
-            c.block_until_ready()
-            return time.perf_counter() - t0
+        run = _timed(mm, a, b)
 
         run(1)  # compilation
         per_chunk = chunk_iters(run(1), window_s)
@@ -174,3 +165,18 @@ class JaxBackend:
         load = SustainedLoad(flops_per_iter=2.0 * n**3, chunks=tuple(chunks),
                              span=(t0, time.perf_counter()))
         return {d.id: load for d in devices}
+
+
+def _timed(mm: Callable[[Any, Any], Any], a: Any, b: Any) -> Callable[[int], float]:
+    """`run(iters)`: wall seconds for `iters` calls of the jitted `mm(a, b)`, the last result
+    waited for (JAX dispatches asynchronously)."""
+    def run(iters: int) -> float:
+        t0 = time.perf_counter()
+        c = None
+        for _ in range(iters):
+            c = mm(a, b)
+        if c is not None:
+            c.block_until_ready()
+        return time.perf_counter() - t0
+
+    return run

@@ -6,7 +6,7 @@ import contextlib
 import platform as _platform
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -68,8 +68,10 @@ class TorchBackend:
     def _timer(self, device: Device) -> _Timer:
         return _CudaTimer(device.index) if device.platform == "gpu" else _Timer()
 
-    def matmul_seconds(self, device: Device, sizes: Sizes) -> tuple[float, list[float]]:
-        dev, n = self._device(device), sizes.matmul_n
+    def _matmul_run(self, device: Device, n: int) -> Callable[[int], float]:
+        """`run(iters)`: seconds for `iters` bf16 products n x n on `device`, operands
+        allocated once (on the current stream) and nothing but the products timed."""
+        dev = self._device(device)
         a = torch.randn(n, n, dtype=torch.bfloat16, device=dev)
         b = torch.randn(n, n, dtype=torch.bfloat16, device=dev)
         c = torch.empty(n, n, dtype=torch.bfloat16, device=dev)
@@ -82,8 +84,11 @@ class TorchBackend:
                 matmul(a, b, out=c)
             return timer.stop()
 
+        return run
+
+    def matmul_seconds(self, device: Device, sizes: Sizes) -> tuple[float, list[float]]:
         with torch.inference_mode():
-            return measure(run, sizes)
+            return measure(self._matmul_run(device, sizes.matmul_n), sizes)
 
     def copy_seconds(self, device: Device, sizes: Sizes) -> tuple[float, list[float]]:
         dev = self._device(device)
@@ -140,18 +145,7 @@ class TorchBackend:
         stream = torch.cuda.Stream(device=dev) if gpu else None
         with torch.inference_mode(), (torch.cuda.stream(stream) if stream is not None
                                       else contextlib.nullcontext()):
-            a = torch.randn(n, n, dtype=torch.bfloat16, device=dev)
-            b = torch.randn(n, n, dtype=torch.bfloat16, device=dev)
-            c = torch.empty(n, n, dtype=torch.bfloat16, device=dev)
-            timer = self._timer(device)
-            matmul = torch.matmul
-
-            def run(iters: int) -> float:
-                timer.start()
-                for _ in range(iters):
-                    matmul(a, b, out=c)
-                return timer.stop()
-
+            run = self._matmul_run(device, n)
             run(1)  # warm-up: kernels chosen, memory allocated
             per_chunk = chunk_iters(run(1), window_s)
             try:
