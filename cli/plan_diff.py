@@ -17,23 +17,68 @@ MAX_VALUE = 60  # characters of a value shown in a table cell or line
 MAX_LINES = 200  # field lines in the folded details of a PR comment (GitHub caps at 65,536 B)
 
 
-def load_plan_json(path: Path) -> dict[str, Any]:
-    """A saved `accelfleet plan --json` document; InputError (exit 2) when it is not one."""
-    from fleet.errors import InputError
+MAX_PLAN_BYTES = 64 * 2**20  # a 1,000-pool plan is about 20 MB
+PLAN_HINT = "save one with `accelfleet plan STACK --json --out FILE`"
 
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"base plan {path} does not exist",
-                         hint="save one with `accelfleet plan STACK --json --out FILE`") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"base plan {path} is not a plan JSON document: {exc}",
-                         hint="save one with `accelfleet plan STACK --json --out FILE`") from None
+
+def load_plan_json(path: Path) -> dict[str, Any]:
+    """A saved `accelfleet plan --json` document, checked against the shape the diff reads
+    (`_PlanFile`); InputError (exit 2) naming each wrong field when it is not one."""
+    from pydantic import ValidationError
+
+    from fleet.errors import InputError
+    from fleet.input_files import load_json, problems_in
+
+    data = load_json(path, what="base plan", max_bytes=MAX_PLAN_BYTES, hint=PLAN_HINT)
     if not isinstance(data, dict) or "resources" not in data:
         raise InputError(f"base plan {path} is JSON but not an `accelfleet plan --json` "
-                         "document (no `resources`)",
-                         hint="save one with `accelfleet plan STACK --json --out FILE`")
+                         "document (no `resources`)", hint=PLAN_HINT)
+    try:
+        _plan_file().model_validate(data)
+    except ValidationError as exc:
+        raise InputError(f"base plan {path} is not an `accelfleet plan --json` document:\n"
+                         f"{problems_in(exc)}", hint=PLAN_HINT) from None
     return data
+
+
+def _plan_file() -> Any:
+    """The pydantic model of a saved plan: what the diff reads, each with its type (other
+    fields are kept as they are: a plan of a newer accelfleet still diffs)."""
+    from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr
+
+    class Part(BaseModel):
+        model_config = ConfigDict(extra="allow", strict=True)
+
+    class Resource(Part):
+        type: StrictStr
+        name: StrictStr
+        parent: StrictStr | None = None
+        provider: StrictStr | None = None
+        custom: StrictBool = True
+        inputs: dict[str, Any] | None = None
+
+    class Pool(Part):
+        name: StrictStr
+        cluster: StrictStr | None = None
+        team: StrictStr | None = None
+        nodes: StrictInt | None = None
+
+    class SystemPool(Part):
+        cluster: StrictStr | None = None
+        name: StrictStr = "system"
+        nodes: StrictInt | None = None
+
+    class Team(Part):
+        name: StrictStr
+
+    class PlanFile(Part):
+        stack: StrictStr | None = None
+        resources: list[Resource]
+        pools: list[Pool] | None = None
+        system_pools: list[SystemPool] | None = None
+        teams: list[Team] | None = None
+
+    return PlanFile
 
 
 def _git(args: list[str], cwd: Path) -> tuple[int, str, str]:

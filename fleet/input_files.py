@@ -130,14 +130,25 @@ def shown(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def problems_in(exc: ValidationError, *, limit: int = 8) -> str:
-    """A pydantic `ValidationError` as lines `  - field.path: message (got value)`, the
-    first `limit` of them and a count of the rest."""
+_WORDS = {"missing": "is required", "string_type": "must be text",
+          "int_type": "must be a whole number", "int_parsing": "must be a whole number",
+          "float_type": "must be a number", "float_parsing": "must be a number",
+          "finite_number": "must be a finite number", "bool_type": "must be true or false",
+          "list_type": "must be a list", "dict_type": "must be a mapping",
+          "model_type": "must be a mapping", "model_attributes_type": "must be a mapping",
+          "dataclass_type": "must be a mapping", "extra_forbidden": "is not a known field"}
+
+
+def problems_in(exc: ValidationError, *, limit: int = 8, prefix: str = "") -> str:
+    """A pydantic `ValidationError` as lines `  - field[0].path: what it must be (got
+    value)`, the first `limit` of them and a count of the rest; `prefix` names where the
+    validated value sits (`pools` for a list validated on its own)."""
     lines = []
     errors = exc.errors(include_url=False)
     for err in errors[:limit]:
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        message = str(err["msg"]).removeprefix("Value error, ")
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
+        where = (prefix + where if prefix else where.removeprefix(".")) or "(the top level)"
+        message = _WORDS.get(err["type"]) or str(err["msg"]).removeprefix("Value error, ")
         got = f" (got {shown(err['input'])})" if err["type"] != "missing" else ""
         lines.append(f"  - {where}: {message}{got}")
     if len(errors) > limit:

@@ -68,13 +68,33 @@ def default_kubeconfig() -> Path:
 
 
 def _contexts(path: Path) -> list[str]:
+    import yaml
     from kubernetes import config  # type: ignore[attr-defined]
 
     try:
         contexts, _ = config.list_kube_config_contexts(config_file=str(path))
-    except (config.ConfigException, OSError, TypeError, ValueError):
+    except (config.ConfigException, OSError, TypeError, ValueError, AttributeError,
+            RecursionError, yaml.YAMLError):
         return []
-    return [str(c["name"]) for c in contexts or []]
+    if not isinstance(contexts, list):
+        return []
+    return [str(c["name"]) for c in contexts if isinstance(c, dict) and "name" in c]
+
+
+def _regular_or_absent(path: Path) -> None:
+    """Refuse a kubeconfig path that is a FIFO or a device (reading one blocks forever or
+    never ends), before the Kubernetes client opens it."""
+    import stat
+
+    from fleet.input_files import file_kind
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        raise InputError(f"kubeconfig {path} is {file_kind(mode)}, not a regular file",
+                         hint="pass a kubeconfig file with --kubeconfig (or $KUBECONFIG)")
 
 
 def _guess_context(cluster: str, names: list[str]) -> str | None:
@@ -89,8 +109,10 @@ def connect(refs: list[ClusterRef], *, kubeconfig: Path | None = None,
             outputs_kubeconfigs: Mapping[str, str] | None = None,
             check: bool = True) -> dict[str, ApiClient]:
     """An API client per cluster, each checked reachable and authorised (`check`)."""
+    import yaml
     from kubernetes import config  # type: ignore[attr-defined]
     from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
 
     path = kubeconfig or default_kubeconfig()
     wanted = dict(contexts or {})
@@ -99,6 +121,7 @@ def connect(refs: list[ClusterRef], *, kubeconfig: Path | None = None,
         raise InputError(f"--context names cluster(s) the run does not use: "
                          f"{', '.join(sorted(unknown))}",
                          hint=f"clusters: {', '.join(r.name for r in refs)}")
+    _regular_or_absent(path)
     names = _contexts(path) if path.exists() else []
     clients: dict[str, ApiClient] = {}
     for ref in refs:
@@ -121,9 +144,11 @@ def connect(refs: list[ClusterRef], *, kubeconfig: Path | None = None,
                                      f"{where}", hint=ref.fix())
                 clients[ref.name] = config.new_client_from_config(config_file=str(path),
                                                                   context=ctx)
-        except (config.ConfigException, ValueError, TypeError, AttributeError) as exc:
-            raise SetupError(f"cluster {ref.name}: its kubeconfig cannot be used: {exc}",
-                             hint=ref.fix()) from None
+        except (config.ConfigException, ValueError, TypeError, AttributeError, KeyError,
+                RecursionError, YAMLError, yaml.YAMLError) as exc:
+            words = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+            raise SetupError(f"cluster {ref.name}: its kubeconfig cannot be used (it is not "
+                             f"a kubeconfig: {words})", hint=ref.fix()) from None
         if check:
             preflight(ref, clients[ref.name])
     return clients

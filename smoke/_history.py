@@ -195,6 +195,35 @@ class _Series:
                      tuple(drift))
 
 
+_COLUMNS = {"runs": {"seq", "run_id", "kind", "stack", "started_at", "duration_s",
+                     "thresholds_version", "ok", "recorded_at"},
+            "results": {"run_seq", "cluster", "pool", "node", "accelerator", "device", "probe",
+                        "tier", "unit", "measured", "expected", "floor", "verdict"}}
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _names(tables: dict[str, set[str]]) -> str:
+    names = sorted(tables)
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
+def _refuse_non_regular(path: Path) -> None:
+    import stat
+
+    from fleet.input_files import file_kind
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        raise InputError(f"the smoke history {path} is {file_kind(mode)}, not a regular file",
+                         hint="pass a history file with --history PATH")
+
+
 class History:
     """An open history file. Use as a context manager, or call close()."""
 
@@ -203,19 +232,41 @@ class History:
 
     @classmethod
     def open(cls, path: Path, *, create: bool = True) -> History:
-        if not create and not path.exists():
-            raise InputError(f"no smoke history at {path}",
-                             hint="`accelfleet smoke run` and `smoke local` record one (by "
-                             f"default in {DEFAULT_PATH}); or pass --history PATH")
+        """The history at `path`, to append to (`create`: made when missing) or, with
+        `create=False`, only to read: opened read-only (`mode=ro`), so reading never writes
+        (no table, no `user_version`, no WAL switch), and a file that is not an accelfleet
+        history is refused, untouched."""
+        if not create:
+            return cls._open_read_only(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            _refuse_non_regular(path)
             conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
             raise InputError(f"cannot open the smoke history {path}: {exc}",
                              hint="choose a writable --history PATH, or --no-history") from None
+        return cls._prepared(conn, path, read_only=False)
+
+    @classmethod
+    def _open_read_only(cls, path: Path) -> History:
+        if not path.exists():
+            raise InputError(f"no smoke history at {path}",
+                             hint="`accelfleet smoke run` and `smoke local` record one (by "
+                             f"default in {DEFAULT_PATH}); or pass --history PATH")
+        _refuse_non_regular(path)
+        try:
+            conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                                   timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        except (OSError, sqlite3.Error, ValueError) as exc:
+            raise InputError(f"cannot read the smoke history {path}: {exc}",
+                             hint="check the path and its permissions") from None
+        return cls._prepared(conn, path, read_only=True)
+
+    @classmethod
+    def _prepared(cls, conn: sqlite3.Connection, path: Path, *, read_only: bool) -> History:
         h = cls(conn, path)
         try:
-            h._prepare()
+            h._prepare(read_only=read_only)
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise InputError(f"{path} is not a usable smoke history: {exc}",
@@ -235,9 +286,17 @@ class History:
     def close(self) -> None:
         self.conn.close()
 
-    def _prepare(self) -> None:
+    def _prepare(self, *, read_only: bool = False) -> None:
         c = self.conn
         c.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        version = c.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise InputError(f"the smoke history {self.path} has schema {version}; this "
+                             f"accelfleet knows schema {SCHEMA_VERSION}",
+                             hint="use a newer accelfleet, or pass another --history PATH")
+        self._check_ours(version, read_only=read_only)
+        if read_only:
+            return
         for attempt in range(50):  # switching to WAL needs a moment with no other writer
             try:
                 if c.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() == "wal":
@@ -247,18 +306,38 @@ class History:
                     raise
             time.sleep(0.05)
         c.execute("PRAGMA synchronous = NORMAL")  # durable at each checkpoint; safe in WAL
-        version = c.execute("PRAGMA user_version").fetchone()[0]
         if version == SCHEMA_VERSION:
             return
-        if version > SCHEMA_VERSION:
-            raise InputError(f"the smoke history {self.path} has schema {version}; this "
-                             f"accelfleet knows schema {SCHEMA_VERSION}",
-                             hint="use a newer accelfleet, or pass another --history PATH")
         with self._write():
             if c.execute("PRAGMA user_version").fetchone()[0] == 0:
                 for statement in filter(str.strip, _SCHEMA.split(";")):
                     c.execute(statement)  # not executescript: it would commit first
                 c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _check_ours(self, version: int, *, read_only: bool) -> None:
+        """Refuse a SQLite file that is not an accelfleet history: another application's
+        tables, or (to read) an empty file or one without our tables and columns."""
+        tables = {name: {str(col[1]) for col in self.conn.execute(
+                      f"PRAGMA table_info({_quoted(name)})")}
+                  for (name,) in self.conn.execute(
+                      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT "
+                      "LIKE 'sqlite_%'")}
+        hint = ("pass the history `accelfleet smoke run` records (default "
+                f"{DEFAULT_PATH}), or another --history PATH")
+        if version == 0 and tables:
+            raise InputError(f"{self.path} is not an accelfleet smoke history: it is a SQLite "
+                             f"file of another application (tables {_names(tables)})",
+                             hint=hint + "; it was left untouched")
+        if version == 0 and read_only:
+            raise InputError(f"{self.path} is not an accelfleet smoke history: it holds no "
+                             "runs (an empty SQLite file)", hint=hint)
+        if version == SCHEMA_VERSION:
+            for table, columns in _COLUMNS.items():
+                missing = columns - tables.get(table, set())
+                if missing:
+                    raise InputError(f"{self.path} is not an accelfleet smoke history of "
+                                     f"schema {SCHEMA_VERSION}: table `{table}` lacks "
+                                     f"{', '.join(sorted(missing))}", hint=hint)
 
     @contextmanager
     def _write(self) -> Iterator[None]:
@@ -350,6 +429,12 @@ class History:
         series: dict[tuple[str, str, str, str], _Series] = {}
         for (cluster, pool_, node_, acc, probe, device, unit, measured, verdict, seq, run_id,
              when) in self.conn.execute(sql, [*args, window]):
+            if not _sound(cluster, pool_, node_, acc, probe, device, unit, run_id, when,
+                          measured, verdict):
+                raise InputError(f"the smoke history {self.path} holds a damaged result "
+                                 f"(run {run_id!r}, probe {probe!r}: a value of the wrong "
+                                 "type)", hint="it was written by something other than "
+                                 "accelfleet: move it aside, or pass another --history PATH")
             base = probe.removesuffix("_vs_pool")
             key = (cluster, pool_, node_, base)
             s = series.get(key)
@@ -359,6 +444,18 @@ class History:
         trends = [s.trend() for _, s in sorted(series.items()) if s.values]
         order = {p: i for i, p in enumerate(TREND_PROBES)}
         return sorted(trends, key=lambda t: (t.cluster, t.pool, t.node, order[t.probe]))
+
+
+_VERDICTS = frozenset(v.value for v in Verdict)
+
+
+def _sound(*row: object) -> bool:
+    """A trends row of the types accelfleet writes: text, then a measured figure (a number
+    or NULL) and a verdict."""
+    *texts, measured, verdict = row
+    return (all(isinstance(t, str) for t in texts) and verdict in _VERDICTS
+            and (measured is None or (isinstance(measured, int | float)
+                                      and not isinstance(measured, bool))))
 
 
 def record(run: RunReport, path: Path, *, kind: str) -> list[Trend]:
