@@ -360,13 +360,13 @@ class History:
                 node = o.node or o.report.host
                 acc = o.report.accelerator or pool.accelerator
                 rows += [(pool.cluster or "", pool.name, node, acc, r.device, r.probe, r.tier,
-                          r.unit, r.measured, r.expected, r.details.get("floor"),
+                          r.unit, r.measured, r.expected, _figure(r.details.get("floor")),
                           r.verdict.value) for r in o.report.results]
             accs = {o.node: (o.report.accelerator if o.report else None) for o in pool.nodes}
             rows += [(pool.cluster or "", pool.name, c.node, accs.get(c.node) or
                       pool.accelerator, c.result.device, c.result.probe, c.result.tier,
                       c.result.unit, c.result.measured, c.result.expected,
-                      c.result.details.get("floor"), c.result.verdict.value)
+                      _figure(c.result.details.get("floor")), c.result.verdict.value)
                      for c in pool.checks if c.node is not None]
         now = datetime.now(UTC).isoformat(timespec="seconds")
         try:
@@ -444,6 +444,13 @@ class History:
         trends = [s.trend() for _, s in sorted(series.items()) if s.values]
         order = {p: i for i, p in enumerate(TREND_PROBES)}
         return sorted(trends, key=lambda t: (t.cluster, t.pool, t.node, order[t.probe]))
+
+
+def _figure(value: object) -> float | None:
+    """A figure from a host's details, as the history stores it: a number, or NULL."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
 
 
 _VERDICTS = frozenset(v.value for v in Verdict)

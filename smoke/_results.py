@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
@@ -72,11 +73,31 @@ class ProbeResult:
             expected=None if data.get("expected") is None else float(data["expected"]),
             unit=str(data.get("unit", "")),
             attempts=int(data.get("attempts", 1)),
-            details=dict(data.get("details") or {}),
+            details=_details(data.get("details") or {}),
         )
 
     def with_verdict(self, verdict: Verdict, reason: str) -> ProbeResult:
         return replace(self, verdict=verdict, reason=reason)
+
+
+_FIGURES = ("floor", "ratio")  # details the reports compute with
+_LISTS = ("transports_seen", "transports_expected")
+
+
+def _details(raw: dict[str, Any]) -> dict[str, Any]:
+    """A host's `details`, as the report writers read them: a figure they compute with is a
+    finite number (else kept as text under `<name>_reported`, never lost), a list is a list."""
+    out = {str(k): v for k, v in dict(raw).items()}
+    for key in _FIGURES:
+        value = out.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or not math.isfinite(value)):
+            out[f"{key}_reported"] = str(out.pop(key))[:200]
+    for key in _LISTS:
+        value = out.get(key)
+        if value is not None and not isinstance(value, list):
+            out[key] = [str(value)[:200]]
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,12 +4,13 @@ probe), and a cluster run's (one row per node).
 
 from __future__ import annotations
 
+import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from smoke._results import HostReport, ProbeResult, Verdict
-from smoke._run import RunReport
+from smoke._run import RunReport, xml_safe
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -22,17 +23,27 @@ def number(value: float | None) -> str:
     """A figure as people read it: 3 significant digits, thousands grouped, '-' for none."""
     if value is None:
         return "-"
+    if not math.isfinite(value):
+        return str(value)  # inf, -inf, nan: shown as reported, never formatted
     if value != 0 and abs(value) < 0.01:
         return f"{value:.1e}"
     return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def _text(value: object) -> str:
+    """What a host reported, as a table cell shows it: Rich markup in it (`[/bold]` in a
+    device name or a reason) is shown as typed, never read as markup."""
+    from rich.markup import escape
+
+    return escape(str(value))
 
 
 def table(report: HostReport) -> Table:
     from rich.table import Table
 
     acc = report.accelerator or "no catalog expectation"
-    title = (f"accelfleet smoke: {report.host} ({report.backend} on {report.platform}; "
-             f"{acc}; tiers 0-{report.tier})")
+    title = _text(f"accelfleet smoke: {report.host} ({report.backend} on {report.platform}; "
+                  f"{acc}; tiers 0-{report.tier})")
     t = Table(title=title)
     for col, just in (("device", "left"), ("probe", "left"), ("tier", "right"),
                       ("measured", "right"), ("expected", "right"), ("unit", "left"),
@@ -41,8 +52,9 @@ def table(report: HostReport) -> Table:
     for r in report.results:
         style = STYLE[r.verdict]
         verdict = r.verdict.value + (" (retried)" if r.attempts > 1 else "")
-        t.add_row(r.device, r.probe, f"T{r.tier}", number(r.measured), number(r.expected), r.unit,
-                  f"[{style}]{verdict}[/{style}]", r.reason)
+        t.add_row(_text(r.device), _text(r.probe), f"T{r.tier}", number(r.measured),
+                  number(r.expected), _text(r.unit), f"[{style}]{verdict}[/{style}]",
+                  _text(r.reason))
     return t
 
 
@@ -92,6 +104,7 @@ def junit(report: HostReport) -> str:
         ET.SubElement(props, "property", {"name": key, "value": value})
     for r in report.results:
         _case(suite, report, r)
+    xml_safe(root)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
@@ -105,16 +118,16 @@ def run_table(run: RunReport) -> Table:
     """One row per node (and per pool-wide check): worst verdict, key figures, failures."""
     from rich.table import Table
 
-    t = Table(title=f"accelfleet smoke run {run.run_id} (stack {run.stack}, thresholds "
-              f"{run.thresholds_version})")
+    t = Table(title=_text(f"accelfleet smoke run {run.run_id} (stack {run.stack}, thresholds "
+                          f"{run.thresholds_version})"))
     for col, just in (("pool", "left"), ("node", "left"), ("status", "left"),
                       ("TFLOP/s", "right"), ("GB/s", "right"), ("fabric GB/s", "right"),
                       ("verdict", "left"), ("why", "left")):
         t.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
     for pool in run.pools:
         if not pool.nodes and not pool.checks:
-            t.add_row(pool.name, "-", pool.status.value, "-", "-", "-",
-                      f"[{STYLE[Verdict.SKIPPED]}]skipped[/]", pool.reason)
+            t.add_row(_text(pool.name), "-", pool.status.value, "-", "-", "-",
+                      f"[{STYLE[Verdict.SKIPPED]}]skipped[/]", _text(pool.reason))
         for n in pool.nodes:
             rows = list(n.report.results) if n.report else []
             rows += [c.result for c in pool.checks if c.node == (n.node or n.pod)]
@@ -127,14 +140,14 @@ def run_table(run: RunReport) -> Table:
 
             why = "; ".join(f"{r.device} {r.probe}: {r.reason}" for r in rows
                             if r.verdict is Verdict.FAIL) or ("no report" if not rows else "")
-            t.add_row(pool.name, n.node or n.pod, pool.status.value, fig("matmul_tflops"),
-                      fig("memory_gbps"), fig("fabric_busbw"),
-                      f"[{STYLE[worst]}]{worst.value}[/]", why)
+            t.add_row(_text(pool.name), _text(n.node or n.pod), pool.status.value,
+                      fig("matmul_tflops"), fig("memory_gbps"), fig("fabric_busbw"),
+                      f"[{STYLE[worst]}]{worst.value}[/]", _text(why))
         for c in pool.checks:
             if c.node is None:
                 v = c.result.verdict
-                t.add_row(pool.name, "(pool)", pool.status.value, "-", "-", "-",
-                          f"[{STYLE[v]}]{v.value}[/]", c.result.reason)
+                t.add_row(_text(pool.name), "(pool)", pool.status.value, "-", "-", "-",
+                          f"[{STYLE[v]}]{v.value}[/]", _text(c.result.reason))
     return t
 
 

@@ -30,7 +30,7 @@ from fleet.advise.workload import (
 from fleet.errors import CatalogError, InputError, Problem, UnknownNameError, suggest
 from fleet.input_files import shown
 
-MAX_PROFILE_BYTES = 64 * 2**10  # a profile is a few lines; the pure-Python parser reads 64 KiB in ~0.5 s
+MAX_PROFILE_BYTES = 64 * 2**10  # a profile is a few lines; the YAML parser reads 64 KiB in ~0.5 s
 # Any figure of a workload (tokens, FLOPs, bytes): 1e30 is a million times the FLOPs of the
 # largest training run published; products of such figures stay far inside float range.
 MAX_FIGURE = 1e30
