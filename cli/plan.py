@@ -58,7 +58,9 @@ def plan(
     result = run_plan(stack_file or EXAMPLE_STACK)
     text = result.to_json() if style == "json" else render(result)
     if style == "markdown":
-        text = f"```text\n{text}```\n"
+        from cli.plan_diff import fenced
+
+        text = "\n".join(fenced(text, "text")) + "\n"
     if out is not None:
         problem = save(out, text)
         if problem:

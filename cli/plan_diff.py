@@ -5,6 +5,7 @@ violations read as text, JSON and a pull-request comment (markdown)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -155,7 +156,10 @@ def plan_at_ref(stack_file: Path, ref: str) -> dict[str, Any]:
 # --- rendering ------------------------------------------------------------------------------
 
 def _value(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    """A value on one line: a string as it is unless it holds a line break or another
+    control character (then JSON-quoted, `\\n` shown), anything else as JSON."""
+    plain = isinstance(value, str) and value.isprintable()
+    text = value if plain else json.dumps(value, sort_keys=True)
     text = "(none)" if value is None else text
     return text if len(text) <= MAX_VALUE else text[:MAX_VALUE - 1] + "…"
 
@@ -241,7 +245,19 @@ def _resource_lines(r: ResourceChange, *, indent: str, code: str = "") -> list[s
 
 
 def _md(text: str) -> str:
+    """Text for a markdown line or table cell: one line, no table or HTML break-out, no
+    inline code span closed early."""
+    text = "".join(c if c.isprintable() else " " for c in text)
     return text.replace("|", "\\|").replace("<", "&lt;").replace("`", "'")
+
+
+def fenced(body: str, info: str = "") -> list[str]:
+    """`body` as a markdown code block whose fence is longer than any run of backticks in it
+    (CommonMark: a fence closes only on a run at least as long), so no value in it can
+    close the block early and write markdown of its own into the comment."""
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + info, *body.splitlines(), fence]
 
 
 def render_markdown(diff: PlanDiff, violations: list[Violation] | None = None) -> str:
@@ -298,7 +314,7 @@ def render_markdown(diff: PlanDiff, violations: list[Violation] | None = None) -
             lines = [*lines[:MAX_LINES], f"... {len(lines) - MAX_LINES} more lines: see the "
                      "uploaded plan JSON or `accelfleet plan --diff --format text`"]
         out += [f"<details><summary>Resource changes ({len(diff.resources)})</summary>", "",
-                "```diff", *lines, "```", "", "</details>", ""]
+                *fenced("\n".join(lines), "diff"), "", "</details>", ""]
     out.append("<sub>Offline plan (Pulumi mocks) of the stack program; replacement-forcing "
                "inputs from the providers' ForceNew fields (components/data/replacements.yaml); "
                "costs at list prices or the stack's rates.</sub>")
