@@ -74,20 +74,44 @@ def _problem(err: Any, raw: object) -> Problem:
                        f"{bound}{strict}", f"use a value {side} {bound}")
     if kind in _NUMBER:
         want = _NUMBER[kind]
-        quoted = isinstance(value, str) and kind not in ("string_type",)
-        fix = (f"write it without quotes, e.g. {field}: {value.strip()}"
-               if quoted and value.strip() else f"write {want} for `{field}`")
-        if kind == "string_type":
-            fix = f"write it in quotes, e.g. {field}: \"{value}\""
+        fix = f"write {want} for `{field}`"
+        if isinstance(value, str) and kind != "string_type" and _reads_as(kind, value):
+            fix = f"write it without quotes, e.g. {field}: {value.strip()}"
+        elif kind == "string_type" and isinstance(value, list | Mapping):
+            fix = (f"write one line of text for `{field}`, not a "
+                   f"{'list' if isinstance(value, list) else 'mapping'}")
+        elif kind == "string_type":
+            fix = f"write it in quotes, e.g. {field}: \"{_shown(value, quoted=False)}\""
         return Problem(where, f"must be {want}, not {_kind_of(value)} {_shown(value)}", fix)
     message = str(err["msg"]).removeprefix("Value error, ")
     return Problem(where, f"{message} (got {_shown(value)})",
                    f"see the README's stack format for `{field}`")
 
 
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+def _shown(value: object, *, quoted: bool = True) -> str:
+    """A value as a message shows it, at most 60 characters (a 1 MB value is cut)."""
+    from fleet.input_files import shown
+
+    if not quoted and isinstance(value, int | float | str) and not isinstance(value, bool):
+        text = str(value) if not isinstance(value, int) or abs(value) < 10**60 else "..."
+        return text if len(text) <= 60 else text[:57] + "..."
+    return shown(value)
+
+
+def _reads_as(kind: str, text: str) -> bool:
+    """Whether `text`, written without quotes, is what `kind` asks for (so that the fix
+    "write it without quotes" never repeats a value that would be refused again)."""
+    words = text.strip()
+    if kind.startswith("int"):
+        return re.fullmatch(r"[-+]?[0-9][0-9_]*", words) is not None
+    if kind.startswith("float"):
+        try:
+            return math.isfinite(float(words))
+        except ValueError:
+            return False
+    if kind.startswith("bool"):
+        return words in ("true", "false")
+    return False
 
 
 def _kind_of(value: object) -> str:
