@@ -20,6 +20,7 @@ from fleet.cloud_limits import (
     check_zones,
     known_regions,
 )
+from fleet.cloud_values import check_cloud_values
 from fleet.costs import check_budgets, priced, stack_rates
 from fleet.errors import AccelfleetError, Problem, SpecError, suggest
 from fleet.expiry import expiry_warnings
@@ -110,6 +111,7 @@ class _Checker:
         self.warnings = [*self.warnings, *routing_warnings]
         self._rdma_zones(resolved)
         self._limits(resolved + self.system_pools)
+        check_cloud_values(self, self.spec, resolved)  # what the cloud would refuse at deploy
         return resolved
 
     def _limits(self, pools: list[ResolvedPool]) -> None:
