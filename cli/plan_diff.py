@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from components.diff import CostDelta, PlanDiff, ResourceChange
+    from fleet.errors import InputError
     from policies.rules import Violation
 
 MARKER = "<!-- accelfleet-plan -->"  # finds the sticky PR comment to update
@@ -403,6 +404,29 @@ def report(stack_file: Path, *, diff: Path | None, base_ref: str | None, fmt: st
         raise CheckFailed(f"{len(found)} policy violation(s) in stack {plan.get('stack')}",
                           hint="fix the resources named above (each line names the policy); "
                           "docs/plan.md lists the policies")
+
+
+def invalid_markdown(stack_file: Path, exc: InputError) -> str:
+    """The PR comment of a stack that does not plan: each problem (field, what is wrong, the
+    fix), so that the comment says what to change instead of staying empty."""
+    from fleet.errors import SpecError
+    from fleet.stackfile import stack_name
+
+    stack = stack_name(stack_file)
+    if isinstance(exc, SpecError):
+        items = [f"- `{_md(p.where)}`: {_md(p.message)}" + (f" — fix: {_md(p.hint)}"
+                                                            if p.hint else "")
+                 for p in exc.problems[:MAX_LINES]]
+        if len(exc.problems) > MAX_LINES:
+            items.append(f"- ... and {len(exc.problems) - MAX_LINES} more: run `accelfleet "
+                         f"fleet validate {_md(str(stack_file))}`")
+        count = len(exc.problems)
+    else:
+        items = [f"- {_md(exc.message)}" + (f" — fix: {_md(exc.hint)}" if exc.hint else "")]
+        count = 1
+    return "\n".join([MARKER, f"### accelfleet plan: stack `{_md(stack)}` is invalid", "",
+                      f":x: **{count} problem{'s' if count != 1 else ''}: no plan, no diff, "
+                      "no policy check until they are fixed**", "", *items, ""]) + "\n"
 
 
 def _policies_markdown(violations: list[Violation], *, stack: str) -> str:
