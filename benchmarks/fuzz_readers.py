@@ -24,7 +24,7 @@ from types import FrameType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.fuzz.harness import READERS, random_mutations, run_case, seeds  # noqa: E402
+from tests.fuzz.harness import READERS, random_mutations, run_case, seeds
 
 HANG_S = 30  # a case still running after this is a hang
 BUDGET_S = 2.0  # what a refusal may take (issue 21)
