@@ -62,8 +62,8 @@ def test_the_only_stack_besides_the_example_is_chosen(stacks: Path) -> None:
     shutil.copy(EXAMPLE_STACK, prod)
     assert stack_for_write(None, what="pool request", stacks_dir=stacks, env={}) == prod
     shutil.copy(EXAMPLE_STACK, stacks / "Pulumi.dev.yaml")
-    with pytest.raises(InputError, match="Pulumi.dev.yaml, Pulumi.example.yaml, "
-                                         "Pulumi.prod.yaml"):
+    with pytest.raises(InputError, match=r"Pulumi\.dev\.yaml, Pulumi\.example\.yaml, "
+                                         r"Pulumi\.prod\.yaml"):
         stack_for_write(None, what="pool request", stacks_dir=stacks, env={})
 
 
