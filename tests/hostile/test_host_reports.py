@@ -112,3 +112,18 @@ def test_metrics_to_a_device_write_through_it(run: RunReport, tmp_path: Path) ->
     assert write_metrics(run, link) is None
     assert link.is_symlink() and os.path.realpath(link) == "/dev/null"
     assert Path("/dev/null").is_char_device()
+
+
+def test_a_tier_beyond_int64_is_no_report_rather_than_a_crash_in_the_history() -> None:
+    """Found by the long fuzz run (case 216 of seed 21): a tier of 2**63 reached SQLite."""
+    import json
+
+    from smoke.launcher import parse_host_report
+
+    for field, value in (("tier", 2**63), ("attempts", 2**70)):
+        doc = json.loads(json.dumps(HOSTILE, ensure_ascii=False).replace("\\ud800", "x"))
+        if field == "tier":
+            doc["tier"] = value
+        else:
+            doc["results"][0]["attempts"] = value
+        assert parse_host_report(json.dumps(doc)) is None
