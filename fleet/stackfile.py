@@ -151,8 +151,8 @@ def check_bounds(data: object, source: str) -> None:
         seen += 1
         if seen > MAX_VALUES:
             raise StackFileError(
-                f"{source} holds more than {MAX_VALUES:,} values once its YAML aliases (*name) "
-                "are expanded",
+                f"{source} holds more than {MAX_VALUES:,} values (mappings, lists and "
+                "scalars) once its YAML aliases (*name), if any, are expanded",
                 hint="an alias repeats everything its anchor holds; use aliases for small "
                 "shared settings only, or split the fleet into several stacks")
         if depth > MAX_DEPTH:
