@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated
 
@@ -42,6 +43,44 @@ app.add_typer(fleet.app, name="fleet")
 app.add_typer(pool.app, name="pool")
 app.add_typer(smoke.app, name="smoke")
 app.add_typer(queue.app, name="queue")
+COMPLETE_VAR = "_ACCELFLEET_COMPLETE"
+SHELLS = ("bash", "zsh", "fish")
+if os.environ.get(COMPLETE_VAR):  # the shell asks for completions: Typer's own classes
+    from typer.completion import completion_init
+
+    completion_init()
+
+
+@app.command()
+def completion(shell: Annotated[str, typer.Argument(
+        metavar="bash|zsh|fish", help="The shell to complete in.", show_default=False)]
+               ) -> None:
+    """Print the shell completion script of accelfleet (Typer's), for commands, options and
+    their values.
+
+    Examples:
+
+        eval "$(accelfleet completion bash)"             # this shell; add it to ~/.bashrc
+        accelfleet completion zsh > "${fpath[1]}/_accelfleet"
+        accelfleet completion fish > ~/.config/fish/completions/accelfleet.fish
+
+    Exit 0, or 2 for a shell it does not know.
+    """
+    from typer.completion import completion_init, get_completion_script
+
+    from fleet.errors import InputError
+
+    if shell not in SHELLS:
+        from cli._errors import reported
+
+        with reported():
+            raise InputError(f"no completion for shell {shell!r}",
+                             hint=f"use one of: {', '.join(SHELLS)}")
+    completion_init()
+    typer.echo(get_completion_script(prog_name="accelfleet", complete_var=COMPLETE_VAR,
+                                     shell=shell))
+
+
 app.command(name="plan")(plan.plan)
 app.command(name="advise")(advise.advise)
 app.command(name="preview")(up.preview)
