@@ -46,7 +46,7 @@ app.add_typer(queue.app, name="queue")
 COMPLETE_VAR = "_ACCELFLEET_COMPLETE"
 SHELLS = ("bash", "zsh", "fish")
 if os.environ.get(COMPLETE_VAR):  # the shell asks for completions: Typer's own classes
-    from typer.completion import completion_init
+    from typer._completion_classes import completion_init
 
     completion_init()
 
@@ -66,7 +66,8 @@ def completion(shell: Annotated[str, typer.Argument(
 
     Exit 0, or 2 for a shell it does not know.
     """
-    from typer.completion import completion_init, get_completion_script
+    from typer._completion_classes import completion_init
+    from typer._completion_shared import get_completion_script
 
     from fleet.errors import InputError
 

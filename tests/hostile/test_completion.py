@@ -15,8 +15,9 @@ from tests.hostile.conftest import ROOT, invoke
 BIN = Path(sys.executable).parent / "accelfleet"
 
 
-@pytest.mark.parametrize(("shell", "says"), [("bash", "complete -o default -F"),
-                                              ("zsh", "compdef"), ("fish", "complete --command accelfleet")])
+@pytest.mark.parametrize(("shell", "says"), [
+    ("bash", "complete -o default -F"), ("zsh", "compdef"),
+    ("fish", "complete --command accelfleet")])
 def test_completion_prints_the_script(shell: str, says: str) -> None:
     code, out = invoke("completion", shell)
     assert code == 0 and says in out and "_ACCELFLEET_COMPLETE" in out
