@@ -177,6 +177,15 @@ def _usd(value: float | None, *, sign: bool = False) -> str:
     return f"${value:,.0f}"
 
 
+def _before(row: CostDelta) -> str:
+    """A row's old cost: "new" for what the change adds (never "unpriced")."""
+    return "new" if row.status == "added" else _usd(row.old_usd)
+
+
+def _after(row: CostDelta) -> str:
+    return "gone" if row.status == "removed" else _usd(row.new_usd)
+
+
 def pool_status(diff: PlanDiff, row: CostDelta) -> str:
     """added | removed | replaced | resized | changed | same, for a pool's row."""
     if row.status in ("added", "removed"):
@@ -202,10 +211,13 @@ def _replacement_lines(diff: PlanDiff) -> list[str]:
 
 
 def render_text(diff: PlanDiff) -> str:
+    replaced = len(diff.replacements) + len(diff.destroyed_pools)
     lines = [f"plan diff of stack {diff.stack} against {diff.base}: "
              f"+{len(diff.of('add'))} to add, ~{len(diff.of('change'))} to change, "
-             f"-{len(diff.of('remove'))} to remove; monthly cost "
-             f"{_usd(diff.cost_delta_usd, sign=True)}"]
+             f"-{len(diff.of('remove'))} to remove"
+             + (f", {replaced} replacement{'s' if replaced != 1 else ''} destroying nodes"
+                if replaced else "")
+             + f"; monthly cost {_usd(diff.cost_delta_usd, sign=True)}"]
     lines += _replacement_lines(diff)
     pools = [(p, pool_status(diff, p)) for p in diff.pools]
     if any(s != "same" for _, s in pools):
@@ -214,14 +226,14 @@ def render_text(diff: PlanDiff) -> str:
             if status != "same":
                 lines.append(f"  {p.name} ({p.team}): {status}, nodes "
                              f"{_nodes(p.nodes[0])} -> {_nodes(p.nodes[1])}, "
-                             f"{_usd(p.old_usd)} -> {_usd(p.new_usd)}/month "
+                             f"{_before(p)} -> {_after(p)}/month "
                              f"({_usd(p.delta_usd, sign=True)})")
     teams = [t for t in diff.teams if t.status != "same"]
     if teams:
         lines.append("teams:")
         for t in teams:
             budget = f", budget {_usd(t.budget_usd)}" if t.budget_usd is not None else ""
-            lines.append(f"  {t.name}: {_usd(t.old_usd)} -> {_usd(t.new_usd)}/month "
+            lines.append(f"  {t.name}: {_before(t)} -> {_after(t)}/month "
                          f"({_usd(t.delta_usd, sign=True)}){budget}")
     if diff.resources:
         lines.append("resources:")
@@ -368,6 +380,8 @@ def report(stack_file: Path, *, diff: Path | None, base_ref: str | None, fmt: st
     label = ""
     if diff is not None:  # checked before the (slower) plan
         base, label = load_plan_json(diff), str(diff)
+    if base_ref is not None:  # the ref too: a typo fails in milliseconds, not after a plan
+        stack_text_at_ref(stack_file, base_ref)
     plan = json.loads(run_plan(stack_file).to_json())
     if base_ref is not None:
         base, label = plan_at_ref(stack_file, base_ref), base_ref
