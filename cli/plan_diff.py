@@ -252,9 +252,28 @@ def _resource_lines(r: ResourceChange, *, indent: str, code: str = "") -> list[s
     out = [f"{indent}{mark} {code}{r.key}{code}{owner}"]
     for f in r.fields:
         flag = "  [forces replacement]" if f.replaces else ""
-        out.append(f"{indent}    {code}{f.path}{code}: {code}{_value(f.old)}{code} -> "
-                   f"{code}{_value(f.new)}{code}{flag}")
+        for path, old, new in _elements(f.path, f.old, f.new):
+            out.append(f"{indent}    {code}{path}{code}: {code}{_value(old)}{code} -> "
+                       f"{code}{_value(new)}{code}{flag}")
+            flag = ""
     return out
+
+
+def _elements(path: str, old: Any, new: Any) -> list[tuple[str, Any, Any]]:
+    """A list change element by element (an appended Kueue flavor shows as the element it
+    is, not as a cut-off whole list); anything else as it is."""
+    from components.diff import diff_values
+
+    if not (isinstance(old, list) and isinstance(new, list)):
+        return [(path, old, new)]
+    out: list[tuple[str, Any, Any]] = []
+    for i in range(max(len(old), len(new))):
+        o = old[i] if i < len(old) else None
+        n = new[i] if i < len(new) else None
+        if o != n:
+            out += diff_values(o, n, f"{path}[{i}]") if isinstance(o, dict) and \
+                isinstance(n, dict) else [(f"{path}[{i}]", o, n)]
+    return out or [(path, old, new)]
 
 
 def _md(text: str) -> str:

@@ -43,3 +43,17 @@ def test_a_bad_base_ref_is_refused_before_the_plan(tmp_path: Path,
     code, out = invoke("plan", str(stack), "--base-ref", "origin/nope")
     assert code == 2, out
     assert "unknown git ref 'origin/nope'" in out
+
+
+def test_a_list_change_is_shown_element_by_element() -> None:
+    flavors = [{"name": f"flavor-{i}", "nodeLabels": {"accelfleet.io/pool": f"pool-{i}"}}
+               for i in range(3)]
+
+    def plan(items: list[dict[str, object]]) -> dict[str, object]:
+        return {"stack": "s", "pools": [], "teams": [], "resources": [
+            {"type": "kubernetes:kueue.x-k8s.io/v1beta1:ClusterQueue", "name": "q",
+             "custom": True, "inputs": {"spec": {"flavors": items}}}]}
+
+    text = render_text(diff_plans(plan(flavors), plan([*flavors, {"name": "flavor-new"}]),
+                                  base="b"))
+    assert 'spec.flavors[3]: (none) -> {"name": "flavor-new"}' in text
