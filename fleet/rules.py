@@ -349,9 +349,14 @@ class _Checker:
         if placement == "compact" and refusal:
             self.add(f"{at}.placement", refusal[0], refusal[1])
         if placement == "compact" and len(pool.zones) > 1:
+            # The fix must pass: an EFA pool in `placement: none` is refused for its zones
+            # next (EFA does not cross Availability Zones), so it is told what does pass.
+            efa = fabric and shape.cloud == "aws"
             self.add(f"{at}.placement",
                      f"compact placement needs a single zone, got {len(pool.zones)}",
-                     "keep one zone, or set `placement: none`")
+                     "keep one zone (EFA does not cross Availability Zones), or set "
+                     "`fabric: off` and `placement: none` if the pool needs no EFA" if efa
+                     else "keep one zone, or set `placement: none`")
         if multi_host and placement == "none":
             self.add(f"{at}.placement", "a multi-host TPU slice is always placed compactly",
                      "remove `placement: none`")
