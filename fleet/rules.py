@@ -39,7 +39,7 @@ from fleet.names import (
 from fleet.network_rules import check_capacity, check_cluster_ranges
 from fleet.routing_rules import routing_checks
 from fleet.spec import Cluster, FleetSpec, Pool
-from fleet.spec_errors import from_pydantic, records
+from fleet.spec_errors import from_pydantic, readme_words, records
 from fleet.system_pools import check_cpu_pool, system_pools
 
 
@@ -55,6 +55,7 @@ def validate_fleet(
         raise SpecError(problems, source=source, records=records(problems, raw)) from None
     checker = _Checker(spec, catalog)
     pools = checker.run()
+    checker.problems = readme_words(checker.problems, raw)
     if checker.problems:
         partial = Fleet(spec=spec, pools=tuple(pools), source=source,
                         system_pools=tuple(checker.system_pools),

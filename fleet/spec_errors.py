@@ -59,6 +59,11 @@ def _problem(err: Any, raw: object) -> Problem:
                        f'quote it: account: "{digits.zfill(12)}"')
     if kind == "string_pattern_mismatch" and ctx.get("pattern") in PATTERN_WORDS:
         words, example = PATTERN_WORDS[ctx["pattern"]]
+        near = _regions_near(ctx["pattern"], value)
+        if near:
+            return Problem(where, f"{_shown(value)} is not {words}; did you mean "
+                           f"{', '.join(map(repr, near))}?",
+                           f"use {near[0]!r}, e.g. {field}: {near[0]}", tuple(near))
         return Problem(where, f"{_shown(value)} is not {words}", f"write e.g. {field}: {example}")
     if kind == "literal_error":
         options = tuple(re.findall(r"'([^']*)'", str(ctx.get("expected", ""))))
@@ -86,6 +91,42 @@ def _problem(err: Any, raw: object) -> Problem:
     message = str(err["msg"]).removeprefix("Value error, ")
     return Problem(where, f"{message} (got {_shown(value)})",
                    f"see the README's stack format for `{field}`")
+
+
+def _regions_near(pattern: str, value: object) -> list[str]:
+    """The catalog's regions closest to a malformed region (`us-central` -> us-central1)."""
+    from fleet.spec import AWS_REGION, GCP_REGION
+
+    cloud = {GCP_REGION: "gcp", AWS_REGION: "aws"}.get(pattern)
+    if cloud is None or not isinstance(value, str) or len(value) > 60:
+        return []
+    from fleet.catalog import load_catalog
+
+    known = sorted(load_catalog().regions[cloud].zones)  # type: ignore[index]
+    starts = [r for r in known if value and r.startswith(value.strip().lower())]
+    return (starts or suggest(value.strip().lower(), known))[:3]
+
+
+def readme_words(problems: Sequence[Problem], raw: object) -> list[Problem]:
+    """Problems in the stack's own words: a pool written with `zone: Z` is told about its
+    `zone`, not about `zones[0]` (the form the spec turns it into)."""
+    out = []
+    for p in problems:
+        m = re.match(r"^(pools\[(\d+)\](?: '[^']*')?|pools '([^']*)')\.zones\[0\]", p.where)
+        pool = _pool_of(raw, m[2], m[3]) if m else None
+        if m and isinstance(pool, Mapping) and "zone" in pool and "zones" not in pool:
+            p = Problem(m[1] + ".zone" + p.where[m.end():], p.message, p.hint, p.accepted)
+        out.append(p)
+    return out
+
+
+def _pool_of(raw: object, index: str | None, name: str | None) -> object:
+    pools = raw.get("pools") if isinstance(raw, Mapping) else None
+    if not isinstance(pools, list):
+        return None
+    if index is not None:
+        return pools[int(index)] if int(index) < len(pools) else None
+    return next((p for p in pools if isinstance(p, Mapping) and p.get("name") == name), None)
 
 
 def _shown(value: object, *, quoted: bool = True) -> str:
