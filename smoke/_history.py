@@ -134,6 +134,11 @@ class Trend:
                             "verdict": p.verdict} for p in self.points]}
 
 
+def is_cpu(accelerator: str | None) -> bool:
+    """Whether figures come from a CPU (a `smoke local` run without an accelerator)."""
+    return (accelerator or "").strip().lower() in ("cpu", "none")
+
+
 def _drifted(series: Sequence[float | None]) -> tuple[float, float] | None:
     """(last / recent median, recent median) when the last value drifted, else None."""
     if not series or series[-1] is None:
@@ -181,12 +186,13 @@ class _Series:
                        for s, v in zip(seqs, node_values, strict=True))
         before = [v for v in node_values[:-1] if v is not None][-DRIFT_RUNS:]
         drift = []
-        hit = _drifted(node_values)
+        # A CPU's figures move with whatever else the machine runs: no drift alarm on them.
+        hit = None if is_cpu(self.accelerator) else _drifted(node_values)
         if hit is not None:
             drift.append(f"the node's median fell to {hit[0]:.2f} of its recent median "
                          f"{hit[1]:,.4g} {self.unit}")
         for device, by_seq in sorted(self.devices.items()):
-            hit = _drifted([by_seq.get(s) for s in seqs])
+            hit = None if is_cpu(self.accelerator) else _drifted([by_seq.get(s) for s in seqs])
             if hit is not None:
                 drift.append(f"{device} fell to {hit[0]:.2f} of its recent median "
                              f"{hit[1]:,.4g} {self.unit}")
@@ -359,6 +365,8 @@ class History:
                     continue
                 node = o.node or o.report.host
                 acc = o.report.accelerator or pool.accelerator
+                if is_cpu(o.report.platform):  # `--expect h100` on a CPU: the CPU's figures
+                    acc = "cpu"
                 rows += [(pool.cluster or "", pool.name, node, acc, r.device, r.probe, r.tier,
                           r.unit, r.measured, r.expected, _figure(r.details.get("floor")),
                           r.verdict.value) for r in o.report.results]
@@ -436,7 +444,7 @@ class History:
                                  "type)", hint="it was written by something other than "
                                  "accelfleet: move it aside, or pass another --history PATH")
             base = probe.removesuffix("_vs_pool")
-            key = (cluster, pool_, node_, base)
+            key = (cluster, pool_, node_, base, acc)  # a CPU run is not the GPU's series
             s = series.get(key)
             if s is None:
                 s = series[key] = _Series(cluster, pool_, node_, acc, base)
