@@ -434,7 +434,7 @@ class History:
             SELECT cluster, pool, node, accelerator, probe, device, unit, measured, verdict,
                    run_seq, run_id, started_at
             FROM picked WHERE back <= ?"""
-        series: dict[tuple[str, str, str, str], _Series] = {}
+        series: dict[tuple[str, str, str, str, str], _Series] = {}
         for (cluster, pool_, node_, acc, probe, device, unit, measured, verdict, seq, run_id,
              when) in self.conn.execute(sql, [*args, window]):
             if not _sound(cluster, pool_, node_, acc, probe, device, unit, run_id, when,
