@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from smoke._results import HostReport, ProbeResult, Verdict
-from smoke._run import RunReport, xml_safe
+from smoke._run import Failure, RunReport, xml_safe
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -62,9 +62,42 @@ def summary(report: HostReport) -> str:
     c = report.counts()
     line = (f"{c['pass']} pass, {c['warn']} warn, {c['fail']} fail, {c['skipped']} skipped "
             f"in {report.duration_s:.1f} s")
-    for r in report.failures:
-        line += f"\nFAIL {r.device} {r.probe}: {r.reason}"
+    fails = [Failure("", None, r.device, r.probe, r.reason) for r in report.failures]
+    for text in failure_lines(fails):
+        line += "\n" + text.replace("FAIL  ", "FAIL ")
     return line
+
+
+def failure_lines(failures: list[Failure]) -> list[str]:
+    """One line per failure, except that the devices a node is missing (N identical
+    "missing: ..." verdicts) collapse into one line with the likely cause."""
+    out: list[str] = []
+    missing: dict[tuple[str, str | None, str, str], list[str]] = {}
+    for f in failures:
+        if f.reason.startswith("missing:"):
+            missing.setdefault((f.pool, f.node, f.probe, f.reason), []).append(f.device)
+        else:
+            out.append(f.line())
+    for (pool, node, probe, reason), devices in missing.items():
+        where = " ".join(x for x in (pool, node or "") if x)
+        many = len(devices) > 1
+        shown = f"{devices[0]}..{devices[-1]}" if many else devices[0]
+        out.append(f"FAIL {where} {shown} {probe}: {len(devices)} device"
+                   f"{'s' if many else ''} {reason}; likely cause: {_missing_cause(reason)}")
+    return out
+
+
+def _missing_cause(reason: str) -> str:
+    """What usually hides accelerators from a node (the reason says what was found)."""
+    none = "found 0 " in reason
+    if "GPU" in reason:
+        return ("the NVIDIA driver or the device plugin is not running (no nvidia.com/gpu "
+                "on the node): run `nvidia-smi` on it and check the device plugin's pods"
+                if none else "some GPUs dropped off the bus or are disabled: `nvidia-smi` "
+                "and the kernel log (Xid errors) on the node say which")
+    return ("the accelerator runtime or its device plugin is not running on the node"
+            if none else "some devices are not visible to the runtime: check the node's "
+            "device plugin and the runtime's logs")
 
 
 def _case(suite: ET.Element, report: HostReport, r: ProbeResult) -> None:
@@ -160,6 +193,6 @@ def run_summary(run: RunReport) -> str:
     line = (f"run {run.run_id}: {len(run.pools)} pools, {nodes} node reports; "
             f"{counts['pass']} pass, {counts['warn']} warn, {counts['fail']} fail, "
             f"{counts['skipped']} skipped in {run.duration_s:.1f} s")
-    for f in run.failures:
-        line += "\n" + f.line()
+    for text in failure_lines(run.failures):
+        line += "\n" + text
     return line
