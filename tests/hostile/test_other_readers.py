@@ -164,3 +164,22 @@ def test_reading_a_history_never_writes_and_refuses_another_schema(
     refused(code, output, says)
     assert _digest(path) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == siblings  # no -wal, no -shm
+
+
+def test_markup_in_a_history_unit_is_shown_as_typed(tmp_path: Path) -> None:
+    """Found by the long fuzz run (case 5738 of seed 21): Rich markup in a unit crashed
+    `smoke history`."""
+    from smoke._history import History
+
+    path = tmp_path / "history.sqlite"
+    with History.open(path):
+        pass
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO runs VALUES (1, 'r1', 'local', 's', 't', 1.0, 'v', 1, 't')")
+    conn.execute("INSERT INTO results VALUES (1, '', 'p', 'n[b]', 'a', 'd', 'matmul_tflops', "
+                 "2, '[red]x[/blue]', 800.0, NULL, NULL, 'pass')")
+    conn.commit()
+    conn.close()
+    code, out = invoke("smoke", "history", "--history", str(path))
+    assert code == 0, out
+    assert "[red]x[/blue]" in out
