@@ -13,7 +13,7 @@ from cli.plan_diff import MARKER
 from tests.hostile.conftest import BASE_STACK, ROOT, invoke
 
 
-@pytest.mark.parametrize("extra", [(), ("--policies",), ("--base-ref", "HEAD", "--policies")])
+@pytest.mark.parametrize("extra", [(), ("--policies",)])
 def test_an_invalid_stack_comment_lists_its_problems(extra: tuple[str, ...],
                                                      tmp_path: Path) -> None:
     stack = tmp_path / "Pulumi.broken.yaml"
@@ -24,6 +24,14 @@ def test_an_invalid_stack_comment_lists_its_problems(extra: tuple[str, ...],
     assert MARKER in out and "stack `broken` is invalid" in out
     assert "**2 problems" in out and "fix: use a value at least 50" in out
     assert "- `pools[0] 'h100'.nodes`: -3 is out of range" in out
+
+
+def test_a_bad_base_ref_comment_says_why(tmp_path: Path) -> None:
+    stack = tmp_path / "Pulumi.s.yaml"  # tmp_path is no git work tree
+    stack.write_text(BASE_STACK, encoding="utf-8")
+    code, out = invoke("plan", str(stack), "--format", "markdown", "--base-ref", "HEAD",
+                       "--policies")
+    assert code == 2 and MARKER in out and "is not inside a git work tree" in out
 
 
 def test_an_unreadable_stack_comment_says_why(tmp_path: Path) -> None:
