@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from cli import advise, catalog, fleet, plan, pool, queue, smoke, up
+from cli._examples import add_examples
 
 
 def _flags_take_no_value() -> None:
@@ -86,6 +87,7 @@ app.command(name="plan")(plan.plan)
 app.command(name="advise")(advise.advise)
 app.command(name="preview")(up.preview)
 app.command(name="up")(up.up)
+add_examples(app)  # an Examples section in every command's --help (cli/_examples.py)
 
 
 def _version(value: bool) -> None:
