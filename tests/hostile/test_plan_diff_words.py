@@ -57,3 +57,18 @@ def test_a_list_change_is_shown_element_by_element() -> None:
     text = render_text(diff_plans(plan(flavors), plan([*flavors, {"name": "flavor-new"}]),
                                   base="b"))
     assert 'spec.flavors[3]: (none) -> {"name": "flavor-new"}' in text
+
+
+def test_a_missing_pulumi_cli_is_said_before_the_plan(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import cli.up as up_cli
+
+    def no_plan(*args: object, **kwargs: object) -> None:
+        raise AssertionError("planned before checking the Pulumi CLI")
+
+    monkeypatch.setattr(up_cli, "engine_factory", None)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `pulumi` anywhere on it
+    monkeypatch.setattr("components.plan.run_plan", no_plan)
+    for args in (("preview",), ("up", "--yes")):
+        code, out = invoke(*args)
+        assert code == 2 and "Pulumi CLI is not on PATH" in out, out
