@@ -183,3 +183,16 @@ def test_markup_in_a_history_unit_is_shown_as_typed(tmp_path: Path) -> None:
     code, out = invoke("smoke", "history", "--history", str(path))
     assert code == 0, out
     assert "[red]x[/blue]" in out
+
+
+def test_every_unusable_cluster_is_named_in_one_go(tmp_path: Path) -> None:
+    """Item 8 (part): two clusters without a kubeconfig context are both named."""
+    from fleet.errors import SetupError
+    from smoke._access import ClusterRef, connect
+
+    refs = [ClusterRef("ml-gke", "gcp", "us-central1", "acme"),
+            ClusterRef("ml-eks", "aws", "us-east-1")]
+    with pytest.raises(SetupError) as err:
+        connect(refs, kubeconfig=tmp_path / "missing", check=False)
+    assert "2 of 2 clusters cannot be used" in err.value.message
+    assert "cluster ml-gke:" in err.value.message and "cluster ml-eks:" in err.value.message
