@@ -300,7 +300,10 @@ class History:
             raise InputError(f"the smoke history {self.path} has schema {version}; this "
                              f"accelfleet knows schema {SCHEMA_VERSION}",
                              hint="use a newer accelfleet, or pass another --history PATH")
-        self._check_ours(version, read_only=read_only)
+        # Another writer may be creating the schema right now (tables first, then the
+        # version, in one transaction): outside a transaction only a file with tables that
+        # are not ours is refused; the creation below checks again under the write lock.
+        self._check_ours(version, read_only=read_only, ours_ok=not read_only)
         if read_only:
             return
         for attempt in range(50):  # switching to WAL needs a moment with no other writer
@@ -315,12 +318,14 @@ class History:
         if version == SCHEMA_VERSION:
             return
         with self._write():
-            if c.execute("PRAGMA user_version").fetchone()[0] == 0:
+            version = c.execute("PRAGMA user_version").fetchone()[0]
+            self._check_ours(version, read_only=False)
+            if version == 0:
                 for statement in filter(str.strip, _SCHEMA.split(";")):
                     c.execute(statement)  # not executescript: it would commit first
                 c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
-    def _check_ours(self, version: int, *, read_only: bool) -> None:
+    def _check_ours(self, version: int, *, read_only: bool, ours_ok: bool = False) -> None:
         """Refuse a SQLite file that is not an accelfleet history: another application's
         tables, or (to read) an empty file or one without our tables and columns."""
         tables = {name: {str(col[1]) for col in self.conn.execute(
@@ -330,7 +335,7 @@ class History:
                       "LIKE 'sqlite_%'")}
         hint = ("pass the history `accelfleet smoke run` records (default "
                 f"{DEFAULT_PATH}), or another --history PATH")
-        if version == 0 and tables:
+        if version == 0 and tables and not (ours_ok and set(tables) <= set(_COLUMNS)):
             raise InputError(f"{self.path} is not an accelfleet smoke history: it is a SQLite "
                              f"file of another application (tables {_names(tables)})",
                              hint=hint + "; it was left untouched")
