@@ -29,9 +29,24 @@ def console() -> Console:
 
 
 def print_json(data: Any) -> None:
+    """`data` as strict JSON: an infinite or NaN figure is written as the text "inf", "-inf"
+    or "nan" (JSON has no such numbers; Python would write the invalid `Infinity`)."""
     import typer
 
-    typer.echo(json.dumps(data, indent=2, sort_keys=True))
+    typer.echo(json.dumps(json_safe(data), indent=2, sort_keys=True, allow_nan=False))
+
+
+def json_safe(data: Any) -> Any:
+    """A copy of `data` with every non-finite float as its text."""
+    import math
+
+    if isinstance(data, float) and not math.isfinite(data):
+        return str(data)
+    if isinstance(data, dict):
+        return {k: json_safe(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [json_safe(v) for v in data]
+    return data
 
 
 def num(value: float | None, fmt: str = "{:,.0f}") -> str:

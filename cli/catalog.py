@@ -135,6 +135,7 @@ def show(
     elif shape.kind != "cpu":
         data["also_on"] = sorted(m.name for m in cat.machines.values()
                                  if m.accelerator == shape.accelerator.key)
+    data["zones"] = _zones(cat, shape)
     if as_json:
         print_json(data)
         return
@@ -145,4 +146,25 @@ def show(
             value = ", ".join(map(str, value[:16])) + f", ... ({len(value)} in all)"
         elif isinstance(value, list):
             value = ", ".join(map(str, value))
-        out.print(f"  {key:24} {value}")
+        out.print(f"  {key:24} {_field(value)}", markup=False)
+
+
+def _field(value: object, depth: int = 0) -> str:
+    """A field as people read it: mappings as `key: value` pairs (a nested one in
+    parentheses), true/false as yes/no, nothing as '-'."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        text = "; ".join(f"{k}: {_field(v, depth + 1)}" for k, v in value.items())
+        return f"({text})" if depth else text
+    return "-" if value is None or value == "" else str(value)
+
+
+def _zones(cat: Catalog, shape: Shape) -> list[str] | str:
+    """The zones that offer the shape, in every region the catalog lists it in (zones.yaml),
+    or why the catalog cannot tell."""
+    first = cat.zones_offering(shape, "")
+    regions = first.regions
+    if not first.known and not regions:
+        return first.note or "not listed in the catalog's zones.yaml: any zone is allowed"
+    return sorted({z for r in regions for z in cat.zones_offering(shape, r).offered})

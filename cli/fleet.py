@@ -71,12 +71,21 @@ def validate(
 
     path = stack_path(stack_file)
     if as_json:
-        from fleet.errors import EXIT_BAD_INPUT, SpecError
+        from fleet.errors import EXIT_BAD_INPUT, InputError, SpecError
 
         try:
             fleet = load_fleet(str(path))
         except SpecError as exc:
             print_json(_invalid(str(path), exc))
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+        except InputError as exc:  # the file itself: missing, not YAML, over a bound
+            print_json({"stack": str(path), "valid": False, "teams": None,
+                        "teams_note": "the stack file could not be read", "warnings": [],
+                        "problems": [{"where": "file", "section": None, "name": None,
+                                      "pool": None, "field": None, "value": None,
+                                      "message": exc.message, "accepted": [],
+                                      "fix": exc.hint}]})
+            typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(EXIT_BAD_INPUT) from None
     else:
         fleet = load_fleet(str(path))

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated
 
 import typer
 
 from cli import advise, catalog, fleet, plan, pool, queue, smoke, up
+from cli._examples import add_examples
 
 
 def _flags_take_no_value() -> None:
@@ -42,10 +44,50 @@ app.add_typer(fleet.app, name="fleet")
 app.add_typer(pool.app, name="pool")
 app.add_typer(smoke.app, name="smoke")
 app.add_typer(queue.app, name="queue")
+COMPLETE_VAR = "_ACCELFLEET_COMPLETE"
+SHELLS = ("bash", "zsh", "fish")
+if os.environ.get(COMPLETE_VAR):  # the shell asks for completions: Typer's own classes
+    from typer._completion_classes import completion_init
+
+    completion_init()
+
+
+@app.command()
+def completion(shell: Annotated[str, typer.Argument(
+        metavar="bash|zsh|fish", help="The shell to complete in.", show_default=False)]
+               ) -> None:
+    """Print the shell completion script of accelfleet (Typer's), for commands, options and
+    their values.
+
+    Examples:
+
+        eval "$(accelfleet completion bash)"             # this shell; add it to ~/.bashrc
+        accelfleet completion zsh > "${fpath[1]}/_accelfleet"
+        accelfleet completion fish > ~/.config/fish/completions/accelfleet.fish
+
+    Exit 0, or 2 for a shell it does not know.
+    """
+    from typer._completion_classes import completion_init
+    from typer._completion_shared import get_completion_script
+
+    from fleet.errors import InputError
+
+    if shell not in SHELLS:
+        from cli._errors import reported
+
+        with reported():
+            raise InputError(f"no completion for shell {shell!r}",
+                             hint=f"use one of: {', '.join(SHELLS)}")
+    completion_init()
+    typer.echo(get_completion_script(prog_name="accelfleet", complete_var=COMPLETE_VAR,
+                                     shell=shell))
+
+
 app.command(name="plan")(plan.plan)
 app.command(name="advise")(advise.advise)
 app.command(name="preview")(up.preview)
 app.command(name="up")(up.up)
+add_examples(app)  # an Examples section in every command's --help (cli/_examples.py)
 
 
 def _version(value: bool) -> None:

@@ -51,14 +51,25 @@ def plan(
 
     writable(out)  # before any work
     style = output_format(fmt, as_json)
-    if diff is not None or base_ref is not None or policies:
-        report(stack_file or EXAMPLE_STACK, diff=diff, base_ref=base_ref, fmt=style,
-               policies=policies, out=out)
-        return
-    result = run_plan(stack_file or EXAMPLE_STACK)
+    try:
+        if diff is not None or base_ref is not None or policies:
+            report(stack_file or EXAMPLE_STACK, diff=diff, base_ref=base_ref, fmt=style,
+                   policies=policies, out=out)
+            return
+        result = run_plan(stack_file or EXAMPLE_STACK)
+    except InputError as exc:
+        if style == "markdown":  # the PR comment says why there is no plan
+            from cli.plan_diff import invalid_markdown
+
+            text = invalid_markdown(stack_file or EXAMPLE_STACK, exc)
+            if out is None or save(out, text):
+                typer.echo(text, nl=False)
+        raise
     text = result.to_json() if style == "json" else render(result)
     if style == "markdown":
-        text = f"```text\n{text}```\n"
+        from cli.plan_diff import fenced
+
+        text = "\n".join(fenced(text, "text")) + "\n"
     if out is not None:
         problem = save(out, text)
         if problem:

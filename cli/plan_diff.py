@@ -5,11 +5,13 @@ violations read as text, JSON and a pull-request comment (markdown)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from components.diff import CostDelta, PlanDiff, ResourceChange
+    from fleet.errors import InputError
     from policies.rules import Violation
 
 MARKER = "<!-- accelfleet-plan -->"  # finds the sticky PR comment to update
@@ -17,23 +19,68 @@ MAX_VALUE = 60  # characters of a value shown in a table cell or line
 MAX_LINES = 200  # field lines in the folded details of a PR comment (GitHub caps at 65,536 B)
 
 
-def load_plan_json(path: Path) -> dict[str, Any]:
-    """A saved `accelfleet plan --json` document; InputError (exit 2) when it is not one."""
-    from fleet.errors import InputError
+MAX_PLAN_BYTES = 64 * 2**20  # a 1,000-pool plan is about 20 MB
+PLAN_HINT = "save one with `accelfleet plan STACK --json --out FILE`"
 
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"base plan {path} does not exist",
-                         hint="save one with `accelfleet plan STACK --json --out FILE`") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"base plan {path} is not a plan JSON document: {exc}",
-                         hint="save one with `accelfleet plan STACK --json --out FILE`") from None
+
+def load_plan_json(path: Path) -> dict[str, Any]:
+    """A saved `accelfleet plan --json` document, checked against the shape the diff reads
+    (`_PlanFile`); InputError (exit 2) naming each wrong field when it is not one."""
+    from pydantic import ValidationError
+
+    from fleet.errors import InputError
+    from fleet.input_files import load_json, problems_in
+
+    data = load_json(path, what="base plan", max_bytes=MAX_PLAN_BYTES, hint=PLAN_HINT)
     if not isinstance(data, dict) or "resources" not in data:
         raise InputError(f"base plan {path} is JSON but not an `accelfleet plan --json` "
-                         "document (no `resources`)",
-                         hint="save one with `accelfleet plan STACK --json --out FILE`")
+                         "document (no `resources`)", hint=PLAN_HINT)
+    try:
+        _plan_file().model_validate(data)
+    except ValidationError as exc:
+        raise InputError(f"base plan {path} is not an `accelfleet plan --json` document:\n"
+                         f"{problems_in(exc)}", hint=PLAN_HINT) from None
     return data
+
+
+def _plan_file() -> Any:
+    """The pydantic model of a saved plan: what the diff reads, each with its type (other
+    fields are kept as they are: a plan of a newer accelfleet still diffs)."""
+    from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr
+
+    class Part(BaseModel):
+        model_config = ConfigDict(extra="allow", strict=True)
+
+    class Resource(Part):
+        type: StrictStr
+        name: StrictStr
+        parent: StrictStr | None = None
+        provider: StrictStr | None = None
+        custom: StrictBool = True
+        inputs: dict[str, Any] | None = None
+
+    class Pool(Part):
+        name: StrictStr
+        cluster: StrictStr | None = None
+        team: StrictStr | None = None
+        nodes: StrictInt | None = None
+
+    class SystemPool(Part):
+        cluster: StrictStr | None = None
+        name: StrictStr = "system"
+        nodes: StrictInt | None = None
+
+    class Team(Part):
+        name: StrictStr
+
+    class PlanFile(Part):
+        stack: StrictStr | None = None
+        resources: list[Resource]
+        pools: list[Pool] | None = None
+        system_pools: list[SystemPool] | None = None
+        teams: list[Team] | None = None
+
+    return PlanFile
 
 
 def _git(args: list[str], cwd: Path) -> tuple[int, str, str]:
@@ -110,7 +157,10 @@ def plan_at_ref(stack_file: Path, ref: str) -> dict[str, Any]:
 # --- rendering ------------------------------------------------------------------------------
 
 def _value(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    """A value on one line: a string as it is unless it holds a line break or another
+    control character (then JSON-quoted, `\\n` shown), anything else as JSON."""
+    plain = isinstance(value, str) and value.isprintable()
+    text = value if plain else json.dumps(value, sort_keys=True)
     text = "(none)" if value is None else text
     return text if len(text) <= MAX_VALUE else text[:MAX_VALUE - 1] + "…"
 
@@ -125,6 +175,15 @@ def _usd(value: float | None, *, sign: bool = False) -> str:
     if sign:
         return f"{'+' if value >= 0 else '-'}${abs(value):,.0f}"
     return f"${value:,.0f}"
+
+
+def _before(row: CostDelta) -> str:
+    """A row's old cost: "new" for what the change adds (never "unpriced")."""
+    return "new" if row.status == "added" else _usd(row.old_usd)
+
+
+def _after(row: CostDelta) -> str:
+    return "gone" if row.status == "removed" else _usd(row.new_usd)
 
 
 def pool_status(diff: PlanDiff, row: CostDelta) -> str:
@@ -152,10 +211,13 @@ def _replacement_lines(diff: PlanDiff) -> list[str]:
 
 
 def render_text(diff: PlanDiff) -> str:
+    replaced = len(diff.replacements) + len(diff.destroyed_pools)
     lines = [f"plan diff of stack {diff.stack} against {diff.base}: "
              f"+{len(diff.of('add'))} to add, ~{len(diff.of('change'))} to change, "
-             f"-{len(diff.of('remove'))} to remove; monthly cost "
-             f"{_usd(diff.cost_delta_usd, sign=True)}"]
+             f"-{len(diff.of('remove'))} to remove"
+             + (f", {replaced} replacement{'s' if replaced != 1 else ''} destroying nodes"
+                if replaced else "")
+             + f"; monthly cost {_usd(diff.cost_delta_usd, sign=True)}"]
     lines += _replacement_lines(diff)
     pools = [(p, pool_status(diff, p)) for p in diff.pools]
     if any(s != "same" for _, s in pools):
@@ -164,14 +226,14 @@ def render_text(diff: PlanDiff) -> str:
             if status != "same":
                 lines.append(f"  {p.name} ({p.team}): {status}, nodes "
                              f"{_nodes(p.nodes[0])} -> {_nodes(p.nodes[1])}, "
-                             f"{_usd(p.old_usd)} -> {_usd(p.new_usd)}/month "
+                             f"{_before(p)} -> {_after(p)}/month "
                              f"({_usd(p.delta_usd, sign=True)})")
     teams = [t for t in diff.teams if t.status != "same"]
     if teams:
         lines.append("teams:")
         for t in teams:
             budget = f", budget {_usd(t.budget_usd)}" if t.budget_usd is not None else ""
-            lines.append(f"  {t.name}: {_usd(t.old_usd)} -> {_usd(t.new_usd)}/month "
+            lines.append(f"  {t.name}: {_before(t)} -> {_after(t)}/month "
                          f"({_usd(t.delta_usd, sign=True)}){budget}")
     if diff.resources:
         lines.append("resources:")
@@ -190,13 +252,44 @@ def _resource_lines(r: ResourceChange, *, indent: str, code: str = "") -> list[s
     out = [f"{indent}{mark} {code}{r.key}{code}{owner}"]
     for f in r.fields:
         flag = "  [forces replacement]" if f.replaces else ""
-        out.append(f"{indent}    {code}{f.path}{code}: {code}{_value(f.old)}{code} -> "
-                   f"{code}{_value(f.new)}{code}{flag}")
+        for path, old, new in _elements(f.path, f.old, f.new):
+            out.append(f"{indent}    {code}{path}{code}: {code}{_value(old)}{code} -> "
+                       f"{code}{_value(new)}{code}{flag}")
+            flag = ""
     return out
 
 
+def _elements(path: str, old: Any, new: Any) -> list[tuple[str, Any, Any]]:
+    """A list change element by element (an appended Kueue flavor shows as the element it
+    is, not as a cut-off whole list); anything else as it is."""
+    from components.diff import diff_values
+
+    if not (isinstance(old, list) and isinstance(new, list)):
+        return [(path, old, new)]
+    out: list[tuple[str, Any, Any]] = []
+    for i in range(max(len(old), len(new))):
+        o = old[i] if i < len(old) else None
+        n = new[i] if i < len(new) else None
+        if o != n:
+            out += diff_values(o, n, f"{path}[{i}]") if isinstance(o, dict) and \
+                isinstance(n, dict) else [(f"{path}[{i}]", o, n)]
+    return out or [(path, old, new)]
+
+
 def _md(text: str) -> str:
+    """Text for a markdown line or table cell: one line, no table or HTML break-out, no
+    inline code span closed early."""
+    text = "".join(c if c.isprintable() else " " for c in text)
     return text.replace("|", "\\|").replace("<", "&lt;").replace("`", "'")
+
+
+def fenced(body: str, info: str = "") -> list[str]:
+    """`body` as a markdown code block whose fence is longer than any run of backticks in it
+    (CommonMark: a fence closes only on a run at least as long), so no value in it can
+    close the block early and write markdown of its own into the comment."""
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + info, *body.splitlines(), fence]
 
 
 def render_markdown(diff: PlanDiff, violations: list[Violation] | None = None) -> str:
@@ -253,7 +346,7 @@ def render_markdown(diff: PlanDiff, violations: list[Violation] | None = None) -
             lines = [*lines[:MAX_LINES], f"... {len(lines) - MAX_LINES} more lines: see the "
                      "uploaded plan JSON or `accelfleet plan --diff --format text`"]
         out += [f"<details><summary>Resource changes ({len(diff.resources)})</summary>", "",
-                "```diff", *lines, "```", "", "</details>", ""]
+                *fenced("\n".join(lines), "diff"), "", "</details>", ""]
     out.append("<sub>Offline plan (Pulumi mocks) of the stack program; replacement-forcing "
                "inputs from the providers' ForceNew fields (components/data/replacements.yaml); "
                "costs at list prices or the stack's rates.</sub>")
@@ -306,6 +399,8 @@ def report(stack_file: Path, *, diff: Path | None, base_ref: str | None, fmt: st
     label = ""
     if diff is not None:  # checked before the (slower) plan
         base, label = load_plan_json(diff), str(diff)
+    if base_ref is not None:  # the ref too: a typo fails in milliseconds, not after a plan
+        stack_text_at_ref(stack_file, base_ref)
     plan = json.loads(run_plan(stack_file).to_json())
     if base_ref is not None:
         base, label = plan_at_ref(stack_file, base_ref), base_ref
@@ -342,6 +437,29 @@ def report(stack_file: Path, *, diff: Path | None, base_ref: str | None, fmt: st
         raise CheckFailed(f"{len(found)} policy violation(s) in stack {plan.get('stack')}",
                           hint="fix the resources named above (each line names the policy); "
                           "docs/plan.md lists the policies")
+
+
+def invalid_markdown(stack_file: Path, exc: InputError) -> str:
+    """The PR comment of a stack that does not plan: each problem (field, what is wrong, the
+    fix), so that the comment says what to change instead of staying empty."""
+    from fleet.errors import SpecError
+    from fleet.stackfile import stack_name
+
+    stack = stack_name(stack_file)
+    if isinstance(exc, SpecError):
+        items = [f"- `{_md(p.where)}`: {_md(p.message)}" + (f" — fix: {_md(p.hint)}"
+                                                            if p.hint else "")
+                 for p in exc.problems[:MAX_LINES]]
+        if len(exc.problems) > MAX_LINES:
+            items.append(f"- ... and {len(exc.problems) - MAX_LINES} more: run `accelfleet "
+                         f"fleet validate {_md(str(stack_file))}`")
+        count = len(exc.problems)
+    else:
+        items = [f"- {_md(exc.message)}" + (f" — fix: {_md(exc.hint)}" if exc.hint else "")]
+        count = 1
+    return "\n".join([MARKER, f"### accelfleet plan: stack `{_md(stack)}` is invalid", "",
+                      f":x: **{count} problem{'s' if count != 1 else ''}: no plan, no diff, "
+                      "no policy check until they are fixed**", "", *items, ""]) + "\n"
 
 
 def _policies_markdown(violations: list[Violation], *, stack: str) -> str:

@@ -28,7 +28,8 @@ app = typer.Typer(rich_markup_mode="markdown", no_args_is_help=True,
 
 StackOpt = Annotated[Path | None, typer.Option(
     "--stack", metavar="FILE", show_default=False,
-    help="The `stacks/Pulumi.<stack>.yaml` file (default: the example stack).")]
+    help="The `stacks/Pulumi.<stack>.yaml` file (default: $ACCELFLEET_STACK or $PULUMI_STACK, "
+    "else the only stack besides the example; a write never defaults to the example).")]
 DryRun = Annotated[bool, typer.Option(
     "--dry-run", help="Show what the change does and the diff; write nothing.")]
 PatchOpt = Annotated[Path | None, typer.Option(
@@ -46,9 +47,21 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output."
 
 
 def _stack(path: Path | None) -> Path:
-    from fleet.stackfile import EXAMPLE_STACK
+    """The stack to read (fleet.stack_choice): named, $ACCELFLEET_STACK / $PULUMI_STACK, the
+    only stack besides the example, else the example."""
+    from fleet.stack_choice import choose_stack
 
-    return path or EXAMPLE_STACK
+    return choose_stack(path).path
+
+
+def _target(path: Path | None, *, dry_run: bool, patch: Path | None, what: str) -> Path:
+    """The stack a pool edit works on: a write (not --dry-run, not --patch) needs a chosen
+    stack and never defaults to the example."""
+    from fleet.stack_choice import stack_for_write
+
+    if dry_run or patch is not None:
+        return _stack(path)
+    return stack_for_write(path, what=what)
 
 
 @app.command()
@@ -123,7 +136,8 @@ def request(
         return request_pool(raw, req, catalog=catalog, today=today)
 
     words = f'accelfleet pool request --team {team} --accelerator "{accelerator}"'
-    _apply(_stack(stack_file), decide, words, dry_run=dry_run, patch=patch, branch=branch,
+    _apply(_target(stack_file, dry_run=dry_run, patch=patch, what="pool request"), decide,
+           words, dry_run=dry_run, patch=patch, branch=branch,
            plan=plan, as_json=as_json)
 
 
@@ -152,7 +166,8 @@ def resize(
         return resize_pool(raw, name, nodes=nodes, topology=topology, catalog=catalog)
 
     size = f"--nodes {nodes}" if nodes is not None else f"--topology {topology}"
-    _apply(_stack(stack), decide, f"accelfleet pool resize {name} {size}", dry_run=dry_run,
+    _apply(_target(stack, dry_run=dry_run, patch=patch, what="pool resize"), decide,
+           f"accelfleet pool resize {name} {size}", dry_run=dry_run,
            patch=patch, branch=branch, plan=plan, as_json=as_json)
 
 
@@ -173,7 +188,8 @@ def remove(
     def decide(raw: dict[str, Any]) -> Change:
         return remove_pool(raw, name, catalog=catalog)
 
-    _apply(_stack(stack), decide, f"accelfleet pool remove {name}", dry_run=dry_run,
+    _apply(_target(stack, dry_run=dry_run, patch=patch, what="pool remove"), decide,
+           f"accelfleet pool remove {name}", dry_run=dry_run,
            patch=patch, branch=branch, plan=plan, as_json=as_json)
 
 
@@ -212,6 +228,7 @@ def _apply(path: Path, decide: Callable[[dict[str, Any]], Change], words: str, *
     if patch is not None and os.path.realpath(patch) == os.path.realpath(path):
         raise InputError("--patch names the stack file itself",
                          hint="give another file for the diff, e.g. pool.patch")
+    decide = _naming(path, decide)
     commit = None
     if branch is not None:
         from fleet.stack_git import commit_change
@@ -227,6 +244,26 @@ def _apply(path: Path, decide: Callable[[dict[str, Any]], Change], words: str, *
     diff = _plan(edit) if plan and not edit.change.changes_nothing else None
     _report(edit, path, dry_run=dry_run, patch=patch, commit=commit, diff=diff,
             as_json=as_json)
+
+
+def _naming(path: Path, decide: Callable[[dict[str, Any]], Change]
+            ) -> Callable[[dict[str, Any]], Change]:
+    """`decide`, whose refusals name the stack file they read and carry it in the commands
+    they suggest (an "unknown pool" from another file than the user thought is a puzzle)."""
+    from fleet.errors import InputError
+
+    def named(raw: dict[str, Any]) -> Change:
+        try:
+            return decide(raw)
+        except InputError as exc:
+            if str(path) not in exc.message:
+                exc.message = f"{path}: {exc.message}"
+            listing = f"`accelfleet pool list {path}`"
+            exc.message = exc.message.replace("`accelfleet pool list`", listing)
+            exc.hint = exc.hint.replace("`accelfleet pool list`", listing)
+            raise
+
+    return named
 
 
 def _shown(path: Path) -> str:
@@ -342,7 +379,7 @@ def expired(
     as_json: JsonOpt = False,
 ) -> None:
     """The pools past their `expires` date, with what each still costs a month, for the
-    platform team to reclaim (`accelfleet pool remove NAME`)."""
+    platform team to reclaim (`accelfleet pool remove NAME --stack FILE`)."""
     from datetime import date
 
     from cli._pool_words import pool_row
@@ -366,7 +403,8 @@ def expired(
         return
     _table(f"{path}: {len(rows)} expired pool{'s' if len(rows) != 1 else ''} as of {today}, "
            f"about ${total:,.0f} a month", rows)
-    typer.echo("give each back with `accelfleet pool remove NAME`, or move its `expires` later")
+    typer.echo(f"give each back with `accelfleet pool remove NAME --stack {path}`, or move "
+               "its `expires` later")
 
 
 def _table(title: str, rows: list[dict[str, Any]]) -> None:

@@ -88,10 +88,10 @@ def history(
     out = console()
     if not trends:
         out.print(f"no recorded run in {where} matches" if pool or node or accelerator
-                  else f"no run recorded in {where} yet")
+                  else f"no run recorded in {where} yet", markup=False)
         return
     colour = {"pass": "green", "warn": "yellow", "fail": "bold red", "skipped": "dim"}
-    t = Table(title=f"accelfleet smoke history ({where}): last {last} runs per node")
+    t = Table(title=escape(f"accelfleet smoke history ({where}): last {last} runs per node"))
     for col, just in (("pool", "left"), ("node", "left"), ("figure", "left"),
                       ("trend", "left"), ("last", "right"), ("recent median", "right"),
                       ("change", "right"), ("runs", "right"), ("verdict", "left"),
@@ -109,7 +109,8 @@ def history(
         verdict = tr.verdict + (f" (was {tr.last.verdict})" if tr.verdict != tr.last.verdict
                                 else "")
         t.add_row(escape(f"{tr.cluster + '/' if tr.cluster else ''}{tr.pool}"),
-                  escape(tr.node), tr.probe, sparkline(values), last_v, median, change,
+                  escape(tr.node), escape(tr.probe), sparkline(values), escape(last_v),
+                  median, change,
                   str(len(values)), f"[{c}]{verdict}[/{c}]", escape(note))
     print_table(out, t)
     if drifting:

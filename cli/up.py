@@ -34,6 +34,15 @@ def _engine(stack: str, packs: list[str]) -> Engine:
     return AutomationEngine(stack=stack, policy_packs=packs)
 
 
+def _cli_ready() -> None:
+    """The Pulumi CLI is there, checked before the offline plan (seconds) that `_stack`
+    runs: a missing CLI is said at once."""
+    if engine_factory is None:
+        from components.deploy import require_pulumi_cli
+
+        require_pulumi_cli()
+
+
 def _stack(stack_file: Path | None) -> tuple[Path, str, dict[str, Any]]:
     """(stack file, stack name, offline plan JSON) of a valid stack Pulumi can select."""
     import json
@@ -75,6 +84,7 @@ def preview(stack_file: StackArg = None, policy_pack: PolicyOpt = False) -> None
     """
     from components.deploy import engine_error
 
+    _cli_ready()
     _, name, _ = _stack(stack_file)
     engine = _engine(name, _packs(policy_pack))
     try:
@@ -124,6 +134,7 @@ def up(
     pools_to_smoke(smoke, set(), [])  # the choice is checked before any work
     writable(junit)
     writable(out, directory=True)
+    _cli_ready()
     path, name, plan = _stack(stack_file)
     engine = _engine(name, _packs(policy_pack))
     events: list[Any] = []

@@ -28,6 +28,8 @@ EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3  # an unexpected error: a bug in accelfleet
 EXIT_INTERRUPTED = 130
+MAX_WHERE_CHARS = 200  # where a problem is, as a message names it
+MAX_MESSAGE_CHARS = 1_000  # a problem's message or fix
 REPORT_URL = "https://github.com/accelfleet/accelfleet/issues"
 
 
@@ -63,6 +65,14 @@ class Problem:
     message: str
     hint: str = ""
     accepted: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        # A problem quotes what the user wrote: a 1 MB value never reaches the screen whole.
+        for name, limit in (("where", MAX_WHERE_CHARS), ("message", MAX_MESSAGE_CHARS),
+                            ("hint", MAX_MESSAGE_CHARS)):
+            text = getattr(self, name)
+            if len(text) > limit:
+                object.__setattr__(self, name, text[:limit - 3] + "...")
 
     def render(self) -> str:
         text = f"{self.where}: {self.message}"

@@ -18,6 +18,7 @@ SCHEMA_VERSION = 1
 # submits to on a GKE queued-provisioning pool, whose nodes come only through Kueue's
 # ProvisioningRequest admission check.
 SMOKE_QUEUE = "accelfleet-smoke"
+MAX_COUNT = 1_000_000  # nodes, devices, hosts or slices of one pool, far beyond any fleet
 
 
 @dataclass(frozen=True)
@@ -69,12 +70,27 @@ class Inventory:
                 hint="export it with `pulumi stack output inventory --json` or "
                 "`accelfleet plan --inventory FILE`",
             )
+        from pydantic import TypeAdapter, ValidationError
+
+        from fleet.input_files import problems_in
+
         try:
-            pools = tuple(InventoryPool(**p) for p in data["pools"])
-        except (KeyError, TypeError) as exc:
-            raise InputError(f"malformed inventory: {exc}",
-                             hint="regenerate it from the stack") from None
-        return cls(stack=str(data.get("stack", "")), pools=pools)
+            pools = tuple(TypeAdapter(list[InventoryPool]).validate_python(
+                data.get("pools")))
+        except ValidationError as exc:
+            raise InputError(f"malformed inventory:\n{problems_in(exc, prefix='pools')}",
+                             hint="regenerate it from the stack (`pulumi stack output "
+                             "--json --show-secrets`)") from None
+        for p in pools:
+            counts = (p.nodes, p.devices_per_node, p.jax_devices_per_node, p.hosts_per_slice,
+                      p.slices)
+            if any(n < 0 or n > MAX_COUNT for n in counts):
+                raise InputError(f"malformed inventory: pool {p.name!r} has a count outside "
+                                 f"0..{MAX_COUNT:,} (nodes {p.nodes}, devices per node "
+                                 f"{p.devices_per_node}, slices {p.slices})",
+                                 hint="regenerate it from the stack")
+        stack = data.get("stack", "")
+        return cls(stack=stack if isinstance(stack, str) else "", pools=pools)
 
     def pool(self, name: str) -> InventoryPool:
         for p in self.pools:

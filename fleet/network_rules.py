@@ -175,8 +175,20 @@ def _eks_public_access(r: Reporter, at: str, cidrs: Sequence[str]) -> None:
                   "traffic from inside the VPC uses the private endpoint")
 
 
+MIN_RANGE_PREFIX = 8  # 10.0.0.0/8, the largest private range (RFC 1918)
+
+
 def _with_prefix(net: Net, prefix: int) -> Net:
     return ipaddress.ip_network((net.network_address, prefix), strict=False)
+
+
+def _range_fix(net: Net, need: int) -> str:
+    """"use a /N or larger, e.g. ...", or, when the nodes need more than a /8 (no private
+    range is larger; a fleet's node count can ask for a negative prefix), the way out."""
+    if need < MIN_RANGE_PREFIX:
+        return ("no private range holds that many nodes (10.0.0.0/8 is the largest): lower "
+                "the pools' nodes (or max_nodes), or spread them over more clusters")
+    return f"use a /{need} or larger, e.g. {_with_prefix(net, need)}"
 
 
 def _free(prefix: int, used: Sequence[Net]) -> str:
@@ -222,7 +234,7 @@ def _gke_capacity(r: Reporter, at: str, ranges: dict[str, Net],
               f"({facts.gce_reserved} addresses of a subnet are reserved, "
               f"{facts.gce_reserved_source}), and the cluster's pools reach {nodes:,} at their "
               f"largest ({_listing(members)})",
-              f"use a /{need} or larger, e.g. {_with_prefix(node_net, need)}")
+              _range_fix(node_net, need))
     per_node = facts.gke_pod_prefix_per_node
     pod_nodes = 2 ** (per_node - pod_net.prefixlen) if pod_net.prefixlen <= per_node else 0
     if nodes > pod_nodes:
@@ -230,7 +242,7 @@ def _gke_capacity(r: Reporter, at: str, ranges: dict[str, Net],
         r.add(f"{at}.pods_cidr", f"the pod range {pod_net} holds the pods of {pod_nodes:,} "
               f"nodes (a /{per_node} per node: {facts.gke_pods_source}), and the cluster's "
               f"pools reach {nodes:,} nodes at their largest ({_listing(members)})",
-              f"use a /{need} or larger, e.g. {_with_prefix(pod_net, need)}")
+              _range_fix(pod_net, need))
 
 
 def _eks_capacity(r: Reporter, at: str, vpc: Net, members: Sequence[ResolvedPool]) -> None:

@@ -453,6 +453,26 @@ def remove_pool(raw: Mapping[str, Any], name: str, *, catalog: Catalog) -> Chang
     spec["pools"] = [p for p in _pools(spec) if p.get("name") != name]
     result = check(spec, catalog)
     if isinstance(result, SpecError):
-        raise RequestRefused(what, result.problems, hint="the rest of the stack refers to this "
-                             "pool: change what each problem names first")
+        raise RequestRefused(what, [_named_by(p, name, raw) for p in result.problems],
+                             hint="the rest of the stack refers to this pool: change what "
+                             "each problem names first")
     return Change("remove", name, spec, before, result)
+
+
+def _named_by(problem: Problem, name: str, raw: Mapping[str, Any]) -> Problem:
+    """A routing entry that names the removed pool, said as what it is (the did-you-mean of
+    an unknown name would offer another GPU, maybe on another cloud): which team's `prefer`
+    names it, and that the entry goes first."""
+    import re
+
+    m = re.fullmatch(r"routing\.teams\[(\d+)\]\.prefer\[(\d+)\]", problem.where)
+    if m is None or f"{name!r}" not in problem.message:
+        return problem
+    teams = (raw.get("routing") or {}).get("teams") if isinstance(raw.get("routing"),
+                                                                  Mapping) else None
+    rule = teams[int(m[1])] if isinstance(teams, list) and int(m[1]) < len(teams) else {}
+    team = rule.get("team", "?") if isinstance(rule, Mapping) else "?"
+    return Problem(problem.where, f"team {team}'s routing `prefer` list names pool {name} "
+                   f"(entry {int(m[2]) + 1}): Kueue would route its jobs to a pool that is "
+                   "gone", f"remove {name!r} from routing.teams[{m[1]}].prefer first (team "
+                   f"{team}), then remove the pool")

@@ -20,6 +20,7 @@ from fleet.cloud_limits import (
     check_zones,
     known_regions,
 )
+from fleet.cloud_values import check_cloud_values
 from fleet.control_planes import control_plane_costs
 from fleet.costs import check_budgets, priced, stack_rates
 from fleet.eks_rules import check_eks_cluster
@@ -42,7 +43,7 @@ from fleet.names import (
 from fleet.network_rules import check_capacity, check_cluster_ranges
 from fleet.routing_rules import routing_checks
 from fleet.spec import Cluster, FleetSpec, Pool
-from fleet.spec_errors import from_pydantic, records
+from fleet.spec_errors import from_pydantic, readme_words, records
 from fleet.system_pools import check_cpu_pool, system_pools
 from fleet.tpu_vm_rules import tpu_vm_limits
 
@@ -59,6 +60,7 @@ def validate_fleet(
         raise SpecError(problems, source=source, records=records(problems, raw)) from None
     checker = _Checker(spec, catalog)
     pools = checker.run()
+    checker.problems = readme_words(checker.problems, raw)
     if checker.problems:
         partial = Fleet(spec=spec, pools=tuple(pools), source=source,
                         system_pools=tuple(checker.system_pools),
@@ -125,6 +127,7 @@ class _Checker:
         self.warnings = [*self.warnings, *routing_warnings]
         self._rdma_zones(resolved)
         self._limits(resolved + self.system_pools)
+        check_cloud_values(self, self.spec, resolved)  # what the cloud would refuse at deploy
         return resolved
 
     def _limits(self, pools: list[ResolvedPool]) -> None:
@@ -374,9 +377,14 @@ class _Checker:
         if placement == "compact" and refusal:
             self.add(f"{at}.placement", refusal[0], refusal[1])
         if placement == "compact" and len(pool.zones) > 1:
+            # The fix must pass: an EFA pool in `placement: none` is refused for its zones
+            # next (EFA does not cross Availability Zones), so it is told what does pass.
+            efa = fabric and shape.cloud == "aws"
             self.add(f"{at}.placement",
                      f"compact placement needs a single zone, got {len(pool.zones)}",
-                     "keep one zone, or set `placement: none`")
+                     "keep one zone (EFA does not cross Availability Zones), or set "
+                     "`fabric: off` and `placement: none` if the pool needs no EFA" if efa
+                     else "keep one zone, or set `placement: none`")
         if multi_host and placement == "none":
             self.add(f"{at}.placement", "a multi-host TPU slice is always placed compactly",
                      "remove `placement: none`")

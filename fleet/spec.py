@@ -57,6 +57,18 @@ class GcpCloud(_Model):
     project: str = Field(pattern=GCP_PROJECT)
     region: str = Field(pattern=GCP_REGION)
 
+    @field_validator("project")
+    @classmethod
+    def _restricted(cls, value: str) -> str:
+        # Resource Manager refuses project ids holding restricted strings such as google
+        # (https://cloud.google.com/resource-manager/docs/creating-managing-projects); issue 21
+        # met it as a refusal at deploy time.
+        if "google" in value:
+            raise SpecValueError(f"{value!r} contains 'google', which Google Cloud refuses in "
+                                 "a project id", "use the id of your project as the console "
+                                 "shows it (e.g. acme-ml-prod)")
+        return value
+
 
 class AwsCloud(_Model):
     """An AWS account and the region the fleet lives in."""
@@ -317,14 +329,36 @@ class Team(_Model):
     contact: str | None = None
 
 
+MAX_SMOKE_TIMEOUT_S = 7 * 24 * 3600
+# A container image reference, as the distribution project's grammar has it
+# (github.com/distribution/reference regexp.go: domain, path components, tag, digest).
+_LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
+_DOMAIN = rf"{_LABEL}(?:\.{_LABEL})*"
+_PATH = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+IMAGE_REFERENCE = re.compile(
+    rf"(?:{_DOMAIN}(?::[0-9]+)?/)?{_PATH}(?:/{_PATH})*(?::[\w][\w.-]{{0,127}})?"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?")
+
+
 class Smoke(_Model):
     """How `accelfleet smoke run` tests the fleet."""
 
     max_tier: int = Field(default=2, ge=0, le=3)  # 0 inventory .. 3 fabric
     namespace: str = "accelfleet-smoke"
-    timeout_s: int = Field(default=900, ge=30)
+    # A Job's activeDeadlineSeconds is an int64 (k8s.io/api batch/v1); a smoke run is bounded
+    # far below it: a week.
+    timeout_s: int = Field(default=900, ge=30, le=MAX_SMOKE_TIMEOUT_S)
     torch_image: str | None = None
     jax_image: str | None = None
+
+    @field_validator("torch_image", "jax_image")
+    @classmethod
+    def _image(cls, value: str | None) -> str | None:
+        if value is not None and not IMAGE_REFERENCE.fullmatch(value):
+            raise SpecValueError(f"{value[:80]!r} is not a container image reference",
+                                 "write registry/repository:tag or @sha256:digest with no "
+                                 "spaces, e.g. us-docker.pkg.dev/acme/smoke/torch:2.5")
+        return value
 
 
 class StackRate(_Model):

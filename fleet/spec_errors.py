@@ -59,6 +59,11 @@ def _problem(err: Any, raw: object) -> Problem:
                        f'quote it: account: "{digits.zfill(12)}"')
     if kind == "string_pattern_mismatch" and ctx.get("pattern") in PATTERN_WORDS:
         words, example = PATTERN_WORDS[ctx["pattern"]]
+        near = _regions_near(ctx["pattern"], value)
+        if near:
+            return Problem(where, f"{_shown(value)} is not {words}; did you mean "
+                           f"{', '.join(map(repr, near))}?",
+                           f"use {near[0]!r}, e.g. {field}: {near[0]}", tuple(near))
         return Problem(where, f"{_shown(value)} is not {words}", f"write e.g. {field}: {example}")
     if kind == "literal_error":
         options = tuple(re.findall(r"'([^']*)'", str(ctx.get("expected", ""))))
@@ -74,20 +79,80 @@ def _problem(err: Any, raw: object) -> Problem:
                        f"{bound}{strict}", f"use a value {side} {bound}")
     if kind in _NUMBER:
         want = _NUMBER[kind]
-        quoted = isinstance(value, str) and kind not in ("string_type",)
-        fix = (f"write it without quotes, e.g. {field}: {value.strip()}"
-               if quoted and value.strip() else f"write {want} for `{field}`")
-        if kind == "string_type":
-            fix = f"write it in quotes, e.g. {field}: \"{value}\""
+        fix = f"write {want} for `{field}`"
+        if isinstance(value, str) and kind != "string_type" and _reads_as(kind, value):
+            fix = f"write it without quotes, e.g. {field}: {value.strip()}"
+        elif kind == "string_type" and isinstance(value, list | Mapping):
+            fix = (f"write one line of text for `{field}`, not a "
+                   f"{'list' if isinstance(value, list) else 'mapping'}")
+        elif kind == "string_type":
+            fix = f"write it in quotes, e.g. {field}: \"{_shown(value, quoted=False)}\""
         return Problem(where, f"must be {want}, not {_kind_of(value)} {_shown(value)}", fix)
     message = str(err["msg"]).removeprefix("Value error, ")
     return Problem(where, f"{message} (got {_shown(value)})",
                    f"see the README's stack format for `{field}`")
 
 
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+def _regions_near(pattern: str, value: object) -> list[str]:
+    """The catalog's regions closest to a malformed region (`us-central` -> us-central1)."""
+    from fleet.spec import AWS_REGION, GCP_REGION
+
+    cloud = {GCP_REGION: "gcp", AWS_REGION: "aws"}.get(pattern)
+    if cloud is None or not isinstance(value, str) or len(value) > 60:
+        return []
+    from fleet.catalog import load_catalog
+
+    known = sorted(load_catalog().regions[cloud].zones)  # type: ignore[index]
+    starts = [r for r in known if value and r.startswith(value.strip().lower())]
+    return (starts or suggest(value.strip().lower(), known))[:3]
+
+
+def readme_words(problems: Sequence[Problem], raw: object) -> list[Problem]:
+    """Problems in the stack's own words: a pool written with `zone: Z` is told about its
+    `zone`, not about `zones[0]` (the form the spec turns it into)."""
+    out = []
+    for p in problems:
+        m = re.match(r"^(pools\[(\d+)\](?: '[^']*')?|pools '([^']*)')\.zones\[0\]", p.where)
+        pool = _pool_of(raw, m[2], m[3]) if m else None
+        if m and isinstance(pool, Mapping) and "zone" in pool and "zones" not in pool:
+            p = Problem(m[1] + ".zone" + p.where[m.end():], p.message, p.hint, p.accepted)
+        out.append(p)
+    return out
+
+
+def _pool_of(raw: object, index: str | None, name: str | None) -> object:
+    pools = raw.get("pools") if isinstance(raw, Mapping) else None
+    if not isinstance(pools, list):
+        return None
+    if index is not None:
+        return pools[int(index)] if int(index) < len(pools) else None
+    return next((p for p in pools if isinstance(p, Mapping) and p.get("name") == name), None)
+
+
+def _shown(value: object, *, quoted: bool = True) -> str:
+    """A value as a message shows it, at most 60 characters (a 1 MB value is cut)."""
+    from fleet.input_files import shown
+
+    if not quoted and isinstance(value, int | float | str) and not isinstance(value, bool):
+        text = str(value) if not isinstance(value, int) or abs(value) < 10**60 else "..."
+        return text if len(text) <= 60 else text[:57] + "..."
+    return shown(value)
+
+
+def _reads_as(kind: str, text: str) -> bool:
+    """Whether `text`, written without quotes, is what `kind` asks for (so that the fix
+    "write it without quotes" never repeats a value that would be refused again)."""
+    words = text.strip()
+    if kind.startswith("int"):
+        return re.fullmatch(r"[-+]?[0-9][0-9_]*", words) is not None
+    if kind.startswith("float"):
+        try:
+            return math.isfinite(float(words))
+        except ValueError:
+            return False
+    if kind.startswith("bool"):
+        return words in ("true", "false")
+    return False
 
 
 def _kind_of(value: object) -> str:

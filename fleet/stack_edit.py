@@ -86,14 +86,17 @@ def locked(path: Path, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
 
 
 def read_text(path: Path) -> str:
+    """The stack's text exactly as stored: line endings kept (a CRLF file stays CRLF outside
+    the edit), bounded and refused in words as `fleet validate` reads it."""
+    from fleet.input_files import read_text as read_bounded
+
     try:
-        return path.read_text(encoding="utf-8")
-    except (FileNotFoundError, IsADirectoryError):
-        raise StackFileError(f"stack file {path} does not exist",
-                             hint="pass the path of a stacks/Pulumi.<stack>.yaml file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise StackFileError(f"cannot read stack file {path}: {exc}",
-                             hint="check the path and that the file is UTF-8 text") from None
+        return read_bounded(path, what="stack file", max_bytes=MAX_STACK_BYTES,
+                            hint="pass the path of a stacks/Pulumi.<stack>.yaml file")
+    except StackFileError:
+        raise
+    except InputError as exc:
+        raise StackFileError(exc.message, hint=exc.hint) from None
 
 
 def fleet_of(text: str, source: str) -> dict[str, Any]:
@@ -125,11 +128,18 @@ def edit_stack(path: Path, decide: Callable[[dict[str, Any]], Change], *, write:
 
 def write_atomic(path: Path, text: str) -> None:
     """Replace `path` with `text`: a temporary file in the same directory, fsync'd, renamed over
-    it (its permissions kept), the directory fsync'd."""
+    it (its permissions kept), the directory fsync'd. A path that is not a regular file (a
+    device such as /dev/null, a FIFO) is written through, never renamed over: what the user
+    named stays what it was."""
     try:
-        mode = stat.S_IMODE(path.stat().st_mode)
+        info = path.stat()
     except FileNotFoundError:
         mode = 0o644
+    else:
+        if not stat.S_ISREG(info.st_mode):
+            write_through(path, text)
+            return
+        mode = stat.S_IMODE(info.st_mode)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
@@ -146,6 +156,19 @@ def write_atomic(path: Path, text: str) -> None:
         os.fsync(directory)
     finally:
         os.close(directory)
+
+
+def write_through(path: Path, text: str) -> None:
+    """Write `text` into an existing non-regular file (a device, a FIFO with a reader) in
+    place; OSError when it cannot be (a FIFO nobody reads: ENXIO, never a hang)."""
+    fd = os.open(path, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        os.set_blocking(fd, True)
+        data = text.encode("utf-8")
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
+        os.close(fd)
 
 
 # -- rendering ---------------------------------------------------------------------------------

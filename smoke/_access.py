@@ -68,13 +68,33 @@ def default_kubeconfig() -> Path:
 
 
 def _contexts(path: Path) -> list[str]:
+    import yaml
     from kubernetes import config  # type: ignore[attr-defined]
 
     try:
         contexts, _ = config.list_kube_config_contexts(config_file=str(path))
-    except (config.ConfigException, OSError, TypeError, ValueError):
+    except (config.ConfigException, OSError, TypeError, ValueError, AttributeError,
+            RecursionError, yaml.YAMLError):
         return []
-    return [str(c["name"]) for c in contexts or []]
+    if not isinstance(contexts, list):
+        return []
+    return [str(c["name"]) for c in contexts if isinstance(c, dict) and "name" in c]
+
+
+def _regular_or_absent(path: Path) -> None:
+    """Refuse a kubeconfig path that is a FIFO or a device (reading one blocks forever or
+    never ends), before the Kubernetes client opens it."""
+    import stat
+
+    from fleet.input_files import file_kind
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        raise InputError(f"kubeconfig {path} is {file_kind(mode)}, not a regular file",
+                         hint="pass a kubeconfig file with --kubeconfig (or $KUBECONFIG)")
 
 
 def _guess_context(cluster: str, names: list[str]) -> str | None:
@@ -88,10 +108,8 @@ def connect(refs: list[ClusterRef], *, kubeconfig: Path | None = None,
             contexts: Mapping[str, str] | None = None,
             outputs_kubeconfigs: Mapping[str, str] | None = None,
             check: bool = True) -> dict[str, ApiClient]:
-    """An API client per cluster, each checked reachable and authorised (`check`)."""
-    from kubernetes import config  # type: ignore[attr-defined]
-    from ruamel.yaml import YAML
-
+    """An API client per cluster, each checked reachable and authorised (`check`); every
+    cluster that cannot be used is named in one SetupError."""
     path = kubeconfig or default_kubeconfig()
     wanted = dict(contexts or {})
     unknown = set(wanted) - {r.name for r in refs}
@@ -99,34 +117,60 @@ def connect(refs: list[ClusterRef], *, kubeconfig: Path | None = None,
         raise InputError(f"--context names cluster(s) the run does not use: "
                          f"{', '.join(sorted(unknown))}",
                          hint=f"clusters: {', '.join(r.name for r in refs)}")
+    _regular_or_absent(path)
     names = _contexts(path) if path.exists() else []
     clients: dict[str, ApiClient] = {}
-    for ref in refs:
+    failed: list[SetupError] = []
+    for ref in refs:  # every cluster tried: all that cannot be reached are named at once
         try:
-            if ref.name in wanted:
-                if wanted[ref.name] not in names:
-                    raise SetupError(
-                        f"cluster {ref.name}: no context {wanted[ref.name]!r} in {path}",
-                        hint=ref.fix())
-                clients[ref.name] = config.new_client_from_config(
-                    config_file=str(path), context=wanted[ref.name])
-            elif outputs_kubeconfigs and ref.name in outputs_kubeconfigs:
-                doc = YAML(typ="safe").load(outputs_kubeconfigs[ref.name])
-                clients[ref.name] = config.new_client_from_config_dict(doc)
-            else:
-                ctx = _guess_context(ref.name, names)
-                if ctx is None:
-                    where = f"{path}" if path.exists() else f"{path} (missing)"
-                    raise SetupError(f"cluster {ref.name}: no kubeconfig context for it in "
-                                     f"{where}", hint=ref.fix())
-                clients[ref.name] = config.new_client_from_config(config_file=str(path),
-                                                                  context=ctx)
-        except (config.ConfigException, ValueError, TypeError, AttributeError) as exc:
-            raise SetupError(f"cluster {ref.name}: its kubeconfig cannot be used: {exc}",
-                             hint=ref.fix()) from None
-        if check:
-            preflight(ref, clients[ref.name])
+            clients[ref.name] = _client(ref, path, names, wanted, outputs_kubeconfigs)
+            if check:
+                preflight(ref, clients[ref.name])
+        except SetupError as exc:
+            failed.append(exc)
+    if len(failed) == 1:
+        raise failed[0]
+    if failed:
+        raise SetupError(f"{len(failed)} of {len(refs)} clusters cannot be used:\n"
+                         + "\n".join(f"  - {e.message}" for e in failed),
+                         hint="; ".join(dict.fromkeys(e.hint for e in failed if e.hint)))
     return clients
+
+
+def _client(ref: ClusterRef, path: Path, names: list[str], wanted: Mapping[str, str],
+            outputs_kubeconfigs: Mapping[str, str] | None) -> ApiClient:
+    """The API client of one cluster (not yet checked reachable); SetupError when its
+    kubeconfig or context cannot be used."""
+    import yaml
+    from kubernetes import config  # type: ignore[attr-defined]
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        if ref.name in wanted:
+            if wanted[ref.name] not in names:
+                raise SetupError(
+                    f"cluster {ref.name}: no context {wanted[ref.name]!r} in {path}",
+                    hint=ref.fix())
+            client: ApiClient = config.new_client_from_config(config_file=str(path),
+                                                              context=wanted[ref.name])
+            return client
+        if outputs_kubeconfigs and ref.name in outputs_kubeconfigs:
+            doc = YAML(typ="safe").load(outputs_kubeconfigs[ref.name])
+            client = config.new_client_from_config_dict(doc)
+            return client
+        ctx = _guess_context(ref.name, names)
+        if ctx is None:
+            where = f"{path}" if path.exists() else f"{path} (missing)"
+            raise SetupError(f"cluster {ref.name}: no kubeconfig context for it in "
+                             f"{where}", hint=ref.fix())
+        client = config.new_client_from_config(config_file=str(path), context=ctx)
+        return client
+    except (config.ConfigException, ValueError, TypeError, AttributeError, KeyError,
+            RecursionError, YAMLError, yaml.YAMLError) as exc:
+        words = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise SetupError(f"cluster {ref.name}: its kubeconfig cannot be used (it is not "
+                         f"a kubeconfig: {words})", hint=ref.fix()) from None
 
 
 def preflight(ref: ClusterRef, client: ApiClient) -> None:

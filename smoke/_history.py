@@ -134,6 +134,11 @@ class Trend:
                             "verdict": p.verdict} for p in self.points]}
 
 
+def is_cpu(accelerator: str | None) -> bool:
+    """Whether figures come from a CPU (a `smoke local` run without an accelerator)."""
+    return (accelerator or "").strip().lower() in ("cpu", "none")
+
+
 def _drifted(series: Sequence[float | None]) -> tuple[float, float] | None:
     """(last / recent median, recent median) when the last value drifted, else None."""
     if not series or series[-1] is None:
@@ -181,18 +186,48 @@ class _Series:
                        for s, v in zip(seqs, node_values, strict=True))
         before = [v for v in node_values[:-1] if v is not None][-DRIFT_RUNS:]
         drift = []
-        hit = _drifted(node_values)
+        # A CPU's figures move with whatever else the machine runs: no drift alarm on them.
+        hit = None if is_cpu(self.accelerator) else _drifted(node_values)
         if hit is not None:
             drift.append(f"the node's median fell to {hit[0]:.2f} of its recent median "
                          f"{hit[1]:,.4g} {self.unit}")
         for device, by_seq in sorted(self.devices.items()):
-            hit = _drifted([by_seq.get(s) for s in seqs])
+            hit = None if is_cpu(self.accelerator) else _drifted([by_seq.get(s) for s in seqs])
             if hit is not None:
                 drift.append(f"{device} fell to {hit[0]:.2f} of its recent median "
                              f"{hit[1]:,.4g} {self.unit}")
         return Trend(self.cluster, self.pool, self.node, self.accelerator, self.probe,
                      self.unit, points, statistics.median(before) if before else None,
                      tuple(drift))
+
+
+_COLUMNS = {"runs": {"seq", "run_id", "kind", "stack", "started_at", "duration_s",
+                     "thresholds_version", "ok", "recorded_at"},
+            "results": {"run_seq", "cluster", "pool", "node", "accelerator", "device", "probe",
+                        "tier", "unit", "measured", "expected", "floor", "verdict"}}
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _names(tables: dict[str, set[str]]) -> str:
+    names = sorted(tables)
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
+def _refuse_non_regular(path: Path) -> None:
+    import stat
+
+    from fleet.input_files import file_kind
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        raise InputError(f"the smoke history {path} is {file_kind(mode)}, not a regular file",
+                         hint="pass a history file with --history PATH")
 
 
 class History:
@@ -203,19 +238,41 @@ class History:
 
     @classmethod
     def open(cls, path: Path, *, create: bool = True) -> History:
-        if not create and not path.exists():
-            raise InputError(f"no smoke history at {path}",
-                             hint="`accelfleet smoke run` and `smoke local` record one (by "
-                             f"default in {DEFAULT_PATH}); or pass --history PATH")
+        """The history at `path`, to append to (`create`: made when missing) or, with
+        `create=False`, only to read: opened read-only (`mode=ro`), so reading never writes
+        (no table, no `user_version`, no WAL switch), and a file that is not an accelfleet
+        history is refused, untouched."""
+        if not create:
+            return cls._open_read_only(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            _refuse_non_regular(path)
             conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
             raise InputError(f"cannot open the smoke history {path}: {exc}",
                              hint="choose a writable --history PATH, or --no-history") from None
+        return cls._prepared(conn, path, read_only=False)
+
+    @classmethod
+    def _open_read_only(cls, path: Path) -> History:
+        if not path.exists():
+            raise InputError(f"no smoke history at {path}",
+                             hint="`accelfleet smoke run` and `smoke local` record one (by "
+                             f"default in {DEFAULT_PATH}); or pass --history PATH")
+        _refuse_non_regular(path)
+        try:
+            conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                                   timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        except (OSError, sqlite3.Error, ValueError) as exc:
+            raise InputError(f"cannot read the smoke history {path}: {exc}",
+                             hint="check the path and its permissions") from None
+        return cls._prepared(conn, path, read_only=True)
+
+    @classmethod
+    def _prepared(cls, conn: sqlite3.Connection, path: Path, *, read_only: bool) -> History:
         h = cls(conn, path)
         try:
-            h._prepare()
+            h._prepare(read_only=read_only)
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise InputError(f"{path} is not a usable smoke history: {exc}",
@@ -235,9 +292,20 @@ class History:
     def close(self) -> None:
         self.conn.close()
 
-    def _prepare(self) -> None:
+    def _prepare(self, *, read_only: bool = False) -> None:
         c = self.conn
         c.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        version = c.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise InputError(f"the smoke history {self.path} has schema {version}; this "
+                             f"accelfleet knows schema {SCHEMA_VERSION}",
+                             hint="use a newer accelfleet, or pass another --history PATH")
+        # Another writer may be creating the schema right now (tables first, then the
+        # version, in one transaction): outside a transaction only a file with tables that
+        # are not ours is refused; the creation below checks again under the write lock.
+        self._check_ours(version, read_only=read_only, ours_ok=not read_only)
+        if read_only:
+            return
         for attempt in range(50):  # switching to WAL needs a moment with no other writer
             try:
                 if c.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() == "wal":
@@ -247,18 +315,40 @@ class History:
                     raise
             time.sleep(0.05)
         c.execute("PRAGMA synchronous = NORMAL")  # durable at each checkpoint; safe in WAL
-        version = c.execute("PRAGMA user_version").fetchone()[0]
         if version == SCHEMA_VERSION:
             return
-        if version > SCHEMA_VERSION:
-            raise InputError(f"the smoke history {self.path} has schema {version}; this "
-                             f"accelfleet knows schema {SCHEMA_VERSION}",
-                             hint="use a newer accelfleet, or pass another --history PATH")
         with self._write():
-            if c.execute("PRAGMA user_version").fetchone()[0] == 0:
+            version = c.execute("PRAGMA user_version").fetchone()[0]
+            self._check_ours(version, read_only=False)
+            if version == 0:
                 for statement in filter(str.strip, _SCHEMA.split(";")):
                     c.execute(statement)  # not executescript: it would commit first
                 c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _check_ours(self, version: int, *, read_only: bool, ours_ok: bool = False) -> None:
+        """Refuse a SQLite file that is not an accelfleet history: another application's
+        tables, or (to read) an empty file or one without our tables and columns."""
+        tables = {name: {str(col[1]) for col in self.conn.execute(
+                      f"PRAGMA table_info({_quoted(name)})")}
+                  for (name,) in self.conn.execute(
+                      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT "
+                      "LIKE 'sqlite_%'")}
+        hint = ("pass the history `accelfleet smoke run` records (default "
+                f"{DEFAULT_PATH}), or another --history PATH")
+        if version == 0 and tables and not (ours_ok and set(tables) <= set(_COLUMNS)):
+            raise InputError(f"{self.path} is not an accelfleet smoke history: it is a SQLite "
+                             f"file of another application (tables {_names(tables)})",
+                             hint=hint + "; it was left untouched")
+        if version == 0 and read_only:
+            raise InputError(f"{self.path} is not an accelfleet smoke history: it holds no "
+                             "runs (an empty SQLite file)", hint=hint)
+        if version == SCHEMA_VERSION:
+            for table, columns in _COLUMNS.items():
+                missing = columns - tables.get(table, set())
+                if missing:
+                    raise InputError(f"{self.path} is not an accelfleet smoke history of "
+                                     f"schema {SCHEMA_VERSION}: table `{table}` lacks "
+                                     f"{', '.join(sorted(missing))}", hint=hint)
 
     @contextmanager
     def _write(self) -> Iterator[None]:
@@ -280,14 +370,16 @@ class History:
                     continue
                 node = o.node or o.report.host
                 acc = o.report.accelerator or pool.accelerator
+                if is_cpu(o.report.platform):  # `--expect h100` on a CPU: the CPU's figures
+                    acc = "cpu"
                 rows += [(pool.cluster or "", pool.name, node, acc, r.device, r.probe, r.tier,
-                          r.unit, r.measured, r.expected, r.details.get("floor"),
+                          r.unit, r.measured, r.expected, _figure(r.details.get("floor")),
                           r.verdict.value) for r in o.report.results]
             accs = {o.node: (o.report.accelerator if o.report else None) for o in pool.nodes}
             rows += [(pool.cluster or "", pool.name, c.node, accs.get(c.node) or
                       pool.accelerator, c.result.device, c.result.probe, c.result.tier,
                       c.result.unit, c.result.measured, c.result.expected,
-                      c.result.details.get("floor"), c.result.verdict.value)
+                      _figure(c.result.details.get("floor")), c.result.verdict.value)
                      for c in pool.checks if c.node is not None]
         now = datetime.now(UTC).isoformat(timespec="seconds")
         try:
@@ -347,11 +439,17 @@ class History:
             SELECT cluster, pool, node, accelerator, probe, device, unit, measured, verdict,
                    run_seq, run_id, started_at
             FROM picked WHERE back <= ?"""
-        series: dict[tuple[str, str, str, str], _Series] = {}
+        series: dict[tuple[str, str, str, str, str], _Series] = {}
         for (cluster, pool_, node_, acc, probe, device, unit, measured, verdict, seq, run_id,
              when) in self.conn.execute(sql, [*args, window]):
+            if not _sound(cluster, pool_, node_, acc, probe, device, unit, run_id, when,
+                          measured, verdict):
+                raise InputError(f"the smoke history {self.path} holds a damaged result "
+                                 f"(run {run_id!r}, probe {probe!r}: a value of the wrong "
+                                 "type)", hint="it was written by something other than "
+                                 "accelfleet: move it aside, or pass another --history PATH")
             base = probe.removesuffix("_vs_pool")
-            key = (cluster, pool_, node_, base)
+            key = (cluster, pool_, node_, base, acc)  # a CPU run is not the GPU's series
             s = series.get(key)
             if s is None:
                 s = series[key] = _Series(cluster, pool_, node_, acc, base)
@@ -359,6 +457,25 @@ class History:
         trends = [s.trend() for _, s in sorted(series.items()) if s.values]
         order = {p: i for i, p in enumerate(TREND_PROBES)}
         return sorted(trends, key=lambda t: (t.cluster, t.pool, t.node, order[t.probe]))
+
+
+def _figure(value: object) -> float | None:
+    """A figure from a host's details, as the history stores it: a number, or NULL."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+_VERDICTS = frozenset(v.value for v in Verdict)
+
+
+def _sound(*row: object) -> bool:
+    """A trends row of the types accelfleet writes: text, then a measured figure (a number
+    or NULL) and a verdict."""
+    *texts, measured, verdict = row
+    return (all(isinstance(t, str) for t in texts) and verdict in _VERDICTS
+            and (measured is None or (isinstance(measured, int | float)
+                                      and not isinstance(measured, bool))))
 
 
 def record(run: RunReport, path: Path, *, kind: str) -> list[Trend]:

@@ -12,6 +12,7 @@ stack, versions and threshold registry version, and every failure with its reaso
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -139,11 +140,13 @@ def _chart(pool: PoolReport, rows: dict[str, list[ProbeResult]], probe: str, tit
     from smoke import verdict as V
 
     order = _node_order(rows)
-    data = [(n, r) for n in order for r in rows[n] if r.probe == probe and r.measured is not None]
+    # A chart scales to its largest figure: an infinite or NaN one (a host's report is input)
+    # is left out of the chart, and shown as reported in the node's table.
+    data = [(n, r) for n in order for r in rows[n] if r.probe == probe and _finite(r.measured)]
     if not data:
         return None
-    peaks = [r.expected for _, r in data if r.expected]
-    floors = [float(r.details["floor"]) for _, r in data if r.details.get("floor") is not None]
+    peaks = [r.expected for _, r in data if r.expected and _finite(r.expected)]
+    floors = [f for _, r in data if (f := _number(r.details.get("floor"))) is not None]
     peak = max(peaks) if peaks else None
     floor = min(floors) if floors else None
     acc = next((o.report.accelerator for o in pool.nodes if o.report is not None), None)
@@ -195,6 +198,17 @@ def _chart(pool: PoolReport, rows: dict[str, list[ProbeResult]], probe: str, tit
     ticks = [(x(t * step), number(t * step)) for t in range(int(top / step) + 1)]
     note = "" if peak is not None else "no catalog peak for this device: figures only"
     return Chart(f"{title} ({unit})", unit, y + 26, out_rows, lines, zones, groups, ticks, note)
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+def _number(value: object) -> float | None:
+    """A figure from a report's details: a finite number, or None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
 def _nice_step(top: float) -> float:

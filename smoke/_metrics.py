@@ -16,8 +16,8 @@ is written to a temporary name and renamed, so a collector never reads half of i
 
 from __future__ import annotations
 
+import math
 import os
-import tempfile
 from datetime import datetime
 from pathlib import Path
 
@@ -46,14 +46,27 @@ def _labels(**labels: str) -> str:
 
 
 def _value(v: float) -> str:
-    return repr(float(v))
+    """A sample value as OpenMetrics writes it: `+Inf`, `-Inf` and `NaN` by those names."""
+    f = float(v)
+    if math.isnan(f):
+        return "NaN"
+    if math.isinf(f):
+        return "+Inf" if f > 0 else "-Inf"
+    return repr(f)
 
 
 def openmetrics(run: RunReport) -> str:
     """The run's figures, thresholds and verdicts as OpenMetrics text."""
     families: dict[str, tuple[str, list[str]]] = {}
+    seen: dict[tuple[str, str], int] = {}
 
     def sample(name: str, help_: str, labels: str, value: float) -> None:
+        # A host that reports the same (device, probe) twice gives two samples with one
+        # label set, which OpenMetrics forbids: the repeats keep their figures, told apart
+        # by a `repeat` label (2, 3, ...).
+        times = seen[name, labels] = seen.get((name, labels), 0) + 1
+        if times > 1:
+            labels = labels[:-1] + f',repeat="{times}"}}' if labels else f'{{repeat="{times}"}}'
         families.setdefault(PREFIX + name, (help_, []))[1].append(
             f"{PREFIX}{name}{labels} {_value(value)}")
 
@@ -78,9 +91,10 @@ def openmetrics(run: RunReport) -> str:
                 if r.probe in FIGURES and r.measured is not None:
                     name, help_ = FIGURES[r.probe]
                     sample(name, help_, _labels(**base), r.measured)
-                    if r.details.get("floor") is not None:
+                    floor = r.details.get("floor")
+                    if isinstance(floor, int | float) and not isinstance(floor, bool):
                         sample("floor", "the floor the figure is judged against",
-                               _labels(**base, probe=r.probe), float(r.details["floor"]))
+                               _labels(**base, probe=r.probe), floor)
                     if r.expected is not None:
                         sample("peak", "the catalog peak of the figure",
                                _labels(**base, probe=r.probe), r.expected)
@@ -105,18 +119,15 @@ def openmetrics(run: RunReport) -> str:
 
 
 def write_metrics(run: RunReport, path: Path) -> str | None:
-    """Write atomically (temporary file, rename); the problem in words, or None."""
+    """Write atomically (temporary file, fsync, rename; a new file readable by the
+    collector, which runs as another user), or through a device or FIFO the path names
+    (never renamed over); the problem in words, or None."""
+    from fleet.stack_edit import write_atomic
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(openmetrics(run))
-            os.chmod(tmp, 0o644)  # the collector runs as another user
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        target = Path(os.path.realpath(path))  # through a symlink, never over it
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, openmetrics(run))
     except OSError as exc:
         return f"cannot write {path}: {exc.strerror or exc}"
     return None

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
@@ -65,18 +66,51 @@ class ProbeResult:
         return cls(
             device=str(data["device"]),
             probe=str(data["probe"]),
-            tier=int(data["tier"]),
+            tier=_bounded(data["tier"], "tier", 0, MAX_TIER),
             verdict=Verdict(data["verdict"]),
             reason=str(data["reason"]),
             measured=None if data.get("measured") is None else float(data["measured"]),
             expected=None if data.get("expected") is None else float(data["expected"]),
             unit=str(data.get("unit", "")),
-            attempts=int(data.get("attempts", 1)),
-            details=dict(data.get("details") or {}),
+            attempts=_bounded(data.get("attempts", 1), "attempts", 0, MAX_ATTEMPTS),
+            details=_details(data.get("details") or {}),
         )
 
     def with_verdict(self, verdict: Verdict, reason: str) -> ProbeResult:
         return replace(self, verdict=verdict, reason=reason)
+
+
+MAX_TIER = 9  # tiers are 0..4; a host report is input: a tier of 2**63 is not one
+MAX_ATTEMPTS = 1_000
+
+
+def _bounded(value: Any, name: str, low: int, high: int) -> int:
+    """A whole number from a host report within [low, high]; ValueError otherwise (the
+    launcher then reads the node as giving no report)."""
+    number = int(value)
+    if not low <= number <= high:
+        raise ValueError(f"{name} {number} is outside {low}..{high}")
+    return number
+
+
+_FIGURES = ("floor", "ratio")  # details the reports compute with
+_LISTS = ("transports_seen", "transports_expected")
+
+
+def _details(raw: dict[str, Any]) -> dict[str, Any]:
+    """A host's `details`, as the report writers read them: a figure they compute with is a
+    finite number (else kept as text under `<name>_reported`, never lost), a list is a list."""
+    out = {str(k): v for k, v in dict(raw).items()}
+    for key in _FIGURES:
+        value = out.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or not math.isfinite(value)):
+            out[f"{key}_reported"] = str(out.pop(key))[:200]
+    for key in _LISTS:
+        value = out.get(key)
+        if value is not None and not isinstance(value, list):
+            out[key] = [str(value)[:200]]
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +179,7 @@ class HostReport:
             backend=str(data["backend"]),
             platform=str(data["platform"]),
             versions={str(k): str(v) for k, v in (data.get("versions") or {}).items()},
-            tier=int(data["tier"]),
+            tier=_bounded(data["tier"], "tier", 0, MAX_TIER),
             results=tuple(ProbeResult.from_dict(r) for r in data.get("results") or []),
             expect=data.get("expect"),
             accelerator=data.get("accelerator"),

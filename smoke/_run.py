@@ -14,6 +14,7 @@ that crashed or never reported, a workload that could not be scheduled or timed 
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -253,6 +254,26 @@ class RunReport:
                        duration_s=report.duration_s),))
 
 
+# What XML 1.0 forbids in a document (https://www.w3.org/TR/xml/#charsets): control characters
+# but tab, newline and carriage return; surrogates; U+FFFE and U+FFFF.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """`text` with every character XML 1.0 forbids written as `\\xNN` (or `\\uNNNN`), so a
+    host's control characters neither make the JUnit XML ill-formed nor vanish."""
+    return _NOT_XML.sub(lambda m: (f"\\x{ord(m[0]):02x}" if ord(m[0]) < 256
+                                   else f"\\u{ord(m[0]):04x}"), text)
+
+
+def xml_safe(root: ET.Element) -> None:
+    """Every attribute and text of the tree through `xml_text`, in place."""
+    for element in root.iter():
+        element.attrib = {k: xml_text(v) for k, v in element.attrib.items()}
+        if element.text is not None:
+            element.text = xml_text(element.text)
+
+
 def junit(run: RunReport) -> str:
     """JUnit XML: a testsuite per pool, a testcase per node and probe (device in the name)."""
     root = ET.Element("testsuites", {"name": f"accelfleet smoke run {run.run_id}"})
@@ -289,5 +310,6 @@ def junit(run: RunReport) -> str:
         case = ET.SubElement(suite, "testcase", {"classname": "accelfleet.smoke",
                                                  "name": "nodes tested", "time": "0"})
         ET.SubElement(case, "failure", {"message": run.nothing_tested, "type": "fail"})
+    xml_safe(root)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

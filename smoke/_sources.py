@@ -7,7 +7,6 @@ exports it) or from `--outputs`, a saved `pulumi stack output --json --show-secr
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,17 +34,14 @@ class RunSource:
     kubeconfigs: dict[str, str]  # cluster -> kubeconfig YAML, from the stack's outputs
 
 
+MAX_OUTPUTS_BYTES = 64 * 2**20  # a stack's outputs with every kubeconfig: a few MB at most
+OUTPUTS_HINT = "save it with `pulumi stack output --json --show-secrets > FILE`"
+
+
 def _read_outputs(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"outputs file {path} does not exist",
-                         hint="save it with `pulumi stack output --json --show-secrets > "
-                         f"{path}`") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"outputs file {path} is not readable JSON: {exc}",
-                         hint="save it with `pulumi stack output --json --show-secrets`"
-                         ) from None
+    from fleet.input_files import load_json
+
+    data = load_json(path, what="outputs file", max_bytes=MAX_OUTPUTS_BYTES, hint=OUTPUTS_HINT)
     if not isinstance(data, dict) or "inventory" not in data:
         raise InputError(f"outputs file {path} has no `inventory` output",
                          hint="these are not the outputs of an accelfleet stack; use "
@@ -84,7 +80,10 @@ def load_source(stack_file: Path | None, outputs: Path | None) -> RunSource:
     kubeconfigs: dict[str, str] = {}
     if outputs is not None:
         data = _read_outputs(outputs)
-        inventory = Inventory.from_dict(data["inventory"])
+        try:
+            inventory = Inventory.from_dict(data["inventory"])
+        except InputError as exc:
+            raise InputError(f"outputs file {outputs}: {exc.message}", hint=exc.hint) from None
         raw = data.get("kubeconfigs") or {}
         if not isinstance(raw, dict):
             raise InputError(f"outputs file {outputs}: `kubeconfigs` is not a mapping",

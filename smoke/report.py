@@ -4,13 +4,14 @@ probe), and a cluster run's (one row per node).
 
 from __future__ import annotations
 
+import math
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from smoke._results import HostReport, ProbeResult, Verdict
-from smoke._run import RunReport
+from smoke._run import Failure, RunReport, xml_safe
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -23,6 +24,8 @@ def number(value: float | None) -> str:
     """A figure as people read it: 3 significant digits, thousands grouped, '-' for none."""
     if value is None:
         return "-"
+    if not math.isfinite(value):
+        return str(value)  # inf, -inf, nan: shown as reported, never formatted
     if value != 0 and abs(value) < 0.01:
         return f"{value:.1e}"
     return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
@@ -55,12 +58,20 @@ def nccl_used(results: Iterable[ProbeResult]) -> str:
     return "; ".join(p for p in parts if p)
 
 
+def _text(value: object) -> str:
+    """What a host reported, as a table cell shows it: Rich markup in it (`[/bold]` in a
+    device name or a reason) is shown as typed, never read as markup."""
+    from rich.markup import escape
+
+    return escape(str(value))
+
+
 def table(report: HostReport) -> Table:
     from rich.table import Table
 
     acc = report.accelerator or "no catalog expectation"
-    title = (f"accelfleet smoke: {report.host} ({report.backend} on {report.platform}; "
-             f"{acc}; tiers 0-{report.tier})")
+    title = _text(f"accelfleet smoke: {report.host} ({report.backend} on {report.platform}; "
+                  f"{acc}; tiers 0-{report.tier})")
     t = Table(title=title)
     for col, just in (("device", "left"), ("probe", "left"), ("tier", "right"),
                       ("measured", "right"), ("expected", "right"), ("unit", "left"),
@@ -69,8 +80,9 @@ def table(report: HostReport) -> Table:
     for r in report.results:
         style = STYLE[r.verdict]
         verdict = r.verdict.value + (" (retried)" if r.attempts > 1 else "")
-        t.add_row(r.device, r.probe, f"T{r.tier}", number(r.measured), number(r.expected), r.unit,
-                  f"[{style}]{verdict}[/{style}]", r.reason)
+        t.add_row(_text(r.device), _text(r.probe), f"T{r.tier}", number(r.measured),
+                  number(r.expected), _text(r.unit), f"[{style}]{verdict}[/{style}]",
+                  _text(r.reason))
     return t
 
 
@@ -80,9 +92,42 @@ def summary(report: HostReport) -> str:
             f"in {report.duration_s:.1f} s")
     if nccl := nccl_used(report.results):
         line += f"\n{nccl}"
-    for r in report.failures:
-        line += f"\nFAIL {r.device} {r.probe}: {r.reason}"
+    fails = [Failure("", None, r.device, r.probe, r.reason) for r in report.failures]
+    for text in failure_lines(fails):
+        line += "\n" + text.replace("FAIL  ", "FAIL ")
     return line
+
+
+def failure_lines(failures: list[Failure]) -> list[str]:
+    """One line per failure, except that the devices a node is missing (N identical
+    "missing: ..." verdicts) collapse into one line with the likely cause."""
+    out: list[str] = []
+    missing: dict[tuple[str, str | None, str, str], list[str]] = {}
+    for f in failures:
+        if f.reason.startswith("missing:"):
+            missing.setdefault((f.pool, f.node, f.probe, f.reason), []).append(f.device)
+        else:
+            out.append(f.line())
+    for (pool, node, probe, reason), devices in missing.items():
+        where = " ".join(x for x in (pool, node or "") if x)
+        many = len(devices) > 1
+        shown = f"{devices[0]}..{devices[-1]}" if many else devices[0]
+        out.append(f"FAIL {where} {shown} {probe}: {len(devices)} device"
+                   f"{'s' if many else ''} {reason}; likely cause: {_missing_cause(reason)}")
+    return out
+
+
+def _missing_cause(reason: str) -> str:
+    """What usually hides accelerators from a node (the reason says what was found)."""
+    none = "found 0 " in reason
+    if "GPU" in reason:
+        return ("the NVIDIA driver or the device plugin is not running (no nvidia.com/gpu "
+                "on the node): run `nvidia-smi` on it and check the device plugin's pods"
+                if none else "some GPUs dropped off the bus or are disabled: `nvidia-smi` "
+                "and the kernel log (Xid errors) on the node say which")
+    return ("the accelerator runtime or its device plugin is not running on the node"
+            if none else "some devices are not visible to the runtime: check the node's "
+            "device plugin and the runtime's logs")
 
 
 def _case(suite: ET.Element, report: HostReport, r: ProbeResult) -> None:
@@ -122,6 +167,7 @@ def junit(report: HostReport) -> str:
         ET.SubElement(props, "property", {"name": key, "value": value})
     for r in report.results:
         _case(suite, report, r)
+    xml_safe(root)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
@@ -134,19 +180,18 @@ def write_junit(report: HostReport, path: Path) -> None:
 def run_table(run: RunReport) -> Table:
     """One row per node (and per pool-wide check): worst verdict, key figures, the NCCL it
     ran, failures."""
-    from rich.markup import escape
     from rich.table import Table
 
-    t = Table(title=f"accelfleet smoke run {run.run_id} (stack {run.stack}, thresholds "
-              f"{run.thresholds_version})")
+    t = Table(title=_text(f"accelfleet smoke run {run.run_id} (stack {run.stack}, thresholds "
+                          f"{run.thresholds_version})"))
     for col, just in (("pool", "left"), ("node", "left"), ("status", "left"),
                       ("TFLOP/s", "right"), ("GB/s", "right"), ("fabric GB/s", "right"),
                       ("NCCL", "left"), ("verdict", "left"), ("why", "left")):
         t.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
     for pool in run.pools:
         if not pool.nodes and not pool.checks:
-            t.add_row(pool.name, "-", pool.status.value, "-", "-", "-", "-",
-                      f"[{STYLE[Verdict.SKIPPED]}]skipped[/]", pool.reason)
+            t.add_row(_text(pool.name), "-", pool.status.value, "-", "-", "-", "-",
+                      f"[{STYLE[Verdict.SKIPPED]}]skipped[/]", _text(pool.reason))
         for n in pool.nodes:
             rows = list(n.report.results) if n.report else []
             rows += [c.result for c in pool.checks if c.node == (n.node or n.pod)]
@@ -159,14 +204,15 @@ def run_table(run: RunReport) -> Table:
 
             why = "; ".join(f"{r.device} {r.probe}: {r.reason}" for r in rows
                             if r.verdict is Verdict.FAIL) or ("no report" if not rows else "")
-            t.add_row(pool.name, n.node or n.pod, pool.status.value, fig("matmul_tflops"),
-                      fig("memory_gbps"), fig("fabric_busbw"), escape(nccl_used(rows) or "-"),
-                      f"[{STYLE[worst]}]{worst.value}[/]", why)
+            t.add_row(_text(pool.name), _text(n.node or n.pod), pool.status.value,
+                      fig("matmul_tflops"), fig("memory_gbps"), fig("fabric_busbw"),
+                      _text(nccl_used(rows) or "-"), f"[{STYLE[worst]}]{worst.value}[/]",
+                      _text(why))
         for c in pool.checks:
             if c.node is None:
                 v = c.result.verdict
-                t.add_row(pool.name, "(pool)", pool.status.value, "-", "-", "-", "-",
-                          f"[{STYLE[v]}]{v.value}[/]", c.result.reason)
+                t.add_row(_text(pool.name), "(pool)", pool.status.value, "-", "-", "-", "-",
+                          f"[{STYLE[v]}]{v.value}[/]", _text(c.result.reason))
     return t
 
 
@@ -188,6 +234,6 @@ def run_summary(run: RunReport) -> str:
         line += (f"\npods started within {slowest[0]:.0f} s of placement (image pulls, "
                  f"sidecars; slowest {slowest[1]}/{slowest[2]})"
                  + (f", then ran up to {max(runs):.0f} s" if runs else ""))
-    for f in run.failures:
-        line += "\n" + f.line()
+    for text in failure_lines(run.failures):
+        line += "\n" + text
     return line

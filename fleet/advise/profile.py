@@ -28,8 +28,12 @@ from fleet.advise.workload import (
     Workload,
 )
 from fleet.errors import CatalogError, InputError, Problem, UnknownNameError, suggest
+from fleet.input_files import shown
 
-MAX_PROFILE_BYTES = 2**20
+MAX_PROFILE_BYTES = 64 * 2**10  # a profile is a few lines; the YAML parser reads 64 KiB in ~0.5 s
+# Any figure of a workload (tokens, FLOPs, bytes): 1e30 is a million times the FLOPs of the
+# largest training run published; products of such figures stay far inside float range.
+MAX_FIGURE = 1e30
 COMMON = ("name", "description", "sources", "kind", "model", "per_step", "steps", "precision",
           "devices")
 TRAINING = ("sequence_length", "global_batch_sequences", "micro_batch_sequences", "tokens",
@@ -93,6 +97,11 @@ class _Checker:
                 return None
             self.add(where, f"is the text {value!r}, not {what}",
                      f"write it without quotes: `{key}: {value.strip()}`")
+            return None
+        if isinstance(value, int | float) and not isinstance(value, bool) and (
+                value != value or abs(value) > MAX_FIGURE):  # NaN, inf, or 10**400
+            self.add(where, f"{shown(value)} is beyond any workload (at most {MAX_FIGURE:g})",
+                     f"write a real figure, e.g. `{key}: {example or 8}`")
             return None
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
                 value):
@@ -296,23 +305,10 @@ def read_profile(path: Path) -> Workload:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
-    try:
-        if path.is_file() and path.stat().st_size > MAX_PROFILE_BYTES:
-            raise InputError(f"workload file {path} is over {MAX_PROFILE_BYTES // 2**20} MiB",
-                             hint="a workload profile is a few lines: check the path")
-        text = path.read_text(encoding="utf-8")
-    except IsADirectoryError:
-        raise InputError(f"{path} is a directory, not a workload file",
-                         hint="name a YAML file in it") from None
-    except PermissionError:
-        raise InputError(f"no permission to read workload file {path}",
-                         hint="run as a user who may read it (chmod u+r)") from None
-    except UnicodeDecodeError:
-        raise InputError(f"workload file {path} is not UTF-8 text",
-                         hint="save it as UTF-8 YAML") from None
-    except OSError as exc:
-        raise InputError(f"cannot read workload file {path}: {exc.strerror or exc}",
-                         hint="check the path") from None
+    from fleet.input_files import read_text
+
+    text = read_text(path, what="workload file", max_bytes=MAX_PROFILE_BYTES,
+                     hint="a workload profile is a few lines of YAML (docs/advise.md)")
     try:
         data = YAML(typ="safe", pure=False).load(text)
     except (YAMLError, RecursionError) as exc:
@@ -322,6 +318,10 @@ def read_profile(path: Path) -> Workload:
         raise InputError(f"workload file {path} is not valid YAML{where}: {problem}",
                          hint="fix the YAML syntax (indentation, a missing ':' or an "
                          "unclosed quote)") from None
+    except (ValueError, TypeError, ArithmeticError) as exc:  # `!!int "x"`, 4,301 digits
+        raise InputError(f"workload file {path} holds a value that cannot be read: "
+                         f"{str(exc)[:120]}", hint="write plain numbers (e.g. `tokens: "
+                         "1.6e11`), with no YAML tags") from None
     return parse_workload(data, str(path), name=path.stem)
 
 

@@ -104,7 +104,7 @@ def test_bad_base_and_options_exit_2(tmp_path: Path) -> None:
     junk = tmp_path / "junk.json"
     junk.write_text("{not json")
     cases = [
-        (["--diff", str(junk)], "not a plan JSON"),
+        (["--diff", str(junk)], "is not JSON"),
         (["--diff", str(tmp_path / "missing.json")], "does not exist"),
         (["--format", "yaml"], "unknown --format"),
         (["--json", "--format", "markdown"], "disagree"),

@@ -118,7 +118,7 @@ def test_unknown_regions(spec: dict[str, Any], cloud: str, region: str,
     ("us-central1-d", "did you mean"), ("us-east1-a", "not in region us-central1")])
 def test_unknown_zones(spec: dict[str, Any], zone: str, says: str) -> None:
     spec["pools"][0]["zone"] = zone
-    p = only(spec, "pools 'h100'.zones[0]")
+    p = only(spec, "pools 'h100'.zone")
     assert says in p.message and "us-central1-a" in p.accepted
 
 
@@ -129,10 +129,10 @@ def test_zones_the_clouds_offer(spec: dict[str, Any]) -> None:
                           zone="us-east-1f")]
     assert len(validate_fleet(spec).pools) == 3
     spec["pools"] = [pool(name="ai", zone="us-central1-ai1d")]  # no standard zone d
-    assert "has no zone" in only(spec, "pools 'ai'.zones[0]").message
+    assert "has no zone" in only(spec, "pools 'ai'.zone").message
     spec["pools"] = [pool(name="p5", cluster="eks", accelerator="p5.48xlarge",
                           zone="us-east-1g")]
-    assert "us-east-1 has no zone" in only(spec, "pools 'p5'.zones[0]").message
+    assert "us-east-1 has no zone" in only(spec, "pools 'p5'.zone").message
 
 
 def test_every_catalog_region_has_zones() -> None:

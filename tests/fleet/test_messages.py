@@ -116,7 +116,7 @@ def test_validate_json_reports_an_invalid_stack(tmp_path: Path) -> None:
     data = json.loads(result.stdout)
     assert data["valid"] is False
     (p,) = data["problems"]
-    assert p["pool"] == "h100" and p["field"] == "zones[0]" and p["value"] == "us-central1-z"
+    assert p["pool"] == "h100" and p["field"] == "zone" and p["value"] == "us-central1-z"
     assert "us-central1-a" in p["accepted"] and p["fix"] and p["message"]
     teams = {t["name"]: t for t in data["teams"]}
     assert teams["research"]["monthly_usd"] > 0 and "platform" in teams

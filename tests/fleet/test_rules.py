@@ -42,14 +42,14 @@ def test_pool_names_dns_safe(spec, bad):
 
 def test_zone_inside_region(spec):
     spec["pools"][0]["zone"] = "europe-west4-a"
-    p = only(spec, "pools 'h100'.zones[0]")
+    p = only(spec, "pools 'h100'.zone")
     assert "not in region us-central1" in p.message
     assert "us-central1-a" in p.hint
 
 
 def test_aws_zone_inside_region(spec):
     spec["pools"] = [pool(name="p5", cluster="eks", accelerator="p5.48xlarge", zone="us-west-2a")]
-    assert "not in region us-east-1" in only(spec, "pools 'p5'.zones[0]").message
+    assert "not in region us-east-1" in only(spec, "pools 'p5'.zone").message
 
 
 def test_accelerator_offered_on_that_cloud(spec):

@@ -62,7 +62,7 @@ def test_a_zone_without_the_accelerator_is_refused_naming_those_with_it(
     spec["pools"] = [pool(name="p", accelerator=accelerator, zone=zone,
                           nodes=None if accelerator.startswith("v") else 1)]
     [p] = problems(spec)
-    assert p.where == "pools 'p'.zones[0]" and "does not offer" in p.message
+    assert p.where == "pools 'p'.zone" and "does not offer" in p.message
     assert p.accepted == offered and all(z in p.hint for z in offered)
     assert "zones.yaml" in p.message and "2026-11-23" in p.message
     spec["pools"][0]["zone"] = offered[0]
