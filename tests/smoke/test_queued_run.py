@@ -146,3 +146,25 @@ def test_without_the_queue_the_pool_never_gets_a_node(fake_cluster: Any, tmp_pat
     assert code == 1
     assert "could not be scheduled" in output
     assert fake_cluster.accepted == []
+
+
+def test_a_request_that_never_comes_through_names_kueue_and_the_request(
+        fake_cluster: Any, tmp_path: Path, cpu_nodes: None) -> None:
+    """A queued pool whose ProvisioningRequest is never provisioned: the Job stays suspended
+    by Kueue. Before: "2 of 2 pods did not finish within 30 s", no word of Kueue."""
+    text = QUEUED.replace("timeout_s: 120", "timeout_s: 30")
+    stack = tmp_path / "Pulumi.q.yaml"
+    stack.write_text(text, encoding="utf-8")
+    deploy(fake_cluster, stack)
+    fake_cluster.accept_requests = False
+    code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--tier", "1")
+    assert code == 1, output
+    assert doc is not None
+    [pool] = [p for p in doc["pools"] if p["name"] == "h100-q"]
+    reason = pool["reason"]
+    assert "still held by Kueue" in reason
+    assert "suspended" in reason
+    assert "ProvisioningRequest job-" in reason
+    assert "Provisioned=False (CapacityIsNotFound" in reason
+    assert "admission check" in reason and "quota" in reason
+    assert fake_cluster.accepted == []
