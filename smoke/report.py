@@ -56,11 +56,13 @@ def nccl_used(results: Iterable[ProbeResult]) -> str:
 
 
 def table(report: HostReport) -> Table:
+    """The host's results; what the report says (host, reasons) is text, never markup."""
+    from rich.markup import escape
     from rich.table import Table
 
     acc = report.accelerator or "no catalog expectation"
-    title = (f"accelfleet smoke: {report.host} ({report.backend} on {report.platform}; "
-             f"{acc}; tiers 0-{report.tier})")
+    title = escape(f"accelfleet smoke: {report.host} ({report.backend} on {report.platform}; "
+                   f"{acc}; tiers 0-{report.tier})")
     t = Table(title=title)
     for col, just in (("device", "left"), ("probe", "left"), ("tier", "right"),
                       ("measured", "right"), ("expected", "right"), ("unit", "left"),
@@ -69,8 +71,9 @@ def table(report: HostReport) -> Table:
     for r in report.results:
         style = STYLE[r.verdict]
         verdict = r.verdict.value + (" (retried)" if r.attempts > 1 else "")
-        t.add_row(r.device, r.probe, f"T{r.tier}", number(r.measured), number(r.expected), r.unit,
-                  f"[{style}]{verdict}[/{style}]", r.reason)
+        t.add_row(escape(r.device), escape(r.probe), f"T{r.tier}", number(r.measured),
+                  number(r.expected), escape(r.unit), f"[{style}]{verdict}[/{style}]",
+                  escape(r.reason))
     return t
 
 
@@ -133,7 +136,7 @@ def write_junit(report: HostReport, path: Path) -> None:
 
 def run_table(run: RunReport) -> Table:
     """One row per node (and per pool-wide check): worst verdict, key figures, the NCCL it
-    ran, failures."""
+    ran, failures. Pod output and cluster names are untrusted text: escaped, never markup."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -145,8 +148,8 @@ def run_table(run: RunReport) -> Table:
         t.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
     for pool in run.pools:
         if not pool.nodes and not pool.checks:
-            t.add_row(pool.name, "-", pool.status.value, "-", "-", "-", "-",
-                      f"[{STYLE[Verdict.SKIPPED]}]skipped[/]", pool.reason)
+            t.add_row(escape(pool.name), "-", pool.status.value, "-", "-", "-", "-",
+                      f"[{STYLE[Verdict.SKIPPED]}]skipped[/]", escape(pool.reason))
         for n in pool.nodes:
             rows = list(n.report.results) if n.report else []
             rows += [c.result for c in pool.checks if c.node == (n.node or n.pod)]
@@ -159,14 +162,15 @@ def run_table(run: RunReport) -> Table:
 
             why = "; ".join(f"{r.device} {r.probe}: {r.reason}" for r in rows
                             if r.verdict is Verdict.FAIL) or ("no report" if not rows else "")
-            t.add_row(pool.name, n.node or n.pod, pool.status.value, fig("matmul_tflops"),
-                      fig("memory_gbps"), fig("fabric_busbw"), escape(nccl_used(rows) or "-"),
-                      f"[{STYLE[worst]}]{worst.value}[/]", why)
+            t.add_row(escape(pool.name), escape(n.node or n.pod), pool.status.value,
+                      fig("matmul_tflops"), fig("memory_gbps"), fig("fabric_busbw"),
+                      escape(nccl_used(rows) or "-"), f"[{STYLE[worst]}]{worst.value}[/]",
+                      escape(why))
         for c in pool.checks:
             if c.node is None:
                 v = c.result.verdict
-                t.add_row(pool.name, "(pool)", pool.status.value, "-", "-", "-", "-",
-                          f"[{STYLE[v]}]{v.value}[/]", c.result.reason)
+                t.add_row(escape(pool.name), "(pool)", pool.status.value, "-", "-", "-", "-",
+                          f"[{STYLE[v]}]{v.value}[/]", escape(c.result.reason))
     return t
 
 
