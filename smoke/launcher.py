@@ -242,7 +242,8 @@ class _ClusterRun:
                     p.pending[pod.name] = pod.unschedulable
             for outcome, check in logs.map(self._outcome, fetch):
                 if outcome.report is not None:  # untrusted: judged again, every figure
-                    outcome = replace(outcome, report=rejudge(outcome.report, p.plan))
+                    outcome = replace(outcome, report=rejudge(outcome.report, p.plan,
+                                                              node=outcome.node))
                 p.outcomes[outcome.pod] = outcome
                 if check is not None:
                     p.checks.append(Check(outcome.node, check))
