@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -198,3 +199,33 @@ def test_the_cross_node_stage_ends_before_the_job_deadline() -> None:
     assert cross_node_budget_s(900, 120.0) == 900 - 120 - REPORT_MARGIN_S
     assert cross_node_budget_s(900, 120.0) + 120 < 900
     assert cross_node_budget_s(60, 50.0) == 30
+
+
+def test_a_failed_jax_join_is_reported_naming_the_host_and_the_cause(tmp_path: Path) -> None:
+    """JAX's distributed client aborts the process (XLA LOG(FATAL): `DEADLINE_EXCEEDED`,
+    RPC RegisterTask) when the coordinator never answers. Before: exit 134 (SIGABRT), no
+    report. Now the host reports the cross-node probe FAILED with the coordinator and cause."""
+    pytest.importorskip("jax")
+    root = _bundle(tmp_path)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    runner = _RUNNER.replace('runpy.run_module("smoke.agent", run_name="__main__")',
+                             "import smoke.agent as a\n"
+                             "a.jax_init_timeout_s = lambda timeout_s: 2\n"
+                             "sys.exit(a.main(sys.argv[1:]))")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "ACCELFLEET_NODES": "2",
+           "ACCELFLEET_COORDINATOR": "127.0.0.1", "ACCELFLEET_COORDINATOR_PORT": str(port),
+           "JOB_COMPLETION_INDEX": "1", "NODE_NAME": "tpu-host-1"}
+    p = subprocess.run([sys.executable, "-I", "-c", runner, str(root), "--tier", "3",
+                        "--backend", "jax", "--cross-node", "jax", "--timeout-s", "60"],
+                       capture_output=True, text=True, cwd=root, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    report = HostReport.from_dict(json.loads(p.stdout.strip().splitlines()[-1]))
+    assert report.host == "tpu-host-1" and not report.ok
+    [fab] = report.results
+    assert fab.probe == V.FABRIC and fab.verdict is Verdict.FAIL
+    assert "JAX distributed init failed" in fab.reason
+    assert f"coordinator 127.0.0.1:{port}, process 1 of 2" in fab.reason
+    assert "killed by SIGABRT" in fab.reason and "DEADLINE_EXCEEDED" in fab.reason
+    assert "@ " not in fab.reason  # no stack frames
