@@ -17,6 +17,7 @@ from smoke._backend import AllReduce
 from smoke._bundle import AGENT_MODULES, configmap_data, digest
 from smoke._expect import Expectation, for_pool, from_catalog
 from smoke._fabric import CrossNode, env_profile, nccl_networks
+from smoke._rejudge import host_documents
 from smoke._results import HostReport, Verdict
 
 # Only the standard library and the framework may be imported by the agent in the pod.
@@ -229,3 +230,26 @@ def test_a_failed_jax_join_is_reported_naming_the_host_and_the_cause(tmp_path: P
     assert f"coordinator 127.0.0.1:{port}, process 1 of 2" in fab.reason
     assert "killed by SIGABRT" in fab.reason and "DEADLINE_EXCEEDED" in fab.reason
     assert "@ " not in fab.reason  # no stack frames
+
+
+def test_a_jax_join_that_succeeds_passes_the_agents_report_through(tmp_path: Path) -> None:
+    """The watched child (above) changes nothing when the join works: each host's own report,
+    exit 0, and no second report from the watcher."""
+    pytest.importorskip("jax")
+    root = _bundle(tmp_path)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {"ACCELFLEET_NODES": "2", "ACCELFLEET_COORDINATOR": "127.0.0.1",
+           "ACCELFLEET_COORDINATOR_PORT": str(port)}
+    procs = [_agent(root, "--tier", "0", "--backend", "jax", "--cross-node", "jax",
+                    "--timeout-s", "60",
+                    env={**env, "JOB_COMPLETION_INDEX": str(i), "NODE_NAME": f"h{i}"})
+             for i in range(2)]
+    for i, p in enumerate(procs):
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err[-3000:]
+        assert "T3 joined the JAX distributed runtime" in err
+        assert len(host_documents(out)) == 1
+        report = HostReport.from_dict(json.loads(out.strip().splitlines()[-1]))
+        assert report.host == f"h{i}" and report.ok and report.backend == "jax"
