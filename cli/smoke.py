@@ -122,7 +122,7 @@ def local(
 
         out = console()
         out.print(table(report))
-        out.print(summary(report), markup=False)
+        out.print(summary(report), markup=False)  # reasons are text, never markup
     from cli._output import save
     from cli.smoke_options import keep
     from smoke._run import RunReport
@@ -368,7 +368,7 @@ def run(
 
         c = console()
         c.print(run_table(report))
-        c.print(run_summary(report), markup=False)
+        c.print(run_summary(report), markup=False)  # pod reasons are text, never markup
         for line in taken.lines() if taken else []:
             c.print(line, markup=False)
     from cli._output import save

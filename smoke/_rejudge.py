@@ -179,12 +179,25 @@ def _judge_figures(report: HostReport, plan: PoolPlan) -> dict[tuple[str, str], 
     return out
 
 
-def rejudge(report: HostReport, plan: PoolPlan) -> HostReport:
+def _wrong_host(report: HostReport, node: str | None) -> tuple[ProbeResult, ...]:
+    """A FAIL when the report names another host than the node its pod ran on (the agent
+    names the node from NODE_NAME, which the workload sets from the pod's spec.nodeName)."""
+    if node is None or report.host == node:
+        return ()
+    bad = _fail(V.HOST, REPORT, f"the report names host {report.host!r} but its pod ran on "
+                f"node {node!r}: its results cannot be trusted as this node's")
+    return (replace(bad, details={**bad.details, "report_host": report.host,
+                                  "pod_node": node}),)
+
+
+def rejudge(report: HostReport, plan: PoolPlan, *, node: str | None = None) -> HostReport:
     """`report` with every result judged again by the launcher (the worse verdict wins), and a
-    FAIL for each missing device or probe; a report with no results fails."""
+    FAIL for each missing device or probe; a report with no results fails, and so does one
+    naming another host than `node`, the node its pod ran on (when known)."""
+    wrong = _wrong_host(report, node)
     if not report.results:
         return replace(report, results=(_fail(V.HOST, REPORT, "the report holds no results: "
-                                              "nothing on this node was judged"),))
+                                              "nothing on this node was judged"), *wrong))
     mine = _judge_figures(report, plan)
     out = []
     for r in report.results:
@@ -194,7 +207,7 @@ def rejudge(report: HostReport, plan: PoolPlan) -> HostReport:
                         details={**r.details, "judged_by": "launcher",
                                  "pod_verdict": r.verdict.value, "pod_reason": r.reason})
         out.append(r)
-    return replace(report, results=(*out, *_coverage(report, plan)))
+    return replace(report, results=(*out, *_coverage(report, plan), *wrong))
 
 
 def host_documents(log: str) -> list[str]:

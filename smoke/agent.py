@@ -199,7 +199,10 @@ def run(args: argparse.Namespace) -> HostReport:
         from smoke._fabric import init_jax_distributed
 
         explicit = None if any(k in os.environ for k in _TPU_ENV) else Rendezvous.from_env()
+        print(f"T3 joining the JAX distributed runtime ({_coordinator(explicit)})",
+              file=sys.stderr, flush=True)
         init_jax_distributed(explicit, timeout_s=jax_init_timeout_s(args.timeout_s))
+        print(JOINED, file=sys.stderr, flush=True)
     report = run_local(backend=args.backend, tier=args.tier, expectation=expectation,
                        progress=_StderrProgress(), sustain_s=args.sustain_s)
     if args.tier >= 3 and args.cross_node != "none":
@@ -208,7 +211,107 @@ def run(args: argparse.Namespace) -> HostReport:
     return report
 
 
+JOINED = "T3 joined the JAX distributed runtime"
+JOIN_TAIL_LINES = 12  # of the child's stderr, to name why its join failed
+
+
+def _coordinator(rdv: Rendezvous | None) -> str:
+    if rdv is not None:
+        return f"coordinator {rdv.coordinator}:{rdv.port}, process {rdv.node_rank} of {rdv.nodes}"
+    hosts = os.environ.get("TPU_WORKER_HOSTNAMES", "")
+    return (f"the slice's coordinator {hosts.split(',')[0] or '(unnamed)'}, worker "
+            f"{os.environ.get('TPU_WORKER_ID', '?')} of {len(hosts.split(',')) if hosts else '?'}")
+
+
+def _join_cause(code: int, tail: list[str]) -> str:
+    """What the child's last stderr lines say about its failed join: XLA's fatal status line
+    (`absl::Status: DEADLINE_EXCEEDED ...`, the RPC it was in) or a Python error."""
+    import signal
+
+    how = (f"killed by {signal.Signals(-code).name}" if code < 0 and -code in
+           signal.Signals._value2member_map_ else f"exited {code}")
+    keys = ("Status", "RPC:", "Error", "error", "Deadline", "Unavailable", "refused")
+    lines = [t.strip() for t in tail if not t.strip().startswith(("@", "***"))]  # no stack
+    said = [t[t.find("absl::Status:"):] if "absl::Status:" in t else t
+            for t in lines if any(k in t for k in keys)][-3:]
+    return f"{how}: {' | '.join(said or lines[-2:]) or '(no output)'}"
+
+
+def _join_failed(args: argparse.Namespace, code: int, tail: list[str]) -> HostReport:
+    """The report of a host whose JAX distributed init failed: the cross-node probe FAILS,
+    naming the coordinator and the cause. The local tiers are not run: they need the JAX
+    runtime the failed join was to set up, in a process that just died of it."""
+    from smoke._runner import host_name
+
+    explicit = None if any(k in os.environ for k in _TPU_ENV) else Rendezvous.from_env()
+    hosts = os.environ.get("TPU_WORKER_HOSTNAMES", "")
+    nodes = explicit.nodes if explicit else len(hosts.split(",")) if hosts else 0
+    error = (f"JAX distributed init failed ({_coordinator(explicit)}; peer unreachable or "
+             f"not started, or the {jax_init_timeout_s(args.timeout_s)} s init timeout "
+             f"passed): {_join_cause(code, tail)}")
+    cross = CrossNode(nodes, 0, None, ("jax",), error=error,
+                      details={"stage": "jax.distributed.initialize"})
+    exp = _expectation(args.expect_json)
+    acc = exp.accelerator if exp else None
+    return HostReport(host=host_name(), backend="jax", platform=acc.kind if acc else "unknown",
+                      versions={}, tier=args.tier, results=(V.judge_fabric(cross),),
+                      accelerator=acc.key if acc else None,
+                      thresholds_version=V.THRESHOLDS_VERSION)
+
+
+def _guarded(args: argparse.Namespace, argv: list[str] | None) -> int:
+    """The agent in a forked child, watched: XLA's distributed client aborts the process
+    (LOG(FATAL), SIGABRT) when its join times out or its peer is gone, so no Python handler
+    can report it. The parent relays the child's stderr and, when the child ends before it
+    joined without a report, prints the report naming the failed join (exit 0)."""
+    from collections import deque
+
+    r, w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: stderr (Python's and the C library's) into the pipe
+        os.close(r)
+        os.dup2(w, 2)
+        os.close(w)
+        code = EXIT_CRASH
+        try:
+            code = _main(argv)
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    os.close(w)
+    tail: deque[str] = deque(maxlen=JOIN_TAIL_LINES)
+    joined = False
+    with os.fdopen(r, "r", encoding="utf-8", errors="replace") as pipe:
+        for line in pipe:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+            if not line.lstrip().startswith(("@", "***")):  # XLA's stack frames say little
+                tail.append(line.rstrip("\n"))
+            joined = joined or line.startswith(JOINED)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    if joined or code in (0, EXIT_BAD_INPUT):
+        return code if code >= 0 else EXIT_CRASH
+    report = _join_failed(args, code, list(tail))
+    sys.stdout.write(json.dumps(report.to_dict(), sort_keys=True) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        args = parse_args(argv)
+    except AccelfleetError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.cross_node == "jax" and hasattr(os, "fork"):
+        return _guarded(args, argv)
+    return _main(argv)
+
+
+def _main(argv: list[str] | None = None) -> int:
     try:
         report = run(parse_args(argv))
     except AccelfleetError as exc:

@@ -27,6 +27,7 @@ from smoke import _stalls as S
 from smoke import verdict as V
 from smoke._access import with_retries
 from smoke._pods import _PodState
+from smoke._queue import PROVISIONING_REQUEST, held_by_kueue, is_queued
 from smoke._rejudge import PoolPlan, host_documents, parse_host_report, pool_outliers, rejudge
 from smoke._results import ProbeResult, Verdict
 from smoke._run import POD, WORKLOAD, Check, NodeOutcome, PoolReport, PoolStatus, RunReport
@@ -241,7 +242,8 @@ class _ClusterRun:
                     p.pending[pod.name] = pod.unschedulable
             for outcome, check in logs.map(self._outcome, fetch):
                 if outcome.report is not None:  # untrusted: judged again, every figure
-                    outcome = replace(outcome, report=rejudge(outcome.report, p.plan))
+                    outcome = replace(outcome, report=rejudge(outcome.report, p.plan,
+                                                              node=outcome.node))
                 p.outcomes[outcome.pod] = outcome
                 if check is not None:
                     p.checks.append(Check(outcome.node, check))
@@ -342,8 +344,37 @@ class _ClusterRun:
                 self._done(p, state, S.unfinished(name, state.node, self.timeout_s, last))
         reason = (f"{missing} of {p.workload.pods} pods did not finish within "
                   f"{self.timeout_s} s")
+        if not p.seen and is_queued(p.workload.objects):
+            reason = self._held_by_kueue(p) or reason
         p.checks.append(Check(None, ProbeResult(V.HOST, WORKLOAD, 0, Verdict.FAIL, reason)))
         self._close(p, PoolStatus.TIMEOUT, reason)
+
+    def _held_by_kueue(self, p: _Pool) -> str | None:
+        """Why Kueue still holds a queued pool's Job/JobSet (None if it does not, or unread)."""
+        [obj] = [o for o in p.workload.objects if o.get("kind") in ("Job", "JobSet")]
+        t = REQUEST_TIMEOUT_S
+        try:
+            if obj["kind"] == "Job":
+                job = json.loads(_raw(with_retries(
+                    self.batch.read_namespaced_job, p.workload.name, self.ns,
+                    _preload_content=False, _request_timeout=t)))
+            else:
+                group, version, plural = JOBSET
+                job = with_retries(self.custom.get_namespaced_custom_object, group, version,
+                                   self.ns, plural, p.workload.name, _request_timeout=t)
+            if not isinstance(job, dict):
+                return None
+        except Exception:
+            return None
+        try:
+            group, version, plural = PROVISIONING_REQUEST
+            listed = with_retries(self.custom.list_namespaced_custom_object, group, version,
+                                  self.ns, plural, _request_timeout=t)
+            reqs = [r for r in (listed.get("items") or []) if isinstance(r, dict)] if \
+                isinstance(listed, dict) else []
+        except Exception:
+            reqs = []  # no ProvisioningRequest API, or not allowed to read it
+        return held_by_kueue(job, reqs, self.timeout_s, self.ns)
 
     def _scheduler_event(self, pod: str) -> str:
         try:

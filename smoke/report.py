@@ -67,6 +67,7 @@ def _text(value: object) -> str:
 
 
 def table(report: HostReport) -> Table:
+    """The host's results; what the report says (host, reasons) is text, never markup."""
     from rich.table import Table
 
     acc = report.accelerator or "no catalog expectation"
@@ -179,7 +180,7 @@ def write_junit(report: HostReport, path: Path) -> None:
 
 def run_table(run: RunReport) -> Table:
     """One row per node (and per pool-wide check): worst verdict, key figures, the NCCL it
-    ran, failures."""
+    ran, failures. Pod output and cluster names are untrusted text: escaped, never markup."""
     from rich.table import Table
 
     t = Table(title=_text(f"accelfleet smoke run {run.run_id} (stack {run.stack}, thresholds "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from smoke._backend import AllReduce
 from smoke._bundle import AGENT_MODULES, configmap_data, digest
 from smoke._expect import Expectation, for_pool, from_catalog
 from smoke._fabric import CrossNode, env_profile, nccl_networks
+from smoke._rejudge import host_documents
 from smoke._results import HostReport, Verdict
 
 # Only the standard library and the framework may be imported by the agent in the pod.
@@ -198,3 +200,56 @@ def test_the_cross_node_stage_ends_before_the_job_deadline() -> None:
     assert cross_node_budget_s(900, 120.0) == 900 - 120 - REPORT_MARGIN_S
     assert cross_node_budget_s(900, 120.0) + 120 < 900
     assert cross_node_budget_s(60, 50.0) == 30
+
+
+def test_a_failed_jax_join_is_reported_naming_the_host_and_the_cause(tmp_path: Path) -> None:
+    """JAX's distributed client aborts the process (XLA LOG(FATAL): `DEADLINE_EXCEEDED`,
+    RPC RegisterTask) when the coordinator never answers. Before: exit 134 (SIGABRT), no
+    report. Now the host reports the cross-node probe FAILED with the coordinator and cause."""
+    pytest.importorskip("jax")
+    root = _bundle(tmp_path)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    runner = _RUNNER.replace('runpy.run_module("smoke.agent", run_name="__main__")',
+                             "import smoke.agent as a\n"
+                             "a.jax_init_timeout_s = lambda timeout_s: 2\n"
+                             "sys.exit(a.main(sys.argv[1:]))")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "ACCELFLEET_NODES": "2",
+           "ACCELFLEET_COORDINATOR": "127.0.0.1", "ACCELFLEET_COORDINATOR_PORT": str(port),
+           "JOB_COMPLETION_INDEX": "1", "NODE_NAME": "tpu-host-1"}
+    p = subprocess.run([sys.executable, "-I", "-c", runner, str(root), "--tier", "3",
+                        "--backend", "jax", "--cross-node", "jax", "--timeout-s", "60"],
+                       capture_output=True, text=True, cwd=root, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    report = HostReport.from_dict(json.loads(p.stdout.strip().splitlines()[-1]))
+    assert report.host == "tpu-host-1" and not report.ok
+    [fab] = report.results
+    assert fab.probe == V.FABRIC and fab.verdict is Verdict.FAIL
+    assert "JAX distributed init failed" in fab.reason
+    assert f"coordinator 127.0.0.1:{port}, process 1 of 2" in fab.reason
+    assert "killed by SIGABRT" in fab.reason and "DEADLINE_EXCEEDED" in fab.reason
+    assert "@ " not in fab.reason  # no stack frames
+
+
+def test_a_jax_join_that_succeeds_passes_the_agents_report_through(tmp_path: Path) -> None:
+    """The watched child (above) changes nothing when the join works: each host's own report,
+    exit 0, and no second report from the watcher."""
+    pytest.importorskip("jax")
+    root = _bundle(tmp_path)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {"ACCELFLEET_NODES": "2", "ACCELFLEET_COORDINATOR": "127.0.0.1",
+           "ACCELFLEET_COORDINATOR_PORT": str(port)}
+    procs = [_agent(root, "--tier", "0", "--backend", "jax", "--cross-node", "jax",
+                    "--timeout-s", "60",
+                    env={**env, "JOB_COMPLETION_INDEX": str(i), "NODE_NAME": f"h{i}"})
+             for i in range(2)]
+    for i, p in enumerate(procs):
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err[-3000:]
+        assert "T3 joined the JAX distributed runtime" in err
+        assert len(host_documents(out)) == 1
+        report = HostReport.from_dict(json.loads(out.strip().splitlines()[-1]))
+        assert report.host == f"h{i}" and report.ok and report.backend == "jax"

@@ -368,3 +368,23 @@ def test_outputs_alone_reach_the_cluster_with_their_kubeconfig(
     doc = json.loads(result.stdout[result.stdout.find("{\n"):])
     assert sorted(r.host for r in reports(doc, "gpu-a")) == nodes
     assert_nothing_left(fake_cluster, doc["run_id"])
+
+
+def test_a_report_claiming_another_host_fails_the_pod_that_printed_it(
+        fake_cluster: Any, stack: Path, tmp_path: Path, cpu_nodes: None) -> None:
+    """The launcher checks each report's host against the node its pod ran on (NODE_NAME
+    comes from spec.nodeName): node 1 printing node 0's report fails, naming both."""
+    nodes = add_pool_nodes(fake_cluster, "gpu-a", 2)
+    fake_cluster.set_node_output(nodes[0], _recorded(nodes[0], 800.0))
+    fake_cluster.set_node_output(nodes[1], _recorded(nodes[0], 800.0))
+    code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--pools", "gpu-a",
+                                  "--timeout-s", "60")
+    assert code == 1, output
+    assert doc is not None
+    pool = next(p for p in doc["pools"] if p["name"] == "gpu-a")
+    by_node = {n["node"]: n for n in pool["nodes"]}
+    failed = [r for r in by_node[nodes[1]]["report"]["results"] if r["verdict"] == "fail"]
+    assert [r["details"] for r in failed] == [{"judged_by": "launcher", "report_host": nodes[0],
+                                               "pod_node": nodes[1]}]
+    assert nodes[0] in failed[0]["reason"] and nodes[1] in failed[0]["reason"]
+    assert not [r for r in by_node[nodes[0]]["report"]["results"] if r["verdict"] == "fail"]

@@ -146,3 +146,48 @@ def test_without_the_queue_the_pool_never_gets_a_node(fake_cluster: Any, tmp_pat
     assert code == 1
     assert "could not be scheduled" in output
     assert fake_cluster.accepted == []
+
+
+def test_a_request_that_never_comes_through_names_kueue_and_the_request(
+        fake_cluster: Any, tmp_path: Path, cpu_nodes: None) -> None:
+    """A queued pool whose ProvisioningRequest is never provisioned: the Job stays suspended
+    by Kueue. Before: "2 of 2 pods did not finish within 30 s", no word of Kueue."""
+    text = QUEUED.replace("timeout_s: 120", "timeout_s: 30")
+    stack = tmp_path / "Pulumi.q.yaml"
+    stack.write_text(text, encoding="utf-8")
+    deploy(fake_cluster, stack)
+    fake_cluster.accept_requests = False
+    code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--tier", "1")
+    assert code == 1, output
+    assert doc is not None
+    [pool] = [p for p in doc["pools"] if p["name"] == "h100-q"]
+    reason = pool["reason"]
+    assert "still held by Kueue" in reason
+    assert "suspended" in reason
+    assert "ProvisioningRequest job-" in reason
+    assert "Provisioned=False (CapacityIsNotFound" in reason
+    assert "admission check" in reason and "quota" in reason
+    assert fake_cluster.accepted == []
+
+
+def test_held_by_kueue_reads_a_jobsets_request_by_kueues_naming() -> None:
+    """Real Kueue owns the request by the Workload (`jobset-<name>-<hash>`), not the JobSet:
+    it is found by name; no request at all says the job was not admitted; a resumed job is
+    not held."""
+    from smoke._queue import held_by_kueue
+
+    js = {"kind": "JobSet", "metadata": {"name": "smoke-v6e", "uid": "u1",
+                                         "labels": {QUEUE_NAME_LABEL: "smoke"}},
+          "spec": {"suspend": True}}
+    req = {"metadata": {"name": "jobset-smoke-v6e-5d1e2-dws-prov-1"},
+           "status": {"conditions": [{"type": "Failed", "status": "True",
+                                      "reason": "CapacityIsNotFound"}]}}
+    other = {"metadata": {"name": "job-someone-else-1a2b3-dws-prov-1"}}
+    got = held_by_kueue(js, [other, req], 60, "smoke-test")
+    assert got is not None
+    assert "JobSet smoke-v6e is still held by Kueue after 60 s" in got
+    assert "ProvisioningRequest jobset-smoke-v6e-5d1e2-dws-prov-1: Failed=True " \
+        "(CapacityIsNotFound)" in got and "someone-else" not in got
+    assert "-n smoke-test" in got
+    assert "no ProvisioningRequest made" in (held_by_kueue(js, [other], 60, "ns") or "")
+    assert held_by_kueue({**js, "spec": {"suspend": False}}, [req], 60, "ns") is None

@@ -145,3 +145,15 @@ def test_a_pod_passing_a_socket_fallback_on_a_fabric_pool_fails() -> None:
         for r in healthy()]
     assert verdicts(rejudge(host(fine), plan))[("fabric", "fabric_busbw")].verdict is \
         Verdict.PASS
+
+
+def test_a_report_naming_another_host_fails_that_pod() -> None:
+    """A pod's report claims the node it ran on; one that names another host (a copied or
+    forged report, a pod on the wrong node) fails, named. Before: accepted as that host's."""
+    got = rejudge(host(healthy(), name="node-7"), A3, node="node-0")
+    [bad] = [r for r in got.results if r.verdict is Verdict.FAIL]
+    assert bad.device == "host" and "node-7" in bad.reason and "node-0" in bad.reason
+    assert bad.details == {"judged_by": "launcher", "report_host": "node-7",
+                           "pod_node": "node-0"}
+    assert all(r.verdict is Verdict.PASS for r in rejudge(host(healthy()), A3,
+                                                          node="node-0").results)

@@ -83,3 +83,37 @@ def test_table_and_summary_name_the_failure() -> None:
     text = console.export_text()
     assert "cuda7" in text and "retried" in text
     assert "FAIL cuda7 inventory: missing" in summary(report())
+
+
+def test_the_run_table_shows_pod_reasons_as_text_not_markup() -> None:
+    """Pod output is untrusted: a reason with Rich markup is printed as written. Before, "[/nope]"
+    raised rich's MarkupError and "[bold]x[/]" lost its brackets."""
+    from rich.console import Console
+
+    from smoke._results import HostReport, ProbeResult, Verdict
+    from smoke._run import Check, NodeOutcome, PoolReport, PoolStatus, RunReport
+    from smoke.report import run_table, table
+
+    evil = "[bold]x[/] and [/nope]"
+    bad = ProbeResult("gpu0", "matmul_tflops", 2, Verdict.FAIL, evil)
+    host = HostReport(host="n-[b]1[/b]", backend="torch", platform="cpu", versions={}, tier=2,
+                      results=(bad,))
+    pool = PoolReport(name="p", cluster="c1", accelerator="a", workload="job", expected_pods=2,
+                      status=PoolStatus.PARTIAL,
+                      nodes=(NodeOutcome(0, "pod-0", "n1", report=host),),
+                      checks=(Check(None, ProbeResult("host", "workload", 0, Verdict.FAIL,
+                                                      f"pool {evil}")),),
+                      reason=evil)
+    skipped = PoolReport(name="q", cluster=None, accelerator="a", workload="skipped",
+                         expected_pods=0, status=PoolStatus.SKIPPED, reason=f"skip {evil}")
+    run = RunReport(run_id="r1", stack="s", started_at="", duration_s=1.0,
+                    thresholds_version="t", agent_digest="d", pools=(pool, skipped))
+    texts = []
+    for t in (run_table(run), table(host)):
+        out = Console(width=400, record=True)
+        out.print(t)
+        texts.append(out.export_text())
+    run_text, host_text = texts
+    for want in (f"matmul_tflops: {evil}", f"pool {evil}", f"skip {evil}"):
+        assert want in run_text, run_text
+    assert evil in host_text and "n-[b]1[/b]" in host_text

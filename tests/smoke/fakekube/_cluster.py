@@ -61,6 +61,7 @@ class FakeCluster(_KueueControllers):
         self._autoscaled = {}  # node pools the autoscaler grows (add_autoscaled_pool)
         self._admitting = {}  # Kueue: job uid -> its admission so far
         self.accepted = []  # the ProvisioningRequests the autoscaler accepted
+        self.accept_requests = True  # False: the autoscaler leaves every request waiting
 
     # -- lifecycle --------------------------------------------------------------------------
     @property

@@ -14,7 +14,8 @@ components/k8s/_kueue.py makes):
 - Autoscaler: a request of class `queued-provisioning.gke.io` whose pods fit a registered
   node pool (its nodes' labels satisfy the pods' nodeSelector, its taints are tolerated) is
   accepted, and the pool's nodes are added (count: the pod set's) carrying the request's
-  label; a request no pool fits stays unprovisioned, as a queued request waits.
+  label; a request no pool fits stays unprovisioned, as a queued request waits; with
+  `accept_requests = False` every request is Accepted and never Provisioned (no capacity).
 Quota is not modelled. Read from kubernetes-sigs/kueue v0.19.2
 (8eab68778fc1b52affe165fdf5af29d1e9b4f3cb): pkg/controller/admissionchecks/provisioning/
 controller.go (a PodTemplate per pod set, the request's class and parameters from the config)
@@ -59,6 +60,7 @@ class _KueueControllers(_Controllers):
     _autoscaled: dict[str, NodeFactory]
     _admitting: dict[str, dict[str, Any]]  # job uid -> {flavor, check, request}
     accepted: list[dict[str, Any]]  # every ProvisioningRequest the autoscaler accepted
+    accept_requests: bool  # False: no capacity, every request waits (as a queued one does)
 
     def add_autoscaled_pool(self, name: str, make_node: NodeFactory) -> None:
         """A node pool the autoscaler grows for a ProvisioningRequest: `make_node(name,
@@ -172,6 +174,14 @@ class _KueueControllers(_Controllers):
     def _autoscaler(self) -> None:
         for (_, ns, _), req in self._of_kind("provisioningrequests"):
             if req["spec"]["provisioningClassName"] != QUEUED_CLASS or req.get("status"):
+                continue
+            if not self.accept_requests:  # as cluster-autoscaler marks a request it cannot
+                # fill (kubernetes/autoscaler cluster-autoscaler/provisioningrequest/
+                # conditions: CapacityIsNotFoundReason), retried later
+                req["status"] = {"conditions": [
+                    {"type": "Accepted", "status": "True", "reason": "Accepted"},
+                    {"type": "Provisioned", "status": "False", "reason": "CapacityIsNotFound",
+                     "message": "Capacity is not found, CA will try to find it later."}]}
                 continue
             [pod_set] = req["spec"]["podSets"]
             tmpl = self.store.get(("podtemplates", ns, pod_set["podTemplateRef"]["name"]))
