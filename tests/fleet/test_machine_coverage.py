@@ -1,7 +1,7 @@
 """The catalog holds the GPU machine types people run today (issue 20, item 15): every GPU
-machine type of a dated public list (SkyPilot's catalog, the snapshot zones.yaml reads) is a
-catalog machine type or excluded with its reason (tests/fleet/data/machine_coverage.yaml), and
-the catalog's vCPUs and memory agree with the snapshot's."""
+machine type of a dated public list (SkyPilot's catalog, the snapshot zones.yaml reads; GCP and
+AWS) is a catalog machine type or excluded with its reason (tests/fleet/data/machine_coverage.yaml),
+and the catalog's vCPUs and memory agree with the snapshot's."""
 
 from __future__ import annotations
 
@@ -16,10 +16,13 @@ from fleet.catalog import load_catalog
 
 DATA = Path(__file__).parent / "data"
 SNAPSHOT = DATA / "skypilot_gcp_gpu_vms.csv"
+# A trimmed copy of SkyPilot's AWS catalog: its header says which parts of the file were read.
+AWS_SNAPSHOT = DATA / "skypilot_aws_accelerator_vms.csv"
+AWS_COMMIT = "00148f2af3672e2229b4f7bf8157d5a3f36e3c35"
 
 
-def snapshot_rows() -> list[dict[str, str]]:
-    lines = [ln for ln in SNAPSHOT.read_text(encoding="utf-8").splitlines()
+def snapshot_rows(path: Path = SNAPSHOT) -> list[dict[str, str]]:
+    lines = [ln for ln in path.read_text(encoding="utf-8").splitlines()
              if ln and not ln.startswith("#")]
     return list(csv.DictReader(lines))
 
@@ -61,14 +64,18 @@ def test_the_types_the_issue_names_are_built(name: str) -> None:
     assert machine.gpus >= 1 and machine.gke_accelerator
 
 
-def test_figures_agree_with_the_snapshot() -> None:
+@pytest.mark.parametrize("path", [SNAPSHOT, AWS_SNAPSHOT], ids=["gcp", "aws"])
+def test_figures_agree_with_the_snapshot(path: Path) -> None:
     cat = load_catalog()
-    for row in snapshot_rows():
+    compared = 0
+    for row in snapshot_rows(path):
         host = cat.hosts.get(row["InstanceType"])
         if host is None:
             continue
+        compared += 1
         assert (host.vcpus, host.memory_gib) == (
             int(float(row["vCPUs"])), int(float(row["MemoryGiB"]))), row["InstanceType"]
+    assert compared > 10
 
 
 def test_attached_gpus_are_built_or_excluded_with_a_reason() -> None:
@@ -107,3 +114,57 @@ def test_p5_4xlarge_gets_no_efa_of_the_48xlarge() -> None:
     cat = load_catalog()
     assert cat.machines["p5.48xlarge"].networking.efa_interfaces == 32  # type: ignore[union-attr]
     assert cat.machines["p5.4xlarge"].networking is None
+
+
+def test_the_aws_snapshot_names_its_source_and_what_it_did_not_read() -> None:
+    text = AWS_SNAPSHOT.read_text(encoding="utf-8")
+    assert f"skypilot-catalog@{AWS_COMMIT}" in text.splitlines()[0]
+    # the same commit as the zones the catalog reads for AWS
+    assert AWS_COMMIT in load_catalog().zone_offers.sources["aws"]
+    assert "TRIMMED" in text and "# Not read:" in text
+
+
+def test_every_accelerator_type_of_the_aws_snapshot_is_built_or_excluded_with_a_reason() -> None:
+    cat = load_catalog()
+    excluded = coverage()["aws"]["machine_types"]
+    rows = snapshot_rows(AWS_SNAPSHOT)
+    names = [r["InstanceType"] for r in rows]
+    assert len(names) > 60 and len(set(names)) == len(names)
+    assert all(r["AcceleratorName"] for r in rows)
+    missing = []
+    for name in names:
+        built = name in cat.machines and cat.machines[name].cloud == "aws"
+        if built:
+            assert name not in excluded, f"{name} is built now: drop it from machine_coverage.yaml"
+        elif not str(excluded.get(name, "")).strip():
+            missing.append(name)
+    assert not missing, f"accelerator types neither in the catalog nor excluded: {missing}"
+    # an exclusion names a type the snapshot lists (no stale or misspelt entries)
+    assert not set(excluded) - set(names)
+
+
+def test_aws_gpu_counts_agree_with_the_snapshot() -> None:
+    cat = load_catalog()
+    built = [r for r in snapshot_rows(AWS_SNAPSHOT) if r["InstanceType"] in cat.machines]
+    assert len(built) >= 38
+    for row in built:
+        assert cat.machines[row["InstanceType"]].gpus == int(float(row["AcceleratorCount"])), row
+    # every AWS GPU machine the catalog builds is in the snapshot
+    aws_gpu = {n for n, m in cat.machines.items() if m.cloud == "aws" and m.gpus}
+    assert aws_gpu <= {r["InstanceType"] for r in built}
+
+
+def test_arm_hosts_of_the_aws_snapshot_are_excluded_as_arm() -> None:
+    excluded = coverage()["aws"]["machine_types"]
+    arm = [r["InstanceType"] for r in snapshot_rows(AWS_SNAPSHOT) if r["Arch"] != "x86_64"]
+    assert "g5g.xlarge" in arm
+    for name in arm:
+        assert "Arm" in excluded[name], name
+
+
+def test_p6e_gb200_is_not_in_the_read_p_range_of_the_snapshot() -> None:
+    # p6-b300.48xlarge is followed by r3.2xlarge in the part that was read: no p6e-gb200 row,
+    # so the catalog's Arm exclusion of it sits under not_in_snapshot
+    names = {r["InstanceType"] for r in snapshot_rows(AWS_SNAPSHOT)}
+    assert "p6-b300.48xlarge" in names and "p6e-gb200.36xlarge" not in names
+    assert "p6e-gb200.36xlarge" in coverage()["not_in_snapshot"]
