@@ -91,16 +91,21 @@ def writable(path: Path | None, *, directory: bool = False) -> None:
                          hint="choose a directory you can write to")
 
 
-def print_table(out: Console, table: Table) -> None:
-    """The table when it fits the console's width; otherwise one block per row, each column's
-    name and value on a line of its own, so a narrow terminal never cuts a value a user needs
-    (a zone list, a reservation name)."""
+def print_table(out: Console, table: Table, compact: Table | None = None,
+                compact_min_width: int = 120) -> None:
+    """The table when it fits the console's width; else the `compact` table (fewer columns,
+    long cells folded) on a console at least `compact_min_width` wide; otherwise one block per
+    row, each column's name and value on a line of its own, so a narrow terminal never cuts a
+    value a user needs (a zone list, a reservation name)."""
     from rich.measure import Measurement
     from rich.text import Text
 
     natural = Measurement.get(out, out.options.update_width(100_000), table).maximum
     if natural <= out.width:
         out.print(table)
+        return
+    if compact is not None and out.width >= compact_min_width:
+        out.print(compact)
         return
     if table.title:
         out.print(Text(str(table.title), style="bold"))
