@@ -92,3 +92,15 @@ def test_zones_short() -> None:
     assert zones_short(["us-east-1a", "us-east-1b"]) == "us-east-1a,b"
     assert zones_short(["us-east-1a", "us-east-1-atl-1a"]) == "us-east-1a, us-east-1-atl-1a"
     assert zones_short([]) == "(account's, at deploy)"
+
+
+def test_price_from_another_region_names_it(tmp_path: Path) -> None:
+    """The catalog reads EC2 list prices in us-east-1 (fleet/catalog/data/prices.yaml): a pool
+    in us-west-2 says so; a pool in the price's own region shows only its month."""
+    stack = tmp_path / "Pulumi.example.yaml"
+    stack.write_text(EXAMPLE_STACK.read_text().replace("us-east-1", "us-west-2"))
+    lines = run(160, "fleet", "validate", str(stack))
+    p5 = next(line for line in lines if line.startswith(" p5-train "))
+    assert "list (us-east-1, 2026-" in p5
+    h100 = next(line for line in lines if line.startswith(" h100-train "))
+    assert "list (20" in h100 and "us-central1," not in h100
