@@ -28,6 +28,17 @@ def console() -> Console:
     return Console(highlight=False, soft_wrap=False, width=width)
 
 
+def terminal_width() -> int | None:
+    """The width to fit: a terminal's, or $COLUMNS; None when output goes to a pipe or a file
+    with no COLUMNS set (lines are then left whole for tools to read)."""
+    import os
+    import sys
+
+    if sys.stdout.isatty() or os.environ.get("COLUMNS"):
+        return console().width
+    return None
+
+
 def print_json(data: Any) -> None:
     """`data` as strict JSON: an infinite or NaN figure is written as the text "inf", "-inf"
     or "nan" (JSON has no such numbers; Python would write the invalid `Infinity`)."""

@@ -65,7 +65,10 @@ def plan(
             if out is None or save(out, text):
                 typer.echo(text, nl=False)
         raise
-    text = result.to_json() if style == "json" else render(result)
+    from cli._output import terminal_width
+
+    width = terminal_width() if style == "text" and out is None else None
+    text = result.to_json() if style == "json" else render(result, width)
     if style == "markdown":
         from cli.plan_diff import fenced
 
@@ -80,8 +83,10 @@ def plan(
     typer.echo(text, nl=False)
 
 
-def render(result: Plan) -> str:
-    """The plan as a tree for people: components, then resource counts by type."""
+def render(result: Plan, width: int | None = None) -> str:
+    """The plan as a tree for people: components, then resource counts by type. With `width`
+    (a terminal's), long lines wrap between words to fit it; without, lines are never
+    wrapped (a file, a PR comment, a pipe)."""
     from collections import Counter
 
     from rich.console import Console
@@ -136,7 +141,7 @@ def render(result: Plan) -> str:
             node.add(f"{n} x {type_}")
 
     add(tree, None)
-    console = Console(record=True, width=160, highlight=False, soft_wrap=True,
+    console = Console(record=True, width=width or 160, highlight=False, soft_wrap=width is None,
                       force_terminal=False, color_system=None)
     with console.capture() as cap:
         console.print(tree)

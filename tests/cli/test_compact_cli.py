@@ -104,3 +104,27 @@ def test_price_from_another_region_names_it(tmp_path: Path) -> None:
     assert "list (us-east-1, 2026-" in p5
     h100 = next(line for line in lines if line.startswith(" h100-train "))
     assert "list (20" in h100 and "us-central1," not in h100
+
+
+def test_plan_fits_80_columns_and_keeps_figures_whole() -> None:
+    """Before: pool and queue lines of up to 363 characters at any width."""
+    lines = run(80, "plan", str(EXAMPLE_STACK))
+    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
+    text = "\n".join(lines)
+    for figure in ("~$129,195/month", "~$196,224/month", "acme-v5p-reservation",
+                   "~$0..$3,284/month", "memory 3683226Mi,"):
+        assert figure in text, figure
+
+
+def test_plan_to_a_pipe_keeps_each_line_whole() -> None:
+    out = runner.invoke(app, ["plan", str(EXAMPLE_STACK)], env={"COLUMNS": ""}).output
+    assert any(len(line) > 160 and line.startswith("queue ml-gke/research")
+               for line in out.splitlines())
+
+
+def test_smoke_local_fits_80_columns_and_keeps_probe_names_whole() -> None:
+    """Before: `inventor` / `y` and `known_an` / `swer` in a boxed table at 80 columns."""
+    lines = run(80, "smoke", "local", "--backend", "torch", "--tier", "1", "--no-history")
+    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
+    assert any(" inventory " in line for line in lines)
+    assert any(" known_answer " in line for line in lines)
