@@ -39,6 +39,17 @@ def price_source(row: dict[str, Any], region: str | None = None, *,
     return f"{source} ({', '.join(bits)})" if bits else str(source)
 
 
+def foreign_price(row: dict[str, Any], region: str | None) -> str:
+    """`us-east-1, 2026-11` when a pool summary's rate was read in another region than the
+    pool's own (`region`), else empty: a price that may not be the pool's."""
+    price = row.get("price") or {}
+    where = price.get("region")
+    if not where or not region or where == region or price.get("source") in (None, UNPRICED):
+        return ""
+    when = str(price.get("as_of") or "")[:7]
+    return f"{where}, {when}" if when else str(where)
+
+
 def team_words(team: dict[str, Any], *, prefix: str = "$") -> str:
     """`$1,234..$5,678/month, budget $9,000; unpriced: a, b` for a team summary."""
     low, high = team["min_monthly_usd"], team["max_monthly_usd"]

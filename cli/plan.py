@@ -95,6 +95,7 @@ def render(result: Plan, width: int | None = None) -> str:
     from cli._costs import (
         UNPRICED,
         control_plane_words,
+        foreign_price,
         platform_pays,
         pool_usd,
         price_source,
@@ -114,6 +115,8 @@ def render(result: Plan, width: int | None = None) -> str:
         comp = result.system_pool_component(p["cluster"])
         if comp is not None:
             pools[comp.urn] = p
+    regions = {(q.cluster.name if q.cluster else None, q.name): q.region
+               for q in (*result.fleet.pools, *result.fleet.system_pools)}
     custom = [r for r in result.resources if r.custom]
     tree = Tree(f"stack [bold]{result.stack}[/]: {len(custom)} resources")
 
@@ -125,8 +128,10 @@ def render(result: Plan, width: int | None = None) -> str:
         if p is not None:
             topo = f" {p['topology']}" if p["topology"] else ""
             usd = pool_usd(p)
+            away = foreign_price(p, regions.get((p["cluster"], p["name"])))
             cost = (f", {UNPRICED}" if usd == UNPRICED
-                    else f", ~${usd.replace('..', '..$')}/month ({price_source(p)})")
+                    else f", ~${usd.replace('..', '..$')}/month ({price_source(p)}"
+                    f"{', ' + away if away else ''})")
             text += (f": {p['machine_type']}{topo} x{p['nodes']} nodes, {p['capacity']}"
                      f"{', ' + p['gpu_networking'] if p['gpu_networking'] else ''}{cost}")
         return text

@@ -128,3 +128,13 @@ def test_smoke_local_fits_80_columns_and_keeps_probe_names_whole() -> None:
     assert all(len(line) <= 80 for line in lines), max(lines, key=len)
     assert any(" inventory " in line for line in lines)
     assert any(" known_answer " in line for line in lines)
+
+
+def test_plan_names_a_price_read_in_another_region(tmp_path: Path) -> None:
+    stack = tmp_path / "Pulumi.example.yaml"
+    stack.write_text(EXAMPLE_STACK.read_text().replace("us-east-1", "us-west-2"))
+    out = runner.invoke(app, ["plan", str(stack)], env={"COLUMNS": ""}).output
+    p5 = next(line for line in out.splitlines() if "p5-train (GpuNodeGroup" in line)
+    assert "/month (list, us-east-1, 20" in p5, p5
+    h100 = next(line for line in out.splitlines() if "h100-train (GpuNodePool" in line)
+    assert h100.endswith("/month (list)"), h100
