@@ -33,11 +33,10 @@ def machine_short(row: dict[str, Any]) -> str:
     return f"{row['machine_type']} {topo}" if topo else str(row["machine_type"])
 
 
-def compact_table(title: str, rows: list[dict[str, Any]], marks: list[str],
-                  extra: tuple[str, list[str]] | None = None) -> Table:
+def compact_table(title: str, rows: list[dict[str, Any]], marks: list[str]) -> Table:
     """One row per pool: pool, cluster, team, machine, nodes x devices, zones, capacity,
-    $/month, price (with its region and month where they differ) and an `extra` column (e.g.
-    expires); a pool's mark (`!`: a warning names it; `expired`) follows its name."""
+    $/month, price (with its month, and its region where that is not the pool's); a pool's
+    mark (`!`: a warning names it; `expired`) follows its name."""
     from rich import box
     from rich.markup import escape
     from rich.table import Table
@@ -45,18 +44,17 @@ def compact_table(title: str, rows: list[dict[str, Any]], marks: list[str],
     table = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False,
                   collapse_padding=True, title_justify="left")
     cols = ["pool", "cluster", "team", "machine", "nodes x dev", "zones", "capacity",
-            "$/month", "price", *([extra[0]] if extra else [])]
+            "$/month", "price"]
     machines = [machine_short(r) for r in rows]
     word = max((len(w) for m in machines for w in m.split()), default=0)
     for col in cols:  # a machine type is never cut mid-word; a long capacity folds
-        table.add_column(col, overflow="fold", no_wrap=col in ("pool", "nodes x dev", "$/month"),
+        table.add_column(col, overflow="fold", no_wrap=col in ("nodes x dev", "$/month"),
                          min_width=min(word, 20) if col == "machine" else None,
                          justify="right" if col in ("nodes x dev", "$/month") else "left")
     for i, r in enumerate(rows):
         cells = [f"{r['name']} {marks[i]}".strip(), r["cluster"] or "(tpu-vm)", r["team"],
                  machines[i],
                  f"{r['nodes']} x {r['devices']}", zones_short(r["zones"]), r["capacity"],
-                 pool_usd(r), price_source(r, r.get("region"), provenance=True),
-                 *([extra[1][i]] if extra else [])]
+                 pool_usd(r), price_source(r, r.get("region"), provenance=True)]
         table.add_row(*(escape(str(c)) for c in cells))
     return table

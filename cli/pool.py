@@ -427,5 +427,6 @@ def _table(title: str, rows: list[dict[str, Any]]) -> None:
                       pool_usd(r), r["requested_by"] or "-", expires)
     from cli._compact import COMPACT_MIN_WIDTH, compact_table
 
-    marks = ["expired" if r["expired"] else "" for r in rows]  # the date: full table, --json
+    marks = [("expired " + str(r["expires"]) if "days_expired" in r else "expired")
+             if r["expired"] else "" for r in rows]
     print_table(console(), table, compact_table(title, rows, marks), COMPACT_MIN_WIDTH)

@@ -74,6 +74,11 @@ def test_expired_pool_is_marked(tmp_path: Path) -> None:
     lines = run(140, "pool", "list", str(stack))
     row = next(line for line in lines if line.startswith(" h100-train"))
     assert row.startswith(" h100-train expired ")
+    # `pool expired` names the date; at 120 columns the longer pool cell wraps between words
+    # and no cell is cropped at the right edge (the price's closing parenthesis)
+    text = "\n".join(run(120, "pool", "expired", str(stack)))
+    assert "h100-train expired" in text and past in text, text
+    assert re.search(r"list \(\d{4}-\d{2}\)", text), text
     lines = run(140, "fleet", "validate", str(stack))
     assert any(line.startswith(" h100-train ! ") for line in lines)
     assert any(line.startswith(" l4-spot  ") for line in lines)
