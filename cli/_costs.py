@@ -23,11 +23,31 @@ def pool_usd(row: dict[str, Any]) -> str:
     return usd_range(row.get("min_monthly_usd"), row.get("max_monthly_usd"))
 
 
-def price_source(row: dict[str, Any]) -> str:
-    """Where a pool summary's rate comes from: list, stack rate, capacity block; "-" if none."""
+def price_source(row: dict[str, Any], region: str | None = None, *,
+                 provenance: bool = False) -> str:
+    """Where a pool summary's rate comes from: list, stack rate, capacity block; "-" if none.
+    With `provenance`, a rate read in another region than the pool's (`region`) names that
+    region, and a dated rate its month: `list (us-east-1, 2026-06)`, `list (2024-11)`."""
     price = row.get("price") or {}
     source = price.get("source") or UNPRICED
-    return "-" if source == UNPRICED else str(source)
+    if source == UNPRICED:
+        return "-"
+    if not provenance:
+        return str(source)
+    where, when = price.get("region"), str(price.get("as_of") or "")[:7]
+    bits = [*([str(where)] if where and where != region else []), *([when] if when else [])]
+    return f"{source} ({', '.join(bits)})" if bits else str(source)
+
+
+def foreign_price(row: dict[str, Any], region: str | None) -> str:
+    """`us-east-1, 2026-11` when a pool summary's rate was read in another region than the
+    pool's own (`region`), else empty: a price that may not be the pool's."""
+    price = row.get("price") or {}
+    where = price.get("region")
+    if not where or not region or where == region or price.get("source") in (None, UNPRICED):
+        return ""
+    when = str(price.get("as_of") or "")[:7]
+    return f"{where}, {when}" if when else str(where)
 
 
 def team_words(team: dict[str, Any], *, prefix: str = "$") -> str:

@@ -28,6 +28,17 @@ def console() -> Console:
     return Console(highlight=False, soft_wrap=False, width=width)
 
 
+def terminal_width() -> int | None:
+    """The width to fit: a terminal's, or $COLUMNS; None when output goes to a pipe or a file
+    with no COLUMNS set (lines are then left whole for tools to read)."""
+    import os
+    import sys
+
+    if sys.stdout.isatty() or os.environ.get("COLUMNS"):
+        return console().width
+    return None
+
+
 def print_json(data: Any) -> None:
     """`data` as strict JSON: an infinite or NaN figure is written as the text "inf", "-inf"
     or "nan" (JSON has no such numbers; Python would write the invalid `Infinity`)."""
@@ -91,16 +102,21 @@ def writable(path: Path | None, *, directory: bool = False) -> None:
                          hint="choose a directory you can write to")
 
 
-def print_table(out: Console, table: Table) -> None:
-    """The table when it fits the console's width; otherwise one block per row, each column's
-    name and value on a line of its own, so a narrow terminal never cuts a value a user needs
-    (a zone list, a reservation name)."""
+def print_table(out: Console, table: Table, compact: Table | None = None,
+                compact_min_width: int = 120) -> None:
+    """The table when it fits the console's width; else the `compact` table (fewer columns,
+    long cells folded) on a console at least `compact_min_width` wide; otherwise one block per
+    row, each column's name and value on a line of its own, so a narrow terminal never cuts a
+    value a user needs (a zone list, a reservation name)."""
     from rich.measure import Measurement
     from rich.text import Text
 
     natural = Measurement.get(out, out.options.update_width(100_000), table).maximum
     if natural <= out.width:
         out.print(table)
+        return
+    if compact is not None and out.width >= compact_min_width:
+        out.print(compact)
         return
     if table.title:
         out.print(Text(str(table.title), style="bold"))

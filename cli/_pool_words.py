@@ -119,7 +119,7 @@ def pool_row(p: ResolvedPool, expired: bool) -> dict[str, Any]:
     short = f"{shape.tpu.key} {shape.topology_str}" if shape.tpu else shape.machine_type
     return {**p.summary(), "accelerator": short, "shape": shape.describe(),
             "devices": p.devices,
-            "zones": list(p.spec.zones), "requested_by": p.spec.requested_by,
+            "zones": list(p.spec.zones), "region": p.region, "requested_by": p.spec.requested_by,
             "reason": p.spec.reason,
             "expires": p.spec.expires.isoformat() if p.spec.expires else None,
             "expired": expired}

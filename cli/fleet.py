@@ -12,7 +12,9 @@ from cli._errors import command
 from cli._output import console, print_json, print_table
 
 if TYPE_CHECKING:
-    from fleet.errors import SpecError
+    from collections.abc import Sequence
+
+    from fleet.errors import Problem, SpecError
     from fleet.model import ResolvedPool
 
 app = typer.Typer(rich_markup_mode="markdown",
@@ -23,9 +25,16 @@ def _row(p: ResolvedPool) -> dict[str, Any]:
     return {
         **p.summary(),
         "accelerator": p.shape.accelerator.name, "devices": p.devices,
-        "zones": list(p.spec.zones), "placement": p.placement,
+        "zones": list(p.spec.zones), "region": p.region, "placement": p.placement,
         "bf16_tflops_total": tflops * p.devices if tflops and p.devices else None,
     }
+
+
+def _warned(row: dict[str, Any], warnings: Sequence[Problem]) -> str:
+    """`!` for a pool that a warning names (`pools 'NAME'`, `[NAME]`, `pool NAME`), else
+    empty."""
+    keys = [f"'{row['name']}'", f"[{row['name']}]", f"pool {row['name']}"]
+    return "!" if any(k in w.where or k in w.message for w in warnings for k in keys) else ""
 
 
 def _invalid(path: str, exc: SpecError) -> dict[str, Any]:
@@ -113,9 +122,13 @@ def validate(
         table.add_row(r["name"], r["team"], r["cluster"] or "(tpu-vm)", r["machine_type"],
                       r["accelerator"], r["topology"] or "-", str(r["nodes"]), str(r["devices"]),
                       ",".join(r["zones"]) or "(account's, at deploy)", r["capacity"],
-                      r["gpu_networking"] or "-", pool_usd(r), price_source(r))
+                      r["gpu_networking"] or "-", pool_usd(r),
+                      price_source(r, r["region"], provenance=True))
+    from cli._compact import COMPACT_MIN_WIDTH, compact_table
+
+    marks = [_warned(r, fleet.warnings) for r in rows]
     out = console()
-    print_table(out, table)
+    print_table(out, table, compact_table(str(table.title), rows, marks), COMPACT_MIN_WIDTH)
     for team in fleet.spec.teams:
         out.print(f"team {team.name}: {team_words(teams[team.name])}")
     for plane in fleet.control_planes:

@@ -65,7 +65,10 @@ def plan(
             if out is None or save(out, text):
                 typer.echo(text, nl=False)
         raise
-    text = result.to_json() if style == "json" else render(result)
+    from cli._output import terminal_width
+
+    width = terminal_width() if style == "text" and out is None else None
+    text = result.to_json() if style == "json" else render(result, width)
     if style == "markdown":
         from cli.plan_diff import fenced
 
@@ -80,8 +83,10 @@ def plan(
     typer.echo(text, nl=False)
 
 
-def render(result: Plan) -> str:
-    """The plan as a tree for people: components, then resource counts by type."""
+def render(result: Plan, width: int | None = None) -> str:
+    """The plan as a tree for people: components, then resource counts by type. With `width`
+    (a terminal's), long lines wrap between words to fit it; without, lines are never
+    wrapped (a file, a PR comment, a pipe)."""
     from collections import Counter
 
     from rich.console import Console
@@ -90,6 +95,7 @@ def render(result: Plan) -> str:
     from cli._costs import (
         UNPRICED,
         control_plane_words,
+        foreign_price,
         platform_pays,
         pool_usd,
         price_source,
@@ -109,6 +115,8 @@ def render(result: Plan) -> str:
         comp = result.system_pool_component(p["cluster"])
         if comp is not None:
             pools[comp.urn] = p
+    regions = {(q.cluster.name if q.cluster else None, q.name): q.region
+               for q in (*result.fleet.pools, *result.fleet.system_pools)}
     custom = [r for r in result.resources if r.custom]
     tree = Tree(f"stack [bold]{result.stack}[/]: {len(custom)} resources")
 
@@ -120,8 +128,10 @@ def render(result: Plan) -> str:
         if p is not None:
             topo = f" {p['topology']}" if p["topology"] else ""
             usd = pool_usd(p)
+            away = foreign_price(p, regions.get((p["cluster"], p["name"])))
             cost = (f", {UNPRICED}" if usd == UNPRICED
-                    else f", ~${usd.replace('..', '..$')}/month ({price_source(p)})")
+                    else f", ~${usd.replace('..', '..$')}/month ({price_source(p)}"
+                    f"{', ' + away if away else ''})")
             text += (f": {p['machine_type']}{topo} x{p['nodes']} nodes, {p['capacity']}"
                      f"{', ' + p['gpu_networking'] if p['gpu_networking'] else ''}{cost}")
         return text
@@ -136,7 +146,7 @@ def render(result: Plan) -> str:
             node.add(f"{n} x {type_}")
 
     add(tree, None)
-    console = Console(record=True, width=160, highlight=False, soft_wrap=True,
+    console = Console(record=True, width=width or 160, highlight=False, soft_wrap=width is None,
                       force_terminal=False, color_system=None)
     with console.capture() as cap:
         console.print(tree)

@@ -425,4 +425,8 @@ def _table(title: str, rows: list[dict[str, Any]]) -> None:
         table.add_row(r["name"], r["team"], r["cluster"] or "(tpu-vm)", r["accelerator"],
                       str(r["nodes"]), str(r["devices"]), ",".join(r["zones"]), r["capacity"],
                       pool_usd(r), r["requested_by"] or "-", expires)
-    print_table(console(), table)
+    from cli._compact import COMPACT_MIN_WIDTH, compact_table
+
+    marks = [("expired " + str(r["expires"]) if "days_expired" in r else "expired")
+             if r["expired"] else "" for r in rows]
+    print_table(console(), table, compact_table(title, rows, marks), COMPACT_MIN_WIDTH)

@@ -121,7 +121,7 @@ def local(
         from cli._output import console
 
         out = console()
-        out.print(table(report))
+        out.print(table(report, out.width))
         out.print(summary(report), markup=False)  # reasons are text, never markup
     from cli._output import save
     from cli.smoke_options import keep

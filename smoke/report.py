@@ -66,18 +66,29 @@ def _text(value: object) -> str:
     return escape(str(value))
 
 
-def table(report: HostReport) -> Table:
-    """The host's results; what the report says (host, reasons) is text, never markup."""
+NARROW_COLUMNS = 100  # below this, `table` drops its frame so the reason keeps some room
+_WHOLE = ("probe", "tier", "measured", "expected", "verdict")  # never broken mid-word
+
+
+def table(report: HostReport, width: int | None = None) -> Table:
+    """The report's results, one row per device and probe. On a terminal narrower than
+    `NARROW_COLUMNS` (`width`), the frame is dropped and the probe names and figures are kept
+    whole; the reason wraps between words. What the report says (host, reasons) is text,
+    never markup."""
+    from rich import box
     from rich.table import Table
 
     acc = report.accelerator or "no catalog expectation"
     title = _text(f"accelfleet smoke: {report.host} ({report.backend} on {report.platform}; "
                   f"{acc}; tiers 0-{report.tier})")
-    t = Table(title=title)
+    narrow = width is not None and width < NARROW_COLUMNS
+    t = (Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, collapse_padding=True)
+         if narrow else Table(title=title))
     for col, just in (("device", "left"), ("probe", "left"), ("tier", "right"),
                       ("measured", "right"), ("expected", "right"), ("unit", "left"),
                       ("verdict", "left"), ("reason", "left")):
-        t.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
+        t.add_column(col, justify=just, overflow="fold",  # type: ignore[arg-type]
+                     no_wrap=narrow and col in _WHOLE)
     for r in report.results:
         style = STYLE[r.verdict]
         verdict = r.verdict.value + (" (retried)" if r.attempts > 1 else "")
