@@ -40,12 +40,21 @@ def stack_text(pools: int, nodes: int) -> str:
 
 
 def report_line(host: str) -> str:
+    """A complete tier-2 report of a g2-standard-24 (2 x L4) host: the launcher checks that a
+    report covers every device and probe its pool's shape and tier call for."""
     from smoke._results import HostReport, ProbeResult, Verdict
 
-    results = tuple(ProbeResult(f"cuda{i}", "matmul_tflops", 2, Verdict.PASS, "recorded",
-                                110.0 + i, 121.0, "TFLOP/s") for i in range(2))
+    results = [ProbeResult(f"cuda{i}", probe, tier, Verdict.PASS, "recorded", value, peak, unit,
+                           details=details)
+               for i in range(2)
+               for probe, tier, value, peak, unit, details in (
+                   ("inventory", 0, 22.0, 24.0, "GiB", {}),
+                   ("known_answer", 1, 2e-4, 5e-3, "rel err", {"checksum": 1234.5}),
+                   ("matmul_tflops", 2, 110.0 + i, 121.0, "TFLOP/s", {}),
+                   ("memory_gbps", 2, 260.0 + i, 300.0, "GB/s", {}),
+                   ("sustained_tflops", 2, 105.0 + i, 121.0, "TFLOP/s", {}))]
     return json.dumps(HostReport(host=host, backend="torch", platform="gpu",
-                                 versions={"torch": "2.13.0"}, tier=2, results=results,
+                                 versions={"torch": "2.13.0"}, tier=2, results=tuple(results),
                                  accelerator="l4").to_dict())
 
 
