@@ -52,6 +52,7 @@ class PoolPlan:
     fabric: str | None = None  # the catalog's fabric kind; None: NCCL over sockets
     backend: str = "torch"
     networks: tuple[str, ...] = ()  # the names NCCL may print for the fabric (any one)
+    sustain: bool = True  # tier 2 includes the sustained phase (the agent's --sustain-s > 0)
 
     @classmethod
     def of(cls, w: PoolWorkload) -> PoolPlan:
@@ -63,7 +64,8 @@ class PoolPlan:
             networks = tuple(fabric.nccl_networks) if fabric else ()
         return cls(expectation=w.expectation or Expectation(), tier=w.tier,
                    cross_node=w.tier >= 3 and w.pods >= 2, machine=w.pool.machine_type,
-                   fabric=w.pool.gpu_networking, backend=w.backend, networks=networks)
+                   fabric=w.pool.gpu_networking, backend=w.backend, networks=networks,
+                   sustain=w.sustain)
 
     def devices(self, report: HostReport) -> list[str]:
         """The device names the report must cover: the expectation's count where it has one,
@@ -96,7 +98,7 @@ def _coverage(report: HostReport, plan: PoolPlan) -> list[ProbeResult]:
     if plan.tier >= 1:
         per_device.append(V.KNOWN_ANSWER)
     if plan.tier >= 2:
-        per_device += [V.MATMUL, V.MEMORY]
+        per_device += [V.MATMUL, V.MEMORY] + ([V.SUSTAINED] if plan.sustain else [])
     for probe in per_device:
         missing += [_fail(d, probe, why) for d in devices if (d, probe) not in have]
     if plan.tier >= 1 and plan.backend == "jax" and (V.HOST, V.PSUM) not in have:
@@ -158,6 +160,21 @@ def _judge_figures(report: HostReport, plan: PoolPlan) -> dict[tuple[str, str], 
                                            th)
             v, reason = max(checks, key=lambda c: c[0].rank)
             mine.append(replace(r, verdict=v, reason=reason))
+    burst = _figures(rs, V.MATMUL)
+    sustain_th = V.threshold(exp.accelerator.key if exp.accelerator else None, V.SUSTAINED)
+    for r in rs:  # the sustained figure against the device's own burst figure
+        b = burst.get(r.device)
+        if (r.probe != V.SUSTAINED or r.measured is None or not b or b <= 0
+                or sustain_th.floor_ratio is None or exp.accelerator is None):
+            continue
+        ratio = r.measured / b
+        if ratio < sustain_th.floor_ratio:
+            mine.append(replace(r, verdict=Verdict.FAIL if sustain_th.enforced else Verdict.WARN,
+                                reason=f"sustained {r.measured:,.3g} TFLOP/s is {ratio:.2f} of "
+                                f"its burst {b:,.3g} (< {sustain_th.floor_ratio:g})"))
+        elif ratio < sustain_th.floor_ratio * sustain_th.warn_band:
+            mine.append(replace(r, verdict=Verdict.WARN, reason=f"sustained {ratio:.2f} of its "
+                                f"burst {b:,.3g}"))
     for r in rs:  # the transport the pod says NCCL used must be the pool's fabric
         seen = r.details.get("transports_seen")
         if r.probe == V.FABRIC and plan.networks and isinstance(seen, list):

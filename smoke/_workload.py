@@ -165,6 +165,7 @@ class PoolWorkload:
     # what the launcher re-judges each node's report against (smoke._rejudge)
     expectation: Expectation | None = None
     tier: int = 2
+    sustain: bool = True  # the agent runs the sustained phase (--sustain-s is not 0)
 
 
 @dataclass(frozen=True)
@@ -226,7 +227,8 @@ def render_run(inventory: Inventory, options: RenderOptions, *,
             objs = through_kueue(_render("tpu-jobset.yaml.j2", _tpu(pool, ctx)),
                                  pool.kueue_queue, options.timeout_s)
             workloads.append(PoolWorkload(pool, cluster, "jobset", name, _pods(pool), objs,
-                                          backend, image, expectation=exp, tier=options.tier))
+                                          backend, image, expectation=exp, tier=options.tier,
+                                          sustain=options.sustain_s != 0))
         else:  # a port of its own per GPU pool of a cluster, even on hostNetwork
             port = RENDEZVOUS_PORT + ports.setdefault(cluster, 0)
             ports[cluster] += 1
@@ -234,7 +236,8 @@ def render_run(inventory: Inventory, options: RenderOptions, *,
                                                                  port)),
                                  pool.kueue_queue, options.timeout_s)
             workloads.append(PoolWorkload(pool, cluster, "job", name, _pods(pool), objs,
-                                          backend, image, expectation=exp, tier=options.tier))
+                                          backend, image, expectation=exp, tier=options.tier,
+                                          sustain=options.sustain_s != 0))
     shared = {}
     for cluster in dict.fromkeys(w.cluster for w in workloads if w.kind != "skipped"):
         shared[cluster] = _render("shared.yaml.j2", {

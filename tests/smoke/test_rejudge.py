@@ -33,6 +33,8 @@ def healthy(**over: float) -> list[ProbeResult]:
     out += [_r(f"cuda{i}", "known_answer", 1, 2e-4, checksum=1234.5) for i in range(8)]
     out += [_r(f"cuda{i}", "matmul_tflops", 2, over.get(f"cuda{i}", 800.0)) for i in range(8)]
     out += [_r(f"cuda{i}", "memory_gbps", 2, 2900.0) for i in range(8)]
+    out += [_r(f"cuda{i}", "sustained_tflops", 2, over.get(f"sustained{i}", 760.0))
+            for i in range(8)]
     out += [_r("host", "allreduce_busbw", 3, over.get("allreduce", 470.0),
                bytes_per_device=GIB2)]
     out += [_r("fabric", "fabric_busbw", 3, over.get("fabric", 83.0), bytes_per_device=GIB2)]
@@ -157,3 +159,19 @@ def test_a_report_naming_another_host_fails_that_pod() -> None:
                            "pod_node": "node-0"}
     assert all(r.verdict is Verdict.PASS for r in rejudge(host(healthy()), A3,
                                                           node="node-0").results)
+
+
+def test_the_sustained_phase_cannot_be_dropped_or_softened_by_the_pod() -> None:
+    """Tier 2 includes the sustained phase (issue 19 item 7): a report without it fails each
+    device, and a figure the pod calls a pass at 0.5 of its burst fails (0.80 floor)."""
+    dropped = [r for r in healthy() if r.probe != "sustained_tflops"]
+    got = verdicts(rejudge(host(dropped), A3))
+    assert got[("cuda0", "sustained_tflops")].verdict is Verdict.FAIL
+    assert "missing from the report" in got[("cuda0", "sustained_tflops")].reason
+    throttled = verdicts(rejudge(host(healthy(sustained5=400.0)), A3))
+    assert throttled[("cuda5", "sustained_tflops")].verdict is Verdict.FAIL
+    assert "0.50 of its burst" in throttled[("cuda5", "sustained_tflops")].reason
+    assert throttled[("cuda4", "sustained_tflops")].verdict is Verdict.PASS
+    no_sustain = PoolPlan(A3.expectation, tier=3, cross_node=True, machine="a3-highgpu-8g",
+                          fabric="tcpx", sustain=False)  # --sustain-s 0
+    assert {r.verdict for r in rejudge(host(dropped), no_sustain).results} == {Verdict.PASS}
