@@ -137,13 +137,27 @@ def _history(path: Path | None, off: bool
 
 def measured_medians(trends: list[Trend]) -> dict[str, MeasuredFigures]:
     """Per accelerator: the median of its nodes' figures over their recent runs (each point a
-    node's median over its devices in one run), and how many runs they come from."""
+    node's median over its devices in one run), and how many runs they come from. Figures
+    of one backend only (torch's and JAX's are not one series): the backend with the most
+    runs of the accelerator."""
     from fleet.advise import MeasuredFigures
 
+    by_backend: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for trend in trends:
+        if trend.probe == "matmul_tflops":
+            by_backend[(str(trend.accelerator).lower(), trend.backend)].update(
+                p.run_id for p in trend.points if p.value is not None)
+    chosen: dict[str, str] = {}
+    for (key, backend), got in sorted(by_backend.items()):
+        best = chosen.get(key)
+        if best is None or len(got) > len(by_backend[(key, best)]):
+            chosen[key] = backend
     values: dict[tuple[str, str], list[float]] = defaultdict(list)
     runs: dict[str, set[str]] = defaultdict(set)
     for trend in trends:
         key = str(trend.accelerator).lower()
+        if chosen.setdefault(key, trend.backend) != trend.backend:
+            continue
         for point in trend.points:
             if point.value is None:
                 continue

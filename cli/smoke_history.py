@@ -109,7 +109,9 @@ def history(
         verdict = tr.verdict + (f" (was {tr.last.verdict})" if tr.verdict != tr.last.verdict
                                 else "")
         t.add_row(escape(f"{tr.cluster + '/' if tr.cluster else ''}{tr.pool}"),
-                  escape(tr.node), escape(tr.probe), sparkline(values), escape(last_v),
+                  escape(tr.node),
+                  escape(f"{tr.probe} ({tr.backend})" if tr.backend else tr.probe),
+                  sparkline(values), escape(last_v),
                   median, change,
                   str(len(values)), f"[{c}]{verdict}[/{c}]", escape(note))
     print_table(out, t)
