@@ -206,6 +206,8 @@ class _Checker:
                      tuple(suggest(pool.team, self.teams)) or tuple(self.teams))
         if cloud is None:
             return None
+        region = self._region(cloud)
+        self._zones(pool, at, cloud, region)  # needs no shape: named even beside a bad one
         try:
             # The Cloud TPU API makes an 8-chip v5e / v6e slice one 8-chip VM; GKE makes it
             # two 4-chip nodes (its single-host 8t pools are asked for by machine type).
@@ -215,8 +217,6 @@ class _Checker:
             field = "topology" if pool.topology and "topology" in exc.message else "accelerator"
             self.add(f"{at}.{field}", exc.message, exc.hint)
             return None
-        region = self._region(cloud)
-        self._zones(pool, at, cloud, region)
         if cloud in self.regions_known:
             check_zone_offers(self, pool, at, shape, region)  # zones.yaml
         self._runtime(pool, at, cloud, shape.tpu is not None)

@@ -77,3 +77,12 @@ def test_an_error_outside_a_list_entry_reports_the_type_errors_only() -> None:
     with pytest.raises(SpecError) as err:
         validate_fleet(spec)
     assert [p.where for p in err.value.problems] == ["clouds.gcp.region"]
+
+
+def test_a_pool_with_an_unknown_accelerator_still_has_its_zone_checked() -> None:
+    spec = _base()
+    spec["pools"][0].update(accelerator="h900", zone="us-central1-z")  # type: ignore[index]
+    with pytest.raises(SpecError) as err:
+        validate_fleet(spec)
+    assert sorted(p.where for p in err.value.problems) == ["pools 'p'.accelerator",
+                                                          "pools 'p'.zone"]
