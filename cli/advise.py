@@ -25,6 +25,7 @@ HISTORY_WINDOW = 10  # each node's last runs the measured medians are over
 @command
 def advise(
     stack_file: Annotated[Path | None, typer.Argument(
+        metavar="STACK_FILE",
         help="A `stacks/Pulumi.<stack>.yaml` file whose pools are the candidates (default: the "
         "example stack; not with --catalog).", show_default=False)] = None,
     workload: Annotated[str, typer.Option(
@@ -38,7 +39,7 @@ def advise(
         "--catalog", help="Every GPU machine type and TPU generation of the catalog, at list "
         "price, instead of a stack's pools.")] = False,
     history: Annotated[Path | None, typer.Option(
-        "--history", metavar="PATH", show_default=False,
+        "--history", metavar="FILE", show_default=False,
         help="The smoke history to read measured figures from (default: "
         ".accelfleet/history.sqlite, or $ACCELFLEET_HISTORY, when it exists).")] = None,
     no_history: Annotated[bool, typer.Option(
