@@ -41,6 +41,8 @@ EXAMPLES: dict[tuple[str, ...], tuple[str, ...]] = {
     ("smoke", "nccl-log"): ("accelfleet smoke nccl-log rank0.log --fabric tcpxo --nics 8",
                             "accelfleet smoke nccl-log mpi.out --fabric efa --nics 32 --json"),
     ("smoke", "history"): ("accelfleet smoke history --pool h100-train --last 20",),
+    ("smoke", "nccl-log"): ("accelfleet smoke nccl-log rank0.log --fabric efa --nics 32",
+                            "kubectl logs POD | accelfleet smoke nccl-log - --fabric tcpxo"),
     ("queue", "show"): (f"accelfleet queue show {PROD} --team research",),
     ("completion",): ('eval "$(accelfleet completion bash)"',),
 }

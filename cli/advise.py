@@ -25,6 +25,7 @@ HISTORY_WINDOW = 10  # each node's last runs the measured medians are over
 @command
 def advise(
     stack_file: Annotated[Path | None, typer.Argument(
+        metavar="STACK_FILE",
         help="A `stacks/Pulumi.<stack>.yaml` file whose pools are the candidates (default: the "
         "example stack; not with --catalog).", show_default=False)] = None,
     workload: Annotated[str, typer.Option(
@@ -38,7 +39,7 @@ def advise(
         "--catalog", help="Every GPU machine type and TPU generation of the catalog, at list "
         "price, instead of a stack's pools.")] = False,
     history: Annotated[Path | None, typer.Option(
-        "--history", metavar="PATH", show_default=False,
+        "--history", metavar="FILE", show_default=False,
         help="The smoke history to read measured figures from (default: "
         ".accelfleet/history.sqlite, or $ACCELFLEET_HISTORY, when it exists).")] = None,
     no_history: Annotated[bool, typer.Option(
@@ -137,13 +138,27 @@ def _history(path: Path | None, off: bool
 
 def measured_medians(trends: list[Trend]) -> dict[str, MeasuredFigures]:
     """Per accelerator: the median of its nodes' figures over their recent runs (each point a
-    node's median over its devices in one run), and how many runs they come from."""
+    node's median over its devices in one run), and how many runs they come from. Figures
+    of one backend only (torch's and JAX's are not one series): the backend with the most
+    runs of the accelerator."""
     from fleet.advise import MeasuredFigures
 
+    by_backend: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for trend in trends:
+        if trend.probe == "matmul_tflops":
+            by_backend[(str(trend.accelerator).lower(), trend.backend)].update(
+                p.run_id for p in trend.points if p.value is not None)
+    chosen: dict[str, str] = {}
+    for (key, backend), got in sorted(by_backend.items()):
+        best = chosen.get(key)
+        if best is None or len(got) > len(by_backend[(key, best)]):
+            chosen[key] = backend
     values: dict[tuple[str, str], list[float]] = defaultdict(list)
     runs: dict[str, set[str]] = defaultdict(set)
     for trend in trends:
         key = str(trend.accelerator).lower()
+        if chosen.setdefault(key, trend.backend) != trend.backend:
+            continue
         for point in trend.points:
             if point.value is None:
                 continue

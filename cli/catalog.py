@@ -28,6 +28,9 @@ class KindOpt(StrEnum):
     cpu = "cpu"
 
 
+_CLOUDS = "|".join(CloudOpt)  # the metavar: the choices, as every command writes them
+
+
 def shape_dict(cat: Catalog, shape: Shape) -> dict[str, Any]:
     acc = shape.accelerator
     price = cat.price(shape)
@@ -74,8 +77,10 @@ def shape_dict(cat: Catalog, shape: Shape) -> dict[str, Any]:
 @app.command("list")
 @command
 def list_(
-    cloud: Annotated[CloudOpt | None, typer.Option(help="Only this cloud.")] = None,
+    cloud: Annotated[CloudOpt | None, typer.Option(metavar=_CLOUDS,
+                                                   help="Only this cloud.")] = None,
     kind: Annotated[KindOpt | None, typer.Option(
+        metavar="|".join(KindOpt),
         help="Only GPUs, only TPUs, or only CPU machine types (system and CPU pools).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
@@ -118,9 +123,11 @@ def list_(
 @app.command()
 @command
 def show(
-    name: Annotated[str, typer.Argument(help="A machine type, accelerator or TPU slice, e.g. "
+    name: Annotated[str, typer.Argument(metavar="NAME",
+                                       help="A machine type, accelerator or TPU slice, e.g. "
                                        "h100, a3-highgpu-8g, p5.48xlarge, v5p-128, 'v6e 2x4'.")],
-    cloud: Annotated[CloudOpt | None, typer.Option(help="Resolve on this cloud.")] = None,
+    cloud: Annotated[CloudOpt | None, typer.Option(metavar=_CLOUDS,
+                                                  help="Resolve on this cloud.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Show one machine shape and everything the catalog knows about it."""

@@ -19,7 +19,8 @@ def plan(
     stack_file: StackArg = None,
     as_json: Annotated[bool, typer.Option("--json", help="Deterministic JSON (for CI diffs).")
                        ] = False,
-    out: Annotated[Path | None, typer.Option("--out", help="Write the plan to FILE instead.",
+    out: Annotated[Path | None, typer.Option("--out", metavar="FILE",
+                                             help="Write the plan to FILE instead.",
                                              show_default=False)] = None,
     diff: Annotated[Path | None, typer.Option(
         "--diff", metavar="BASE", show_default=False,

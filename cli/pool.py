@@ -68,27 +68,27 @@ def _target(path: Path | None, *, dry_run: bool, patch: Path | None, what: str) 
 @command
 def request(
     stack_file: StackArg = None,
-    team: Annotated[str, typer.Option("--team", metavar="T", help="The team that owns the "
+    team: Annotated[str, typer.Option("--team", metavar="TEAM", help="The team that owns the "
                                       "pool and pays for it.")] = "",
     accelerator: Annotated[str, typer.Option(
-        "--accelerator", metavar="A", help="What to run: `h100`, `a3-highgpu-8g`, "
+        "--accelerator", metavar="ACCELERATOR", help="What to run: `h100`, `a3-highgpu-8g`, "
         "`p5.48xlarge`, `v5p-128`, `\"v6e 2x4\"` (`accelfleet catalog list`).")] = "",
     topology: Annotated[str | None, typer.Option(
-        "--topology", metavar="X", show_default=False,
+        "--topology", metavar="TOPOLOGY", show_default=False,
         help="A TPU slice's topology, e.g. 2x4 or 4x4x4.")] = None,
     nodes: Annotated[int | None, typer.Option(
         "--nodes", metavar="N", show_default=False,
         help="Nodes of a GPU or CPU pool (default 1); a TPU slice's follow from its "
         "topology.")] = None,
     zone: Annotated[str | None, typer.Option(
-        "--zone", metavar="Z", show_default=False,
+        "--zone", metavar="ZONE", show_default=False,
         help="The zone (default: one of the cluster's region that offers the accelerator).")
     ] = None,
     capacity: Annotated[str | None, typer.Option(
-        "--capacity", metavar="C", show_default=False,
+        "--capacity", metavar="CAPACITY", show_default=False,
         help="on-demand (default), spot, flex-start or queued.")] = None,
     name: Annotated[str | None, typer.Option(
-        "--name", metavar="N", show_default=False,
+        "--name", metavar="NAME", show_default=False,
         help="The pool's name (default: team and accelerator, e.g. vision-v6e-2x4).")] = None,
     cluster: Annotated[str | None, typer.Option(
         "--cluster", metavar="NAME", show_default=False,
@@ -144,12 +144,13 @@ def request(
 @app.command()
 @command
 def resize(
-    name: Annotated[str, typer.Argument(help="The pool.", show_default=False)],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The pool.",
+                                                 show_default=False)],
     nodes: Annotated[int | None, typer.Option(
         "--nodes", metavar="N", show_default=False, help="New node count (GPU, CPU pools).")
     ] = None,
     topology: Annotated[str | None, typer.Option(
-        "--topology", metavar="X", show_default=False,
+        "--topology", metavar="TOPOLOGY", show_default=False,
         help="New topology (TPU slices: a multi-host slice changes topology, never node "
         "count).")] = None,
     stack: StackOpt = None, dry_run: DryRun = False, patch: PatchOpt = None,
@@ -174,7 +175,8 @@ def resize(
 @app.command()
 @command
 def remove(
-    name: Annotated[str, typer.Argument(help="The pool.", show_default=False)],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The pool.",
+                                                 show_default=False)],
     stack: StackOpt = None, dry_run: DryRun = False, patch: PatchOpt = None,
     branch: BranchOpt = None, plan: PlanOpt = False, as_json: JsonOpt = False,
 ) -> None:
@@ -341,7 +343,7 @@ def _report(edit: Edit, path: Path, *, dry_run: bool, patch: Path | None, commit
 @command
 def list_(
     stack_file: StackArg = None,
-    team: Annotated[str | None, typer.Option("--team", metavar="T", show_default=False,
+    team: Annotated[str | None, typer.Option("--team", metavar="TEAM", show_default=False,
                                              help="Only this team's pools.")] = None,
     as_json: JsonOpt = False,
 ) -> None:

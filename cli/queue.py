@@ -97,7 +97,7 @@ def _json(routing: list[ClusterRouting], team: str | None) -> list[dict[str, Any
 def show(
     stack_file: StackArg = None,
     team: Annotated[str | None, typer.Option(
-        "--team", metavar="T", show_default=False, help="Only this team's queues.")] = None,
+        "--team", metavar="TEAM", show_default=False, help="Only this team's queues.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Show each team's queue on each cluster, its pools in the order Kueue tries them, and

@@ -71,22 +71,27 @@ class _Bar:
 @command
 def local(
     backend: Annotated[BackendOpt, typer.Option(
+        metavar="|".join(BackendOpt),
         help="PyTorch (GPU, CPU) or JAX (TPU, GPU, CPU); auto picks torch when installed.")]
         = BackendOpt.auto,
-    tier: Annotated[int, typer.Option(min=0, max=3, help="Run tiers 0 up to this one: "
+    tier: Annotated[int, typer.Option(min=0, max=3, metavar="N", help="Run tiers 0 up to this one: "
                                       "0 inventory, 1 known answer, 2 performance, 3 all-reduce.")]
         = 3,
     expect: Annotated[str | None, typer.Option(
+        metavar="ACCELERATOR",
         help="What this host should be, e.g. a3-highgpu-8g, p5.48xlarge, 'v5p 2x2x1', "
         "'tpu7x 2x2x1': sets the device count, memory and peaks to judge against.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the host's JSON document.")]
         = False,
     junit: Annotated[Path | None, typer.Option(
+        metavar="FILE",
         help="Also write JUnit XML here (one test case per device and probe).")] = None,
     min_tflops: Annotated[float | None, typer.Option(
-        min=0, help="Fail any device whose bf16 matmul is below this many TFLOP/s.")] = None,
+        min=0, metavar="TFLOPS",
+        help="Fail any device whose bf16 matmul is below this many TFLOP/s.")] = None,
     min_gbps: Annotated[float | None, typer.Option(
-        min=0, help="Fail any device whose memory bandwidth is below this many GB/s.")] = None,
+        min=0, metavar="GBPS",
+        help="Fail any device whose memory bandwidth is below this many GB/s.")] = None,
     sustain_s: SustainOpt = None,
     html: HtmlOpt = None,
     metrics: MetricsOpt = None,
@@ -185,7 +190,8 @@ def _pool_names(value: str | None) -> list[str] | None:
 
 
 PoolsOpt = Annotated[str | None, typer.Option(
-    "--pools", metavar="A,B", help="Only these pools (comma-separated names).", show_default=False)]
+    "--pools", metavar="POOL,...", help="Only these pools (comma-separated names).",
+    show_default=False)]
 TierOpt = Annotated[int | None, typer.Option(
     "--tier", min=0, max=3, metavar="N", help="Run tiers 0 up to this one on every node "
     "(default: the stack's smoke.max_tier): 0 inventory, 1 known answer, 2 performance, "

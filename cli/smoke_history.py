@@ -56,12 +56,12 @@ def history(
     node: Annotated[str | None, typer.Option("--node", metavar="NODE", help="Only this node.",
                                              show_default=False)] = None,
     accelerator: Annotated[str | None, typer.Option(
-        "--accelerator", metavar="A", help="Only this accelerator (catalog words: h100, "
+        "--accelerator", metavar="ACCELERATOR", help="Only this accelerator (catalog words: h100, "
         "a3-highgpu-8g, v5p).", show_default=False)] = None,
     last: Annotated[int, typer.Option("--last", min=2, max=1000, metavar="N",
                                       help="Show each node's last N runs.")] = 10,
     path: Annotated[Path | None, typer.Option(
-        "--history", metavar="PATH", help="The smoke history (default: "
+        "--history", metavar="FILE", help="The smoke history (default: "
         ".accelfleet/history.sqlite, or $ACCELFLEET_HISTORY).", show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print every trend with its points "
                                           "as JSON.")] = False,
@@ -109,7 +109,9 @@ def history(
         verdict = tr.verdict + (f" (was {tr.last.verdict})" if tr.verdict != tr.last.verdict
                                 else "")
         t.add_row(escape(f"{tr.cluster + '/' if tr.cluster else ''}{tr.pool}"),
-                  escape(tr.node), escape(tr.probe), sparkline(values), escape(last_v),
+                  escape(tr.node),
+                  escape(f"{tr.probe} ({tr.backend})" if tr.backend else tr.probe),
+                  sparkline(values), escape(last_v),
                   median, change,
                   str(len(values)), f"[{c}]{verdict}[/{c}]", escape(note))
     print_table(out, t)

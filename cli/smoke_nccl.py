@@ -56,9 +56,10 @@ def nccl_log(
                                          "NCCL_DEBUG_FILE; `-` reads stdin.",
                                          show_default=False)],
     fabric: Annotated[FabricKind | None, typer.Option(
-        "--fabric", help="The fabric the ranks should have used: its transport, no Socket "
-        "fallback, and GPUDirect RDMA on every NET channel for rdma (gIB), ib and efa "
-        "(unless --no-gdr).",
+        "--fabric", metavar="|".join(FabricKind),
+        help="The fabric the ranks should have used: its transport, no Socket "
+        "fallback, and (for rdma, i.e. gIB, ib and efa, unless --no-gdr) GPUDirect RDMA on "
+        "every NET channel.",
         show_default=False)] = None,
     gdr: Annotated[bool | None, typer.Option(
         "--gdr/--no-gdr", help="Require GPUDirect RDMA (/GDRDMA) on every NET channel, or "

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from smoke._run import RunReport
 
 StackArg = Annotated[Path | None, typer.Argument(
+    metavar="STACK_FILE",
     help="A `stacks/Pulumi.<stack>.yaml` file (default: the example stack, unless --outputs).",
     show_default=False)]
 OutputsOpt = Annotated[Path | None, typer.Option(
@@ -33,7 +34,7 @@ MetricsOpt = Annotated[Path | None, typer.Option(
     "node-exporter's textfile collector or a Pushgateway (written atomically).",
     show_default=False)]
 HistoryOpt = Annotated[Path | None, typer.Option(
-    "--history", metavar="PATH", help="The SQLite smoke history to append this run to "
+    "--history", metavar="FILE", help="The SQLite smoke history to append this run to "
     "(default: .accelfleet/history.sqlite, or $ACCELFLEET_HISTORY).", show_default=False)]
 SustainOpt = Annotated[float | None, typer.Option(
     "--sustain-s", min=0, max=3600, metavar="SECONDS", help="Tier 2 and up: load every device "

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from components.deploy import Engine
 
 StackArg = Annotated[Path | None, typer.Argument(
+    metavar="STACK_FILE",
     help="A `stacks/Pulumi.<stack>.yaml` file of this project (default: the example stack).",
     show_default=False)]
 PolicyOpt = Annotated[bool, typer.Option(

@@ -87,6 +87,8 @@ def alternatives(raw: Mapping[str, Any], before: Fleet, catalog: Catalog,
             out.append(f"{how} ({_usd(fleet, name)} at the spot price; spot nodes can be "
                        "taken back at any time)")
     out += _smaller(entry, current, old, catalog, attempt, name)
+    if entry is not None:
+        out += _other_cloud(entry, before, catalog, attempt)
     team = str(entry["team"]) if entry is not None else (old.team if old else "")
     out += _budget(before, team, problems)
     return out
@@ -115,6 +117,47 @@ def _zones(entry: Mapping[str, Any], before: Fleet, catalog: Catalog,
         fleet = attempt({"zone": zone})
         if fleet is not None:
             out.append(f"--zone {zone} ({_usd(fleet, str(entry['name']))})")
+    return out
+
+
+def _other_cloud(entry: Mapping[str, Any], before: Fleet, catalog: Catalog,
+                 attempt: Callable[[Mapping[str, Any]], Fleet | None]) -> list[str]:
+    """The same GPU on each other cloud the stack has a cluster on: its machine with the
+    nearest GPU count, in the first zone (zones.yaml) where the whole request passes."""
+    cluster = next((c for c in before.spec.clusters if c.name == entry.get("cluster")), None)
+    if cluster is None or entry.get("topology") is not None:
+        return []
+    try:
+        shape = catalog.resolve(str(entry["accelerator"]), cloud=cluster.cloud)
+    except AccelfleetError:
+        return []
+    if shape.tpu is not None:
+        return []  # Cloud TPUs are on gcp only
+    out: list[str] = []
+    for other in before.spec.clusters:
+        if other.cloud == cluster.cloud or any(f"(on {other.cloud}" in o for o in out):
+            continue
+        cloud = before.spec.clouds.gcp if other.cloud == "gcp" else before.spec.clouds.aws
+        same = [s for s in catalog.shapes(cloud=other.cloud, kind="gpu")
+                if s.accelerator.key == shape.accelerator.key]
+        if cloud is None or not same:
+            continue
+        try:  # the catalog's own machine for the accelerator there, when its count matches
+            usual = catalog.resolve(shape.accelerator.key, cloud=other.cloud).machine_type
+        except AccelfleetError:
+            usual = ""
+        match = min(same, key=lambda s: (abs(s.devices_per_host - shape.devices_per_host),
+                                         s.machine_type != usual, s.machine_type))
+        answer = catalog.zones_offering(match, cloud.region)
+        zones = answer.offered if answer.known else catalog.regions[other.cloud].zones.get(
+            cloud.region, ())
+        for zone in list(zones)[:MAX_ZONES]:
+            fleet = attempt({"cluster": other.name, "accelerator": match.machine_type,
+                             "zone": zone})
+            if fleet is not None:
+                out.append(f"--accelerator {match.machine_type} --cluster {other.name} "
+                           f"--zone {zone} (on {other.cloud}: {_usd(fleet, str(entry['name']))})")
+                break
     return out
 
 

@@ -56,7 +56,7 @@ def validate_fleet(
     try:
         spec = FleetSpec.model_validate(raw)
     except ValidationError as exc:
-        problems = from_pydantic(exc, raw)
+        problems = from_pydantic(exc, raw) + _rules_beside(exc, raw, catalog)
         raise SpecError(problems, source=source, records=records(problems, raw)) from None
     checker = _Checker(spec, catalog)
     pools = checker.run()
@@ -71,6 +71,43 @@ def validate_fleet(
     return Fleet(spec=spec, pools=tuple(pools), source=source,
                  system_pools=tuple(checker.system_pools), warnings=tuple(checker.warnings),
                  control_planes=tuple(checker.control_planes))
+
+
+_LISTS = ("clusters", "teams", "pools", "prices")  # FleetSpec's lists of named entries
+
+
+def _rules_beside(exc: ValidationError, raw: object, catalog: Catalog) -> list[Problem]:
+    """The rules' problems in the rest of a stack whose entries of a list failed their types,
+    so that one pass names every independent problem (a bad `nodes` in one pool, an unknown
+    accelerator in another, a budget overrun). The entries with a type error are set aside
+    and the rest checked; a rule problem that names a set-aside entry is left out (its
+    cause is the type error). An error outside a list entry (`clouds`, `routing`, a list
+    itself) leaves nothing to check apart: no rule problem then."""
+    if not isinstance(raw, dict):
+        return []
+    broken: dict[str, set[int]] = {}
+    for err in exc.errors():
+        loc = err["loc"]
+        if len(loc) < 2 or loc[0] not in _LISTS or not isinstance(loc[1], int) \
+                or not isinstance(raw.get(loc[0]), list):
+            return []
+        broken.setdefault(str(loc[0]), set()).add(loc[1])
+    rest = dict(raw)
+    names: set[str] = set()
+    for key, indices in broken.items():
+        items = raw[key]
+        names |= {str(items[i]["name"]) for i in indices
+                  if isinstance(items[i], dict) and isinstance(items[i].get("name"), str)}
+        rest[key] = [item for i, item in enumerate(items) if i not in indices]
+    try:
+        spec = FleetSpec.model_validate(rest)
+    except ValidationError:
+        return []
+    checker = _Checker(spec, catalog)
+    checker.run()
+    quoted = [f"{name!r}" for name in names] + [f'"{name}"' for name in names]
+    return [p for p in readme_words(checker.problems, rest)
+            if not any(q in p.where or q in p.message for q in quoted)]
 
 
 class _Checker:
@@ -169,6 +206,8 @@ class _Checker:
                      tuple(suggest(pool.team, self.teams)) or tuple(self.teams))
         if cloud is None:
             return None
+        region = self._region(cloud)
+        self._zones(pool, at, cloud, region)  # needs no shape: named even beside a bad one
         try:
             # The Cloud TPU API makes an 8-chip v5e / v6e slice one 8-chip VM; GKE makes it
             # two 4-chip nodes (its single-host 8t pools are asked for by machine type).
@@ -178,8 +217,6 @@ class _Checker:
             field = "topology" if pool.topology and "topology" in exc.message else "accelerator"
             self.add(f"{at}.{field}", exc.message, exc.hint)
             return None
-        region = self._region(cloud)
-        self._zones(pool, at, cloud, region)
         if cloud in self.regions_known:
             check_zone_offers(self, pool, at, shape, region)  # zones.yaml
         self._runtime(pool, at, cloud, shape.tpu is not None)

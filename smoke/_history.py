@@ -5,11 +5,18 @@ trend, its last verdict, and drift.
         h.append(run, kind="cluster")
         trends = h.trends(pool="h100-train", window=10)
 
-Schema version 1 (`PRAGMA user_version`), one row per run and one per device and probe:
+Schema version 2 (`PRAGMA user_version`), one row per run and one per device and probe:
     runs(seq, run_id UNIQUE, kind, stack, started_at, duration_s, thresholds_version, ok,
          recorded_at)
     results(run_seq -> runs.seq, cluster, pool, node, accelerator, device, probe, tier, unit,
-            measured, expected, floor, verdict)
+            measured, expected, floor, verdict, backend)
+`accelerator` is the device kind the figures come from (a catalog key, or `cpu` for a CPU's
+figures) and `backend` the framework that measured them (torch, jax): a series, and so its
+drift, is one (cluster, pool, node, backend, device kind, probe); torch and JAX figures are
+never compared. Schema 1 (no `backend`) is migrated by the first writer that opens it; a
+reader of a schema-1 file infers the backend the same way without writing: JAX on a TPU,
+torch on a cluster's GPU (the only pairs the launcher runs), unknown ('') for a local run
+on a GPU or a CPU.
 Concurrent writers are safe: WAL journal, a busy timeout, and each run appended in one
 `BEGIN IMMEDIATE` transaction (all of it or none of it). A file of a newer schema is refused,
 never rewritten.
@@ -33,10 +40,17 @@ from types import TracebackType
 from typing import Any
 
 from fleet.errors import InputError
+from smoke._history_schema import (
+    COLUMNS,
+    MIGRATE_1_TO_2,
+    SCHEMA,
+    SCHEMA_VERSION,
+    V1_BACKEND,
+    columns_of,
+)
 from smoke._results import Verdict
 from smoke._run import RunReport
 
-SCHEMA_VERSION = 1
 DEFAULT_PATH = Path(".accelfleet") / "history.sqlite"
 ENV = "ACCELFLEET_HISTORY"  # overrides the default path (tests, CI runners)
 BUSY_TIMEOUT_S = 30.0
@@ -45,39 +59,6 @@ DRIFT_RATIO = 0.90  # below this fraction of its own recent median: drift
 DRIFT_RUNS = 5  # the recent median is over at most this many previous runs ...
 DRIFT_MIN_RUNS = 3  # ... and needs at least this many
 DEFAULT_WINDOW = 10
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id TEXT NOT NULL UNIQUE,
-    kind TEXT NOT NULL,
-    stack TEXT NOT NULL,
-    started_at TEXT NOT NULL,
-    duration_s REAL NOT NULL,
-    thresholds_version TEXT NOT NULL,
-    ok INTEGER NOT NULL,
-    recorded_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS results (
-    run_seq INTEGER NOT NULL REFERENCES runs(seq),
-    cluster TEXT NOT NULL,
-    pool TEXT NOT NULL,
-    node TEXT NOT NULL,
-    accelerator TEXT NOT NULL,
-    device TEXT NOT NULL,
-    probe TEXT NOT NULL,
-    tier INTEGER NOT NULL,
-    unit TEXT NOT NULL,
-    measured REAL,
-    expected REAL,
-    floor REAL,
-    verdict TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS results_by_node ON results(node, probe, run_seq);
-CREATE INDEX IF NOT EXISTS results_by_pool ON results(pool, probe, run_seq);
-CREATE INDEX IF NOT EXISTS results_by_run ON results(run_seq);
-"""
-
 
 def default_path() -> Path:
     return Path(os.environ.get(ENV) or DEFAULT_PATH)
@@ -106,6 +87,7 @@ class Trend:
     points: tuple[Point, ...]
     recent_median: float | None  # of the node's figure over the runs before the last
     drift: tuple[str, ...] = ()  # each device (or the node) that drifted, in words
+    backend: str = ""  # torch or jax ('' when a schema-1 history could not tell)
 
     @property
     def last(self) -> Point:
@@ -126,8 +108,8 @@ class Trend:
 
     def to_dict(self) -> dict[str, Any]:
         return {"cluster": self.cluster, "pool": self.pool, "node": self.node,
-                "accelerator": self.accelerator, "probe": self.probe, "unit": self.unit,
-                "last_verdict": self.last.verdict, "verdict": self.verdict,
+                "accelerator": self.accelerator, "backend": self.backend, "probe": self.probe,
+                "unit": self.unit, "last_verdict": self.last.verdict, "verdict": self.verdict,
                 "recent_median": self.recent_median, "change": self.change,
                 "drift": list(self.drift),
                 "points": [{"run_id": p.run_id, "started_at": p.started_at, "value": p.value,
@@ -159,6 +141,7 @@ class _Series:
     node: str
     accelerator: str
     probe: str
+    backend: str = ""
     unit: str = ""
     runs: dict[int, tuple[str, str]] = field(default_factory=dict)  # seq -> (run_id, when)
     values: dict[int, list[float]] = field(default_factory=dict)  # seq -> device values
@@ -198,13 +181,7 @@ class _Series:
                              f"{hit[1]:,.4g} {self.unit}")
         return Trend(self.cluster, self.pool, self.node, self.accelerator, self.probe,
                      self.unit, points, statistics.median(before) if before else None,
-                     tuple(drift))
-
-
-_COLUMNS = {"runs": {"seq", "run_id", "kind", "stack", "started_at", "duration_s",
-                     "thresholds_version", "ok", "recorded_at"},
-            "results": {"run_seq", "cluster", "pool", "node", "accelerator", "device", "probe",
-                        "tier", "unit", "measured", "expected", "floor", "verdict"}}
+                     tuple(drift), self.backend)
 
 
 def _quoted(name: str) -> str:
@@ -235,6 +212,7 @@ class History:
 
     def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self.conn, self.path = conn, path
+        self.version = SCHEMA_VERSION  # of the file as opened (a reader never migrates)
 
     @classmethod
     def open(cls, path: Path, *, create: bool = True) -> History:
@@ -304,6 +282,7 @@ class History:
         # version, in one transaction): outside a transaction only a file with tables that
         # are not ours is refused; the creation below checks again under the write lock.
         self._check_ours(version, read_only=read_only, ours_ok=not read_only)
+        self.version = version
         if read_only:
             return
         for attempt in range(50):  # switching to WAL needs a moment with no other writer
@@ -321,9 +300,14 @@ class History:
             version = c.execute("PRAGMA user_version").fetchone()[0]
             self._check_ours(version, read_only=False)
             if version == 0:
-                for statement in filter(str.strip, _SCHEMA.split(";")):
+                for statement in filter(str.strip, SCHEMA.split(";")):
                     c.execute(statement)  # not executescript: it would commit first
+            elif version == 1:
+                for statement in MIGRATE_1_TO_2:
+                    c.execute(statement)
+            if version < SCHEMA_VERSION:
                 c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        self.version = SCHEMA_VERSION
 
     def _check_ours(self, version: int, *, read_only: bool, ours_ok: bool = False) -> None:
         """Refuse a SQLite file that is not an accelfleet history: another application's
@@ -335,19 +319,19 @@ class History:
                       "LIKE 'sqlite_%'")}
         hint = ("pass the history `accelfleet smoke run` records (default "
                 f"{DEFAULT_PATH}), or another --history PATH")
-        if version == 0 and tables and not (ours_ok and set(tables) <= set(_COLUMNS)):
+        if version == 0 and tables and not (ours_ok and set(tables) <= set(COLUMNS)):
             raise InputError(f"{self.path} is not an accelfleet smoke history: it is a SQLite "
                              f"file of another application (tables {_names(tables)})",
                              hint=hint + "; it was left untouched")
         if version == 0 and read_only:
             raise InputError(f"{self.path} is not an accelfleet smoke history: it holds no "
                              "runs (an empty SQLite file)", hint=hint)
-        if version == SCHEMA_VERSION:
-            for table, columns in _COLUMNS.items():
+        if version >= 1:
+            for table, columns in columns_of(version).items():
                 missing = columns - tables.get(table, set())
                 if missing:
                     raise InputError(f"{self.path} is not an accelfleet smoke history of "
-                                     f"schema {SCHEMA_VERSION}: table `{table}` lacks "
+                                     f"schema {version}: table `{table}` lacks "
                                      f"{', '.join(sorted(missing))}", hint=hint)
 
     @contextmanager
@@ -374,13 +358,14 @@ class History:
                     acc = "cpu"
                 rows += [(pool.cluster or "", pool.name, node, acc, r.device, r.probe, r.tier,
                           r.unit, r.measured, r.expected, _figure(r.details.get("floor")),
-                          r.verdict.value) for r in o.report.results]
+                          r.verdict.value, o.report.backend) for r in o.report.results]
             accs = {o.node: (o.report.accelerator if o.report else None) for o in pool.nodes}
+            backends = {o.node: o.report.backend for o in pool.nodes if o.report}
             rows += [(pool.cluster or "", pool.name, c.node, accs.get(c.node) or
                       pool.accelerator, c.result.device, c.result.probe, c.result.tier,
                       c.result.unit, c.result.measured, c.result.expected,
-                      _figure(c.result.details.get("floor")), c.result.verdict.value)
-                     for c in pool.checks if c.node is not None]
+                      _figure(c.result.details.get("floor")), c.result.verdict.value,
+                      backends.get(c.node, "")) for c in pool.checks if c.node is not None]
         now = datetime.now(UTC).isoformat(timespec="seconds")
         try:
             return self._insert(run, kind, rows, now)
@@ -402,8 +387,8 @@ class History:
             seq = cur.lastrowid
             self.conn.executemany(
                 "INSERT INTO results (run_seq, cluster, pool, node, accelerator, device, "
-                "probe, tier, unit, measured, expected, floor, verdict) VALUES "
-                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [(seq, *r) for r in rows])
+                "probe, tier, unit, measured, expected, floor, verdict, backend) VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [(seq, *r) for r in rows])
         return True
 
     # -- reading --------------------------------------------------------------------------
@@ -429,34 +414,41 @@ class History:
         if accelerator:
             where.append(f"LOWER(r.accelerator) IN ({', '.join('?' * len(accelerator))})")
             args += [a.lower() for a in accelerator]
+        backend = "r.backend" if self.version >= 2 else V1_BACKEND  # a reader never migrates
         sql = f"""
-            WITH picked AS (
-                SELECT r.*, runs.run_id, runs.started_at,
-                       DENSE_RANK() OVER (PARTITION BY r.cluster, r.pool, r.node
-                                          ORDER BY r.run_seq DESC) AS back
+            WITH tagged AS (
+                SELECT r.*, {backend} AS series_backend, runs.run_id, runs.started_at
                 FROM results r JOIN runs ON runs.seq = r.run_seq
-                WHERE {" AND ".join(where)})
-            SELECT cluster, pool, node, accelerator, probe, device, unit, measured, verdict,
-                   run_seq, run_id, started_at
+                WHERE {" AND ".join(where)}),
+            picked AS (
+                SELECT *, DENSE_RANK() OVER (
+                           PARTITION BY cluster, pool, node, series_backend, accelerator
+                           ORDER BY run_seq DESC) AS back
+                FROM tagged)
+            SELECT cluster, pool, node, accelerator, series_backend, probe, device, unit,
+                   measured, verdict, run_seq, run_id, started_at
             FROM picked WHERE back <= ?"""
-        series: dict[tuple[str, str, str, str, str], _Series] = {}
-        for (cluster, pool_, node_, acc, probe, device, unit, measured, verdict, seq, run_id,
-             when) in self.conn.execute(sql, [*args, window]):
-            if not _sound(cluster, pool_, node_, acc, probe, device, unit, run_id, when,
+        series: dict[tuple[str, str, str, str, str, str], _Series] = {}
+        for (cluster, pool_, node_, acc, be, probe, device, unit, measured, verdict, seq,
+             run_id, when) in self.conn.execute(sql, [*args, window]):
+            if not _sound(cluster, pool_, node_, acc, be, probe, device, unit, run_id, when,
                           measured, verdict):
                 raise InputError(f"the smoke history {self.path} holds a damaged result "
                                  f"(run {run_id!r}, probe {probe!r}: a value of the wrong "
                                  "type)", hint="it was written by something other than "
                                  "accelfleet: move it aside, or pass another --history PATH")
             base = probe.removesuffix("_vs_pool")
-            key = (cluster, pool_, node_, base, acc)  # a CPU run is not the GPU's series
+            # one series per backend and device kind: a CPU run is not the GPU's series,
+            # and torch's figures are not JAX's
+            key = (cluster, pool_, node_, base, be, acc)
             s = series.get(key)
             if s is None:
-                s = series[key] = _Series(cluster, pool_, node_, acc, base)
+                s = series[key] = _Series(cluster, pool_, node_, acc, base, be)
             s.add(seq, run_id, when, device, probe, unit, measured, verdict)
         trends = [s.trend() for _, s in sorted(series.items()) if s.values]
         order = {p: i for i, p in enumerate(TREND_PROBES)}
-        return sorted(trends, key=lambda t: (t.cluster, t.pool, t.node, order[t.probe]))
+        return sorted(trends, key=lambda t: (t.cluster, t.pool, t.node, t.backend,
+                                             t.accelerator, order[t.probe]))
 
 
 def _figure(value: object) -> float | None:

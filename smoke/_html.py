@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from smoke._quarantine import figure, threshold_of
 from smoke._results import ProbeResult, Verdict
 from smoke._run import PoolReport, RunReport
-from smoke.report import nccl_used, number
+from smoke.report import missing_cause, nccl_used, number
 
 if TYPE_CHECKING:
     from smoke._quarantine import ActionReport
@@ -283,6 +283,31 @@ def _versions(run: RunReport) -> list[tuple[str, str]]:
     return [(k, ", ".join(sorted(v))) for k, v in sorted(found.items())]
 
 
+def _collapsed(failures: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The failure rows, except that the devices a node is missing (N identical "missing: ..."
+    verdicts) collapse into one row with the likely cause, as the text report does."""
+    out: list[dict[str, Any]] = []
+    missing: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
+    for f in failures:
+        reason = str(f["reason"])
+        if reason.startswith("missing:"):
+            key = (str(f["pool"]), str(f["node"]), str(f["probe"]), reason)
+            if key not in missing:
+                out.append(f)  # its place in the table; replaced below
+            missing.setdefault(key, []).append(f)
+        else:
+            out.append(f)
+    for (_, _, _, reason), rows in missing.items():
+        first, many = rows[0], len(rows) > 1
+        devices = f"{first['device']}..{rows[-1]['device']}" if many else first["device"]
+        merged = {**first, "device": devices,
+                  "reason": f"{len(rows)} device{'s' if many else ''} {reason}; likely cause: "
+                            f"{missing_cause(reason)}",
+                  "retried": any(r["retried"] for r in rows)}
+        out[out.index(first)] = merged
+    return out
+
+
 def context(run: RunReport, quarantine: ActionReport | None = None) -> dict[str, Any]:
     """Everything the template shows, computed (the template only lays it out)."""
     failures: list[dict[str, Any]] = []
@@ -293,6 +318,8 @@ def context(run: RunReport, quarantine: ActionReport | None = None) -> dict[str,
                                  "device": r.device, "probe": r.probe, "figure": figure(r),
                                  "threshold": threshold_of(r), "reason": r.reason,
                                  "retried": r.attempts > 1})
+    headline_count = len(failures)
+    failures = _collapsed(failures)
     counts = {v.value: 0 for v in Verdict}
     for p in run.pools:
         for k, v in p.counts().items():
@@ -304,7 +331,7 @@ def context(run: RunReport, quarantine: ActionReport | None = None) -> dict[str,
         verdict, headline = "fail", "FAILED: nothing was tested"
     elif failures or run.cleanup_errors or not run.ok:
         verdict = "fail"
-        headline = f"FAILED: {len(failures)} failure{'s' if len(failures) != 1 else ''}"
+        headline = f"FAILED: {headline_count} failure{'s' if headline_count != 1 else ''}"
     elif counts["warn"]:
         verdict, headline = "warn", f"PASSED with {counts['warn']} warning(s)"
     else:

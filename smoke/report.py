@@ -125,11 +125,11 @@ def failure_lines(failures: list[Failure]) -> list[str]:
         many = len(devices) > 1
         shown = f"{devices[0]}..{devices[-1]}" if many else devices[0]
         out.append(f"FAIL {where} {shown} {probe}: {len(devices)} device"
-                   f"{'s' if many else ''} {reason}; likely cause: {_missing_cause(reason)}")
+                   f"{'s' if many else ''} {reason}; likely cause: {missing_cause(reason)}")
     return out
 
 
-def _missing_cause(reason: str) -> str:
+def missing_cause(reason: str) -> str:
     """What usually hides accelerators from a node (the reason says what was found)."""
     none = "found 0 " in reason
     if "GPU" in reason:

@@ -113,18 +113,20 @@ def test_a_good_profile_file(tmp_path: Path) -> None:
     assert data["workload"]["name"] == "tiny" and "6 N" in data["workload"]["notes"][0]
 
 
-def _history(path: Path, runs: int) -> None:
+def _history(path: Path, runs: int, backend: str = "torch", scale: float = 1.0,
+             first: int = 0) -> None:
     from smoke._history import History
     from smoke._results import HostReport, ProbeResult, Verdict
     from smoke._run import RunReport
 
     with History.open(path) as h:
-        for i in range(runs):
+        for i in range(first, first + runs):
             results = tuple(
-                ProbeResult(f"cuda{d}", probe, 2, Verdict.PASS, "ok", value + d + i, None, unit)
+                ProbeResult(f"cuda{d}", probe, 2, Verdict.PASS, "ok",
+                            scale * (value + d + i), None, unit)
                 for d in range(2) for probe, value, unit in (
                     ("matmul_tflops", 700.0, "TFLOP/s"), ("memory_gbps", 2900.0, "GB/s")))
-            report = HostReport(host=f"node-{i % 2}", backend="torch", platform="cuda",
+            report = HostReport(host=f"node-{i % 2}", backend=backend, platform="cuda",
                                 versions={}, tier=2, results=results, accelerator="h100-80gb",
                                 started_at=f"2026-11-2{i}T00:00:00+00:00")
             h.append(RunReport.of_host(report, f"run-{i}"), kind="local")
@@ -150,6 +152,19 @@ def test_measured_figures_come_from_the_smoke_history(tmp_path: Path) -> None:
     off = runner.invoke(app, ["advise", "--workload", "llama3-8b-finetune", "--pools",
                               "h100-train", "--history", str(path), "--no-history", "--json"])
     assert json.loads(off.output)["candidates"][0]["figures"]["origin"] == "datasheet"
+
+
+def test_measured_figures_are_one_backends_series(tmp_path: Path) -> None:
+    """Issue 21 item 7: a JAX run on the H100 (a tenth of torch's figures) is not mixed into
+    torch's medians: the backend with the most runs gives the figures."""
+    path = tmp_path / "history.sqlite"
+    _history(path, 3)
+    _history(path, 2, backend="jax", scale=0.1, first=3)
+    result = runner.invoke(app, ["advise", "--workload", "llama3-8b-finetune", "--pools",
+                                 "h100-train", "--history", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    h100 = json.loads(result.output)["history"]["accelerators"]["h100-80gb"]
+    assert h100["runs"] == 3 and h100["gbps"] == pytest.approx(2901.5)
 
 
 def test_a_missing_history_named_explicitly_is_bad_input(tmp_path: Path) -> None:

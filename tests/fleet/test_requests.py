@@ -198,3 +198,23 @@ def test_an_expired_pool_is_a_warning_with_its_cost(raw: dict[str, Any]) -> None
     assert "$129,195 a month" in w.message and "ana@acme.com" in w.message
     assert "accelfleet pool remove h100-train" in w.hint
     assert fleet.pools[1].spec.expires == fleet.pools[2].spec.expires == date(2999, 12, 31)
+
+
+def test_a_refused_gpu_request_offers_the_same_gpu_on_the_other_cloud(raw: dict[str, Any]
+                                                                      ) -> None:
+    """Issue 21 item 8: the example stack has a GKE and an EKS cluster; an H100 refused on
+    one lists the H100 machine of the other (8 GPUs, as asked), in a zone where it passes."""
+    err = refused(ask, raw, team="vision", accelerator="h100", zone="us-central1-f")
+    other = [a for a in err.alternatives if "--cluster" in a]
+    assert other == [next(a for a in other if a.startswith(
+        "--accelerator p5.48xlarge --cluster ml-eks --zone us-east-1a (on aws: $"))], other
+    ask(raw, team="vision", accelerator="p5.48xlarge", cluster="ml-eks", zone="us-east-1a")
+    err = refused(ask, raw, team="vision", accelerator="p5.48xlarge", zone="us-east-1z")
+    assert any(a.startswith("--accelerator a3-highgpu-8g --cluster ml-gke --zone "
+                            "us-central1-a (on gcp: $") for a in err.alternatives)
+
+
+def test_no_other_cloud_alternative_that_would_not_pass(raw: dict[str, Any]) -> None:
+    """Team research's budget has room for the p5 ($40k) but not the a3 ($65k): no GCP line."""
+    err = refused(ask, raw, team="research", accelerator="p5.48xlarge", zone="us-east-1z")
+    assert not any("--cluster" in a for a in err.alternatives), err.alternatives

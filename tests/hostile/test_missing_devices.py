@@ -1,9 +1,10 @@
 """Item 7 (part): N identical "missing device" failures collapse into one line naming the
 devices and the likely cause (driver, device plugin, `nvidia-smi`), in the host summary and the
-run summary."""
+run summary, and the HTML report."""
 
 from __future__ import annotations
 
+from smoke._html import render_html
 from smoke._results import HostReport, ProbeResult, Verdict
 from smoke._run import RunReport
 from smoke.report import run_summary, summary
@@ -31,3 +32,13 @@ def test_missing_devices_collapse_into_one_line_with_the_likely_cause() -> None:
     run = run_summary(RunReport.of_host(_host(2), "l-1"))
     fails = [line for line in run.splitlines() if line.startswith("FAIL")]
     assert len(fails) == 1 and "cuda2..cuda7" in fails[0] and "Xid" in fails[0]
+
+
+def test_the_html_report_collapses_missing_devices_into_one_row_with_the_cause() -> None:
+    html = render_html(RunReport.of_host(_host(0), "l-1"))
+    section = html.split('id="failures"', 1)[1].split("</section>", 1)[0]
+    rows = [r for r in section.split("<tr")[1:] if 'class="fail"' in r]
+    assert len(rows) == 1, section
+    assert "cuda0..cuda7" in rows[0] and "8 devices missing" in rows[0]
+    assert "nvidia-smi" in rows[0] and "device plugin" in rows[0]
+    assert "FAILED: 8 failures" in html  # the headline still counts every failed device

@@ -153,7 +153,7 @@ def test_reading_a_history_never_writes_and_refuses_another_schema(
         conn = sqlite3.connect(path)
         conn.execute("INSERT INTO runs VALUES (1, 'r1', 'local', 's', 't', 1.0, 'v', 1, 't')")
         conn.execute("INSERT INTO results VALUES (1, '', 'p', 'n', 'a', 'd', 'matmul_tflops', "
-                     "2, 'TFLOP/s', 'lots', NULL, NULL, 'pass')")
+                     "2, 'TFLOP/s', 'lots', NULL, NULL, 'pass', 'torch')")
         conn.commit()
         conn.execute("PRAGMA journal_mode = DELETE")
         conn.close()
@@ -177,7 +177,7 @@ def test_markup_in_a_history_unit_is_shown_as_typed(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     conn.execute("INSERT INTO runs VALUES (1, 'r1', 'local', 's', 't', 1.0, 'v', 1, 't')")
     conn.execute("INSERT INTO results VALUES (1, '', 'p', 'n[b]', 'a', 'd', 'matmul_tflops', "
-                 "2, '[red]x[/blue]', 800.0, NULL, NULL, 'pass')")
+                 "2, '[red]x[/blue]', 800.0, NULL, NULL, 'pass', 'torch')")
     conn.commit()
     conn.close()
     code, out = invoke("smoke", "history", "--history", str(path))

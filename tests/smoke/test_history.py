@@ -74,7 +74,8 @@ def test_a_missing_a_newer_or_a_foreign_file_is_bad_input(tmp_path: Path) -> Non
     newer = tmp_path / "newer.sqlite"
     with sqlite3.connect(newer) as db:
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    with pytest.raises(InputError, match="has schema 2; this accelfleet knows schema 1"):
+    with pytest.raises(InputError, match=f"has schema {SCHEMA_VERSION + 1}; this "
+                       f"accelfleet knows schema {SCHEMA_VERSION}"):
         History.open(newer)
     foreign = tmp_path / "notes.sqlite"
     foreign.write_text("not a database, only words " * 100, encoding="utf-8")
@@ -115,11 +116,12 @@ def test_ten_concurrent_writers_lose_no_row(tmp_path: Path) -> None:
     assert rows == 10 * runs * rows_per_run
 
 
-def _node_run(i: int, tflops: list[float], verdict: Verdict = Verdict.PASS) -> RunReport:
+def _node_run(i: int, tflops: list[float], verdict: Verdict = Verdict.PASS,
+              backend: str = "torch") -> RunReport:
     results = tuple(ProbeResult(f"cuda{d}", "matmul_tflops", 2, verdict, "recorded", v, 989.0,
                                 "TFLOP/s", details={"floor": 593.4})
                     for d, v in enumerate(tflops))
-    report = HostReport(host="n1", backend="torch", platform="gpu", versions={}, tier=2,
+    report = HostReport(host="n1", backend=backend, platform="gpu", versions={}, tier=2,
                         results=results, accelerator="h100-80gb")
     return RunReport(run_id=f"r{i:02d}", stack="prod", started_at=f"2026-11-{i + 1:02d}T00:00"
                      ":00+00:00", duration_s=1.0, thresholds_version="t", agent_digest="",
@@ -198,3 +200,63 @@ def test_smoke_local_is_recorded_with_its_html_and_metrics(tmp_path: Path,
                                       "--history", str(path)])
     assert result.exit_code == 2 and "contradict" in result.output
 
+
+
+def test_torch_and_jax_figures_are_separate_series_and_never_drift_against_each_other(
+        tmp_path: Path) -> None:
+    """Issue 21 item 7: the same node measured by torch (810 TFLOP/s) and by JAX (700): JAX's
+    run is its own series, not a 0.86 drift of torch's."""
+    path = tmp_path / "h.sqlite"
+    for i in range(4):
+        assert record(_node_run(i, [810.0] * 4), path, kind="cluster") == []
+    assert record(_node_run(4, [700.0] * 4, backend="jax"), path, kind="local") == []
+    with History.open(path, create=False) as h:
+        trends = h.trends()
+    assert sorted((t.backend, len(t.points)) for t in trends) == [("jax", 1), ("torch", 4)]
+    assert all(not t.drift for t in trends)
+    result = CliRunner().invoke(app, ["smoke", "history", "--history", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert sorted(t["backend"] for t in json.loads(result.stdout)) == ["jax", "torch"]
+
+
+def _schema_1(path: Path) -> None:
+    """A history as accelfleet schema 1 wrote it (no backend column)."""
+    conn = sqlite3.connect(path)
+    conn.executescript("""
+        CREATE TABLE runs (seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL UNIQUE,
+            kind TEXT NOT NULL, stack TEXT NOT NULL, started_at TEXT NOT NULL,
+            duration_s REAL NOT NULL, thresholds_version TEXT NOT NULL, ok INTEGER NOT NULL,
+            recorded_at TEXT NOT NULL);
+        CREATE TABLE results (run_seq INTEGER NOT NULL REFERENCES runs(seq),
+            cluster TEXT NOT NULL, pool TEXT NOT NULL, node TEXT NOT NULL,
+            accelerator TEXT NOT NULL, device TEXT NOT NULL, probe TEXT NOT NULL,
+            tier INTEGER NOT NULL, unit TEXT NOT NULL, measured REAL, expected REAL,
+            floor REAL, verdict TEXT NOT NULL);
+        PRAGMA user_version = 1;""")
+    for i, (kind, acc) in enumerate([("cluster", "h100-80gb"), ("cluster", "tpu-v5p"),
+                                     ("local", "cpu")]):
+        conn.execute("INSERT INTO runs VALUES (?, ?, ?, 's', 't', 1.0, 'v', 1, 't')",
+                     (i + 1, f"r{i}", kind))
+        conn.execute("INSERT INTO results VALUES (?, '', 'p', 'n', ?, 'd0', 'matmul_tflops', "
+                     "2, 'TFLOP/s', 800.0, NULL, NULL, 'pass')", (i + 1, acc))
+    conn.commit()
+    conn.close()
+
+
+def test_a_schema_1_history_is_read_without_writing_and_migrated_by_a_writer(
+        tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    _schema_1(path)
+    before = path.read_bytes()
+    with History.open(path, create=False) as h:
+        read = {(t.accelerator, t.backend) for t in h.trends()}
+    assert path.read_bytes() == before  # reading never writes, never migrates
+    assert read == {("h100-80gb", "torch"), ("tpu-v5p", "jax"), ("cpu", "")}
+    with History.open(path) as h:
+        assert {(t.accelerator, t.backend) for t in h.trends()} == read
+        h.append(_node_run(9, [810.0]), kind="cluster")
+        assert h.count() == (4, 4)
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert db.execute("SELECT backend FROM results ORDER BY run_seq").fetchall() == [
+            ("torch",), ("jax",), ("",), ("torch",)]
