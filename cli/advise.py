@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cli._args import StackOpt, one_stack
 from cli._errors import command
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ def advise(
         metavar="STACK_FILE",
         help="A `stacks/Pulumi.<stack>.yaml` file whose pools are the candidates (default: the "
         "example stack; not with --catalog).", show_default=False)] = None,
+    stack: StackOpt = None,
     workload: Annotated[str, typer.Option(
         "--workload", "-w", metavar="FILE|PRESET", show_default=False,
         help="Required. A workload profile (YAML: docs/advise.md) or a preset: llama3-8b-pretrain, "
@@ -63,6 +65,7 @@ def advise(
     Exit 0 with the ranking; 1 when no candidate can run the workload; 2 for a bad profile,
     an unknown preset or pool, or a missing stack or history file.
     """
+    stack_file = one_stack(stack_file, stack)
     from fleet.advise import advise as estimate_all
     from fleet.advise import load_workload
     from fleet.catalog import load_catalog

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli._args import StackArg
+from cli._args import StackArg, StackOpt, one_stack
 from cli._errors import command
 from cli._output import console, print_json, print_table
 
@@ -59,6 +59,7 @@ def stack_path(stack_file: Path | None) -> Path:
 @command
 def validate(
     stack_file: StackArg = None,
+    stack: StackOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Check a stack's fleet against the catalog and the rules; print its pools.
@@ -68,6 +69,7 @@ def validate(
     ranges, from the fewest to the most nodes a pool can have (budgets check the most), at list
     prices or the stack's own `prices:`; a pool with no price says "unpriced".
     """
+    stack_file = one_stack(stack_file, stack)
     from cli._costs import (
         control_plane_words,
         platform_pays,

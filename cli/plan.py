@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli._args import StackArg
+from cli._args import StackArg, StackOpt, one_stack
 from cli._errors import command
 
 if TYPE_CHECKING:
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 @command
 def plan(
     stack_file: StackArg = None,
+    stack: StackOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Deterministic JSON (for CI diffs).")
                        ] = False,
     out: Annotated[Path | None, typer.Option("--out", metavar="FILE",
@@ -44,6 +45,7 @@ def plan(
     Exit 0 with the plan (or the diff); 1 when `--policies` finds a violation; 2 when the
     stack file, the base plan or the git ref is missing or invalid; 3 on an internal error.
     """
+    stack_file = one_stack(stack_file, stack)
     from cli._output import save, writable
     from cli.plan_diff import output_format, report
     from components.plan import run_plan

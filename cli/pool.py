@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli._args import StackArg
+from cli._args import StackArg, one_stack
 from cli._errors import command
 from cli._output import console, print_json, print_table
 
@@ -28,8 +28,8 @@ app = typer.Typer(rich_markup_mode="markdown", no_args_is_help=True,
 
 StackOpt = Annotated[Path | None, typer.Option(
     "--stack", metavar="FILE", show_default=False,
-    help="The `stacks/Pulumi.<stack>.yaml` file (default: $ACCELFLEET_STACK or $PULUMI_STACK, "
-    "else the only stack besides the example; a write never defaults to the example).")]
+    help="The stack file (default: $ACCELFLEET_STACK, $PULUMI_STACK, or the only stack "
+    "besides the example; writes never default to the example).")]
 DryRun = Annotated[bool, typer.Option(
     "--dry-run", help="Show what the change does and the diff; write nothing.")]
 PatchOpt = Annotated[Path | None, typer.Option(
@@ -68,6 +68,7 @@ def _target(path: Path | None, *, dry_run: bool, patch: Path | None, what: str) 
 @command
 def request(
     stack_file: StackArg = None,
+    stack: StackOpt = None,
     team: Annotated[str, typer.Option("--team", metavar="TEAM", help="The team that owns the "
                                       "pool and pays for it.")] = "",
     accelerator: Annotated[str, typer.Option(
@@ -116,6 +117,7 @@ def request(
     wrong. The write keeps every comment, key order and quoting of the file, and is atomic
     under a lock: concurrent requests all land.
     """
+    stack_file = one_stack(stack_file, stack)
     from datetime import date
 
     from fleet.catalog import load_catalog
@@ -343,12 +345,14 @@ def _report(edit: Edit, path: Path, *, dry_run: bool, patch: Path | None, commit
 @command
 def list_(
     stack_file: StackArg = None,
+    stack: StackOpt = None,
     team: Annotated[str | None, typer.Option("--team", metavar="TEAM", show_default=False,
                                              help="Only this team's pools.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """The stack's pools: team, accelerator, nodes and devices, zones, monthly cost, who asked
     for each and until when (an expired one says so)."""
+    stack_file = one_stack(stack_file, stack)
     from datetime import date
 
     from cli._pool_words import pool_row
@@ -375,6 +379,7 @@ def list_(
 @command
 def expired(
     stack_file: StackArg = None,
+    stack: StackOpt = None,
     as_of: Annotated[str | None, typer.Option(
         "--as-of", metavar="DATE", show_default=False,
         help="List what has expired by DATE (YYYY-MM-DD; default today).")] = None,
@@ -382,6 +387,7 @@ def expired(
 ) -> None:
     """The pools past their `expires` date, with what each still costs a month, for the
     platform team to reclaim (`accelfleet pool remove NAME --stack FILE`)."""
+    stack_file = one_stack(stack_file, stack)
     from datetime import date
 
     from cli._pool_words import pool_row

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli._args import StackArg
+from cli._args import StackArg, StackOpt, one_stack
 from cli._errors import command
 from cli._output import console, print_json
 
@@ -96,6 +96,7 @@ def _json(routing: list[ClusterRouting], team: str | None) -> list[dict[str, Any
 @command
 def show(
     stack_file: StackArg = None,
+    stack: StackOpt = None,
     team: Annotated[str | None, typer.Option(
         "--team", metavar="TEAM", show_default=False, help="Only this team's queues.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
@@ -110,6 +111,7 @@ def show(
 
     Exit 0; 2 when the stack is invalid or names no such team.
     """
+    stack_file = one_stack(stack_file, stack)
     from fleet import load_fleet
     from fleet.errors import InputError, suggest
     from fleet.routing import fleet_routing

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from cli._args import StackOpt, one_stack
 from cli._errors import command
 from cli.smoke_options import (
     ContextOpt,
@@ -235,6 +236,7 @@ def _render(stack_file: Path | None, outputs: Path | None, pools: str | None, ti
 @command
 def render(
     stack_file: StackArg = None,
+    stack: StackOpt = None,
     outputs: OutputsOpt = None,
     out: Annotated[Path | None, typer.Option(
         "--out", metavar="DIR", help="Write one YAML file per cluster into this directory "
@@ -247,6 +249,7 @@ def render(
 ) -> None:
     """Print (or write) the exact manifests `smoke run` would submit, with no cluster: for
     review and for CI. Exit 0, or 2 for a bad stack or option."""
+    stack_file = one_stack(stack_file, stack)
     from smoke._workload import write_manifests
 
     run, _, _ = _render(stack_file, outputs, pools, tier, timeout_s, image, run_id="render",
@@ -269,6 +272,7 @@ def render(
 @command
 def run(
     stack_file: StackArg = None,
+    stack: StackOpt = None,
     outputs: OutputsOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -309,6 +313,7 @@ def run(
     or a cluster that cannot be reached; 130 when interrupted (every object the run created
     is deleted first).
     """
+    stack_file = one_stack(stack_file, stack)
     import signal
     import threading
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from cli._args import StackOpt, one_stack
 from cli._errors import command
 from cli.smoke_options import ContextOpt, KubeconfigOpt, OutputsOpt, StackArg
 
@@ -111,6 +112,7 @@ def release(
 @command
 def status(
     stack_file: StackArg = None,
+    stack: StackOpt = None,
     outputs: OutputsOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -122,6 +124,7 @@ def status(
     Exit 0 (whether or not nodes are quarantined); 2 for bad input or a cluster that cannot
     be reached.
     """
+    stack_file = one_stack(stack_file, stack)
     from rich.markup import escape
     from rich.table import Table
 

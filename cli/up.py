@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cli._args import StackOpt, one_stack
 from cli._errors import command
 
 if TYPE_CHECKING:
@@ -76,13 +77,15 @@ def _printer(events: list[Any]) -> Callable[[Any], None]:
 
 
 @command
-def preview(stack_file: StackArg = None, policy_pack: PolicyOpt = False) -> None:
+def preview(stack_file: StackArg = None, stack: StackOpt = None,
+            policy_pack: PolicyOpt = False) -> None:
     """Preview the stack with the Pulumi engine (Automation API; needs the Pulumi CLI and
     credentials): what `up` would create, update and replace.
 
     Exit 0; 1 when the engine or a policy refuses; 2 when the stack is invalid or the Pulumi CLI
     is missing (with how to install it).
     """
+    stack_file = one_stack(stack_file, stack)
     from components.deploy import engine_error
 
     _cli_ready()
@@ -105,6 +108,7 @@ def _counts(counts: dict[str, int]) -> str:
 @command
 def up(
     stack_file: StackArg = None,
+    stack: StackOpt = None,
     yes: Annotated[bool, typer.Option("--yes", help="Deploy without asking (CI).")] = False,
     smoke: Annotated[str, typer.Option(
         "--smoke", metavar="changed|all|none", help="After the update, run `smoke run` on "
@@ -124,6 +128,7 @@ def up(
     invalid, the Pulumi CLI is missing (with how to install it) or no terminal can confirm
     (pass --yes); 130 when interrupted.
     """
+    stack_file = one_stack(stack_file, stack)
     import json
     import sys
     import tempfile
