@@ -10,11 +10,11 @@ import re
 from collections import defaultdict
 
 import pytest
-import typer
-from typer.core import TyperArgument, TyperGroup, TyperOption
+from typer.core import TyperArgument, TyperOption
 from typer.testing import CliRunner
 
 from cli.main import app
+from tests.cli.commands import leaf_commands
 
 WORDS = re.compile(r"[A-Z][A-Z_]*%?([=|,](\.\.\.|[A-Z][A-Z_]*%?))*")
 CHOICES = re.compile(r"[a-z0-9-]+(\|[a-z0-9-]+)+")
@@ -25,18 +25,12 @@ SPELLED_TWO_WAYS = {"--out": {"FILE", "DIR"}}
 def _params() -> list[tuple[str, TyperOption | TyperArgument]]:
     out: list[tuple[str, TyperOption | TyperArgument]] = []
 
-    def walk(cmd: object, path: list[str]) -> None:
-        if isinstance(cmd, TyperGroup):
-            for name, sub in cmd.commands.items():
-                walk(sub, [*path, name])
-            return
+    for path, cmd in leaf_commands().items():
         for p in getattr(cmd, "params", []):
             if isinstance(p, TyperOption) and (p.is_flag or p.hidden or p.name == "help"):
                 continue
             if isinstance(p, TyperOption | TyperArgument):
                 out.append((" ".join(path), p))
-
-    walk(typer.main.get_command(app), [])
     return out
 
 

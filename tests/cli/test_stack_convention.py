@@ -6,28 +6,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
 from typer.testing import CliRunner
 
 from cli.main import app
+from tests.cli.commands import leaf_commands
 
 runner = CliRunner()
 EXAMPLE = Path(__file__).resolve().parents[2] / "stacks" / "Pulumi.example.yaml"
 
 
-def _leaves(group: object, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], object]:
-    subs = getattr(group, "commands", None)
-    if not subs:
-        return {prefix: group}
-    out: dict[tuple[str, ...], object] = {}
-    for name, sub in subs.items():
-        out |= _leaves(sub, (*prefix, name))
-    return out
-
-
 def test_every_command_that_reads_a_stack_takes_the_stack_option() -> None:
     readers = []
-    for path, cmd in _leaves(typer.main.get_command(app)).items():
+    for path, cmd in leaf_commands().items():
         params = getattr(cmd, "params", [])
         positional = any(getattr(p, "metavar", None) == "STACK_FILE" for p in params)
         option = [p for p in params if "--stack" in getattr(p, "opts", [])]

@@ -5,25 +5,15 @@ from __future__ import annotations
 
 import shlex
 
-import typer
 from typer.testing import CliRunner
 
 from cli._examples import EXAMPLES
 from cli.main import app
-
-
-def _leaves(group: object, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], object]:
-    subs = getattr(group, "commands", None)
-    if not subs:
-        return {prefix: group}
-    out: dict[tuple[str, ...], object] = {}
-    for name, sub in subs.items():
-        out |= _leaves(sub, (*prefix, name))
-    return out
+from tests.cli.commands import leaf_commands
 
 
 def test_every_command_shows_examples() -> None:
-    leaves = _leaves(typer.main.get_command(app))
+    leaves = leaf_commands()
     assert set(leaves) == set(EXAMPLES)
     for path in leaves:
         result = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "200"})
@@ -33,7 +23,7 @@ def test_every_command_shows_examples() -> None:
 
 
 def test_every_example_uses_options_its_command_has() -> None:
-    leaves = _leaves(typer.main.get_command(app))
+    leaves = leaf_commands()
     for path, lines in EXAMPLES.items():
         params = getattr(leaves[path], "params", [])
         known = {o for p in params for o in (*p.opts, *p.secondary_opts)}
