@@ -157,7 +157,8 @@ def test_a_crashing_pod_is_named_and_its_peer_kept(fake_cluster: Any, stack: Pat
 
 
 def _recorded(host: str, tflops: float) -> str:
-    """An H100 host's report as a real run printed it, with this matmul figure."""
+    """An H100 host's report in the shape a real run prints, with this matmul figure; the
+    sustained figure (0.95 of it) is an assumed healthy value: no sustained run is recorded."""
     results = [ProbeResult(f"cuda{i}", "inventory", 0, Verdict.PASS, "recorded", 79.19, 80.0,
                            "GiB") for i in range(8)]
     results += [ProbeResult(f"cuda{i}", "known_answer", 1, Verdict.PASS, "recorded", 2e-4,

@@ -28,7 +28,11 @@ def _r(dev: str, probe: str, tier: int, value: float, **details: Any) -> ProbeRe
 
 
 def healthy(**over: float) -> list[ProbeResult]:
-    """A complete tier-3 report of one a3-highgpu-8g node, as a real run prints it."""
+    """A complete tier-3 report of one a3-highgpu-8g node, in the shape the agent prints.
+    Figures near recorded H100 ones where a recording exists (matmul 797.5 TFLOP/s, in-node
+    busbw 479.9, 2-node TCPX 83.27 GB/s: reference/reality perf-h100-*); memory (no recorded
+    H100 HBM figure) and sustained (no recorded sustained run) are assumed healthy values
+    above their floors, not recordings."""
     out = [_r(f"cuda{i}", "inventory", 0, 79.19) for i in range(8)]
     out += [_r(f"cuda{i}", "known_answer", 1, 2e-4, checksum=1234.5) for i in range(8)]
     out += [_r(f"cuda{i}", "matmul_tflops", 2, over.get(f"cuda{i}", 800.0)) for i in range(8)]
