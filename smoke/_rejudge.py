@@ -33,6 +33,7 @@ from smoke._backend import KnownAnswer
 from smoke._expect import Expectation
 from smoke._results import DOCUMENT_KIND, HostReport, ProbeResult, Verdict
 from smoke._run import REPORT, Check
+from smoke._sustain import burst_checks
 from smoke._thresholds import fabric_threshold
 
 if TYPE_CHECKING:
@@ -167,14 +168,8 @@ def _judge_figures(report: HostReport, plan: PoolPlan) -> dict[tuple[str, str], 
         if (r.probe != V.SUSTAINED or r.measured is None or not b or b <= 0
                 or sustain_th.floor_ratio is None or exp.accelerator is None):
             continue
-        ratio = r.measured / b
-        if ratio < sustain_th.floor_ratio:
-            mine.append(replace(r, verdict=Verdict.FAIL if sustain_th.enforced else Verdict.WARN,
-                                reason=f"sustained {r.measured:,.3g} TFLOP/s is {ratio:.2f} of "
-                                f"its burst {b:,.3g} (< {sustain_th.floor_ratio:g})"))
-        elif ratio < sustain_th.floor_ratio * sustain_th.warn_band:
-            mine.append(replace(r, verdict=Verdict.WARN, reason=f"sustained {ratio:.2f} of its "
-                                f"burst {b:,.3g}"))
+        for verdict, reason in burst_checks(r.measured, b, sustain_th):
+            mine.append(replace(r, verdict=verdict, reason=reason))
     for r in rs:  # the transport the pod says NCCL used must be the pool's fabric
         seen = r.details.get("transports_seen")
         if r.probe == V.FABRIC and plan.networks and isinstance(seen, list):

@@ -94,14 +94,7 @@ def judge_sustained(loads: Mapping[str, SustainedLoad], burst: Mapping[str, floa
             checks[0] = (Verdict.PASS, f"{text} = {value / b:.2f} of its burst {b:,.3g}")
             if th.floor_ratio is not None:
                 floor = th.floor_ratio * b
-                if value < floor:
-                    checks.append((Verdict.FAIL if th.enforced else Verdict.WARN,
-                                   f"sustained {value:,.3g} {unit} is {value / b:.2f} of its "
-                                   f"burst {b:,.3g} (< {th.floor_ratio:g}): the device slows "
-                                   "down when the whole host is loaded"))
-                elif value < floor * th.warn_band:
-                    checks.append((Verdict.WARN, f"sustained {value / b:.2f} of its burst "
-                                   f"{b:,.3g} (< {th.floor_ratio * th.warn_band:.2f})"))
+                checks += burst_checks(value, b, th)
         else:
             details["burst_tflops"] = None
             checks.append((Verdict.PASS, "no burst figure to compare with"))
@@ -117,6 +110,23 @@ def judge_sustained(loads: Mapping[str, SustainedLoad], burst: Mapping[str, floa
         out.append(ProbeResult(dev, V.SUSTAINED, V.TIERS[V.SUSTAINED], verdict, reason, value,
                                peak if ours else None, unit, details=details))
     return out
+
+
+def burst_checks(value: float, burst: float, th: V.Threshold) -> list[tuple[Verdict, str]]:
+    """The sustained figure `value` against the device's own `burst` figure: below
+    `th.floor_ratio` fails (warns where not enforced), within the warning band warns. The
+    agent and the launcher (smoke._rejudge) judge by this one rule."""
+    if th.floor_ratio is None or not burst > 0:  # no rule, or no burst figure (NaN too)
+        return []
+    unit, ratio, floor = V.UNITS[V.SUSTAINED], value / burst, th.floor_ratio * burst
+    if value < floor:
+        return [(Verdict.FAIL if th.enforced else Verdict.WARN,
+                 f"sustained {value:,.3g} {unit} is {ratio:.2f} of its burst {burst:,.3g} "
+                 f"(< {th.floor_ratio:g}): the device slows down when the whole host is loaded")]
+    if value < floor * th.warn_band:
+        return [(Verdict.WARN, f"sustained {ratio:.2f} of its burst {burst:,.3g} "
+                 f"(< {th.floor_ratio * th.warn_band:.2f})")]
+    return []
 
 
 def _throttle_checks(t: DeviceTelemetry) -> list[tuple[Verdict, str]]:
