@@ -14,7 +14,8 @@ import typer
 
 StackArg = Annotated[Path | None, typer.Argument(
     metavar="STACK_FILE",
-    help="A `stacks/Pulumi.<stack>.yaml` file (default: the example stack).",
+    help="A `stacks/Pulumi.<stack>.yaml` file (default: $ACCELFLEET_STACK, $PULUMI_STACK, "
+    "the selected Pulumi stack, the only non-example stack, else the example).",
     show_default=False)]
 StackOpt = Annotated[Path | None, typer.Option(
     "--stack", metavar="FILE", show_default=False,

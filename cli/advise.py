@@ -106,9 +106,9 @@ def _offers(cat: Catalog, stack_file: Path | None, wanted: list[str], catalog: b
     if catalog:
         return catalog_offers(cat)
     from fleet import load_fleet
-    from fleet.stackfile import EXAMPLE_STACK
+    from fleet.stack_choice import stack_to_read
 
-    path = stack_file or EXAMPLE_STACK
+    path = stack_to_read(stack_file)
     fleet = load_fleet(str(path))
     names = [p.name for p in fleet.pools]
     for name in wanted:

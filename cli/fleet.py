@@ -50,9 +50,9 @@ def _invalid(path: str, exc: SpecError) -> dict[str, Any]:
 
 
 def stack_path(stack_file: Path | None) -> Path:
-    from fleet.stackfile import EXAMPLE_STACK
+    from fleet.stack_choice import stack_to_read
 
-    return stack_file or EXAMPLE_STACK
+    return stack_to_read(stack_file)
 
 
 @app.command()

@@ -50,21 +50,22 @@ def plan(
     from cli.plan_diff import output_format, report
     from components.plan import run_plan
     from fleet.errors import InputError
-    from fleet.stackfile import EXAMPLE_STACK
+    from fleet.stack_choice import stack_to_read
 
     writable(out)  # before any work
     style = output_format(fmt, as_json)
+    path = stack_to_read(stack_file)
     try:
         if diff is not None or base_ref is not None or policies:
-            report(stack_file or EXAMPLE_STACK, diff=diff, base_ref=base_ref, fmt=style,
+            report(path, diff=diff, base_ref=base_ref, fmt=style,
                    policies=policies, out=out)
             return
-        result = run_plan(stack_file or EXAMPLE_STACK)
+        result = run_plan(path)
     except InputError as exc:
         if style == "markdown":  # the PR comment says why there is no plan
             from cli.plan_diff import invalid_markdown
 
-            text = invalid_markdown(stack_file or EXAMPLE_STACK, exc)
+            text = invalid_markdown(path, exc)
             if out is None or save(out, text):
                 typer.echo(text, nl=False)
         raise

@@ -49,9 +49,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output."
 def _stack(path: Path | None) -> Path:
     """The stack to read (fleet.stack_choice): named, $ACCELFLEET_STACK / $PULUMI_STACK, the
     only stack besides the example, else the example."""
-    from fleet.stack_choice import choose_stack
+    from fleet.stack_choice import stack_to_read
 
-    return choose_stack(path).path
+    return stack_to_read(path)
 
 
 def _target(path: Path | None, *, dry_run: bool, patch: Path | None, what: str) -> Path:

@@ -115,9 +115,9 @@ def show(
     from fleet import load_fleet
     from fleet.errors import InputError, suggest
     from fleet.routing import fleet_routing
-    from fleet.stackfile import EXAMPLE_STACK
+    from fleet.stack_choice import stack_to_read
 
-    path = stack_file or EXAMPLE_STACK
+    path = stack_to_read(stack_file)
     fleet = load_fleet(str(path))
     routing = fleet_routing(fleet)
     if team is not None and team not in {q.team for c in routing for q in c.queues}:

@@ -52,9 +52,10 @@ def _stack(stack_file: Path | None) -> tuple[Path, str, dict[str, Any]]:
     from components.deploy import PROJECT_DIR
     from components.plan import run_plan
     from fleet.errors import InputError
-    from fleet.stackfile import EXAMPLE_STACK, stack_name
+    from fleet.stack_choice import stack_to_read
+    from fleet.stackfile import stack_name
 
-    path = stack_file or EXAMPLE_STACK
+    path = stack_to_read(stack_file)
     name = stack_name(path)
     expected = (PROJECT_DIR / "stacks" / f"Pulumi.{name}.yaml").resolve()
     if path.resolve() != expected:

@@ -16,3 +16,16 @@ def _smoke_history_in_tmp(tmp_path_factory: pytest.TempPathFactory,
     path = tmp_path_factory.mktemp("history") / "history.sqlite"
     monkeypatch.setenv("ACCELFLEET_HISTORY", str(path))
     return path
+
+
+@pytest.fixture(autouse=True)
+def _no_stack_chosen_outside(tmp_path_factory: pytest.TempPathFactory,
+                             monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Which stack a command works on depends on the shell ($ACCELFLEET_STACK,
+    $PULUMI_STACK) and on `pulumi stack select` (under $PULUMI_HOME): a test starts with
+    none of them, whatever the developer's machine has selected."""
+    for var in ("ACCELFLEET_STACK", "PULUMI_STACK", "PULUMI_BACKEND_URL"):
+        monkeypatch.delenv(var, raising=False)
+    home = tmp_path_factory.mktemp("pulumi-home")
+    monkeypatch.setenv("PULUMI_HOME", str(home))
+    return home

@@ -93,3 +93,81 @@ def test_pool_expired_suggests_remove_with_the_stack(tmp_path: Path) -> None:
     assert code == 0, out
     if "no pool has expired" not in out:
         assert f"accelfleet pool remove NAME --stack {prod}" in out
+
+
+def _select(home: Path, project_file: Path, settings: str) -> Path:
+    """What `pulumi stack select` writes (pulumi/pulumi sdk/go/common/workspace/workspace.go
+    `settingsPath`: <PULUMI_HOME>/workspaces/<project>-<sha1 of the project file's path>-
+    workspace.json)."""
+    import hashlib
+
+    digest = hashlib.sha1(str(project_file).encode()).hexdigest()
+    path = home / "workspaces" / f"accelfleet-{digest}-workspace.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(settings)
+    return path
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A Pulumi project like this repository's: Pulumi.yaml with `stackConfigDir: stacks/`."""
+    root = tmp_path / "infra"
+    (root / "stacks").mkdir(parents=True)
+    (root / "Pulumi.yaml").write_text("name: accelfleet\nruntime: python\n"
+                                      "stackConfigDir: stacks/\n")
+    shutil.copy(EXAMPLE_STACK, root / "stacks" / EXAMPLE_STACK.name)
+    shutil.copy(EXAMPLE_STACK, root / "stacks" / "Pulumi.prod.yaml")
+    shutil.copy(EXAMPLE_STACK, root / "stacks" / "Pulumi.dev.yaml")
+    return root
+
+
+def test_the_stack_pulumi_stack_select_chose(project: Path, tmp_path: Path) -> None:
+    home = tmp_path / "pulumi-home"
+    env = {"PULUMI_HOME": str(home)}
+    inner = project / "stacks"
+    assert choose_stack(None, stacks_dir=inner, env=env, cwd=inner).is_default_example
+    # the legacy document every release wrote until 2026, from a folder below the project
+    _select(home, project / "Pulumi.yaml", '{\n    "stack": "acme/accelfleet/prod"\n}')
+    choice = choose_stack(None, stacks_dir=inner, env=env, cwd=inner)
+    assert choice.path == project / "stacks" / "Pulumi.prod.yaml"
+    assert choice.why == "`pulumi stack select`"
+    assert stack_for_write(None, what="pool request", stacks_dir=inner, env=env,
+                           cwd=project) == project / "stacks" / "Pulumi.prod.yaml"
+    # the per-backend document of newer releases: the current backend's selection wins
+    (home / "credentials.json").write_text('{"current": "https://api.pulumi.com"}')
+    _select(home, project / "Pulumi.yaml", '{"stack": "prod", "stacks": {'
+            '"https://api.pulumi.com": "dev", "file://~": "prod"}}')
+    assert choose_stack(None, env=env, cwd=project).path == project / "stacks" / "Pulumi.dev.yaml"
+    assert choose_stack(None, env={**env, "PULUMI_BACKEND_URL": "file://~"}, cwd=project
+                        ).path == project / "stacks" / "Pulumi.prod.yaml"
+    # an env var still wins over the selection; a named file over both
+    assert choose_stack(None, stacks_dir=inner, env={**env, "ACCELFLEET_STACK": "prod"},
+                        cwd=project).path == inner / "Pulumi.prod.yaml"
+
+
+def test_a_selected_stack_without_a_file_or_a_broken_workspace_is_refused(
+        project: Path, tmp_path: Path) -> None:
+    home = tmp_path / "pulumi-home"
+    env = {"PULUMI_HOME": str(home)}
+    workspace = _select(home, project / "Pulumi.yaml", '{"stack": "staging"}')
+    with pytest.raises(InputError, match=r"pulumi stack select` chose 'staging'.*"
+                                         r"Pulumi\.staging\.yaml does not exist") as err:
+        choose_stack(None, env=env, cwd=project)
+    assert "Pulumi.dev.yaml, Pulumi.example.yaml, Pulumi.prod.yaml" in (err.value.hint or "")
+    workspace.write_text('{"stack": ')
+    with pytest.raises(InputError, match="Pulumi workspace file"):
+        choose_stack(None, env=env, cwd=project)
+
+
+def test_a_pool_edit_goes_to_the_selected_stack(project: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.chdir(project)
+    _select(Path(os.environ["PULUMI_HOME"]), project / "Pulumi.yaml", '{"stack": "prod"}')
+    prod = project / "stacks" / "Pulumi.prod.yaml"
+    before = EXAMPLE_STACK.read_bytes()
+    code, out = invoke("pool", "request", *REQUEST)
+    assert code == 0, out
+    assert prod.read_bytes() != before and EXAMPLE_STACK.read_bytes() == before
+    assert (project / "stacks" / "Pulumi.dev.yaml").read_bytes() == before
