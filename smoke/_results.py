@@ -93,6 +93,14 @@ def _bounded(value: Any, name: str, low: int, high: int) -> int:
     return number
 
 
+def _text_or_none(value: Any, name: str) -> str | None:
+    """A host report's optional name (`expect`, `accelerator`): text or absent; ValueError
+    otherwise (a list there reached the report writers as an internal error)."""
+    if value is None or isinstance(value, str):
+        return value
+    raise ValueError(f"{name} must be text, not {type(value).__name__}")
+
+
 _FIGURES = ("floor", "ratio")  # details the reports compute with
 _LISTS = ("transports_seen", "transports_expected")
 
@@ -181,8 +189,8 @@ class HostReport:
             versions={str(k): str(v) for k, v in (data.get("versions") or {}).items()},
             tier=_bounded(data["tier"], "tier", 0, MAX_TIER),
             results=tuple(ProbeResult.from_dict(r) for r in data.get("results") or []),
-            expect=data.get("expect"),
-            accelerator=data.get("accelerator"),
+            expect=_text_or_none(data.get("expect"), "expect"),
+            accelerator=_text_or_none(data.get("accelerator"), "accelerator"),
             thresholds_version=str(data.get("thresholds_version", "")),
             started_at=str(data.get("started_at", "")),
             duration_s=float(data.get("duration_s", 0.0)),

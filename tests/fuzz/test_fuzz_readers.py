@@ -62,3 +62,19 @@ def test_the_mutations_are_seeded() -> None:
     one = [mutate(seed, random_mutations(random.Random(7), json_doc=False)) for _ in range(3)]
     two = [mutate(seed, random_mutations(random.Random(7), json_doc=False)) for _ in range(3)]
     assert one == two
+
+
+# Cases the long run found (benchmarks/fuzz_readers.py --seed S), replayed here for good.
+FOUND = [
+    # seed 22, case 6817: `expect` a list of nulls reached the JUnit writer as exit 3
+    ("host", "recorded-node.json", [Mutation("json-set", 0.007134915094877181,
+                                             0.3332919695445876, 6834)]),
+]
+
+
+@pytest.mark.parametrize(("reader", "seed_name", "edits"), FOUND)
+def test_each_case_the_long_run_found_is_refused(reader: str, seed_name: str,
+                                                 edits: list[Mutation], tmp_path: Path) -> None:
+    seed = next(s for s in seeds(reader) if s.name == seed_name)
+    outcome = run_case(reader, seed, edits, tmp_path)
+    assert outcome.code in (0, 1, 2) and not outcome.traceback, outcome.output
