@@ -95,7 +95,7 @@ def _bounded(value: Any, name: str, low: int, high: int) -> int:
 
 def _text_or_none(value: Any, name: str) -> str | None:
     """A host report's optional name (`expect`, `accelerator`): text or absent; ValueError
-    otherwise (a list there reached the report writers as an internal error)."""
+    otherwise (a list there once crashed the report writers)."""
     if value is None or isinstance(value, str):
         return value
     raise ValueError(f"{name} must be text, not {type(value).__name__}")

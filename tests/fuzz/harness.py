@@ -16,6 +16,7 @@ import hashlib
 import io
 import json
 import random
+import re
 import sqlite3
 import time
 from collections.abc import Callable
@@ -262,6 +263,12 @@ def _history_file(path: Path, sql: str) -> None:
         conn.close()
 
 
+# What a crash prints at the start of a line (Python's traceback, the CLI's exit-3 message);
+# the same words inside printed data (the agent's source in a rendered ConfigMap) are not one.
+CRASH = re.compile(r"^\s*(Traceback \(most recent call last\)|Traceback: |internal error: )",
+                   re.MULTILINE)
+
+
 def run_case(reader: str, seed: Path, mutations: list[Mutation], workdir: Path) -> Outcome:
     """One case in `workdir` (fresh and empty)."""
     text = mutate(seed, mutations)
@@ -291,5 +298,5 @@ def run_case(reader: str, seed: Path, mutations: list[Mutation], workdir: Path) 
     seconds = time.perf_counter() - started
     after = _digests(workdir)
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
-    return Outcome(reader, code, "Traceback" in out or "internal error" in out, changed,
+    return Outcome(reader, code, CRASH.search(out) is not None, changed,
                    seconds, out[-2000:])
