@@ -1,5 +1,6 @@
-"""Item 5 (part): messages use the README's words: a pool written with `zone:` hears about its
-`zone` (not `zones[0]`), and a malformed region gets a did-you-mean like an unknown one."""
+"""Item 5 (part): messages use the words of the stack reference (docs/stack.md, the README's
+until issue 22): a pool written with `zone:` hears about its `zone` (not `zones[0]`), and a
+malformed region gets a did-you-mean like an unknown one."""
 
 from __future__ import annotations
 
