@@ -22,9 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from smoke._history import History
-from smoke._results import HostReport, ProbeResult, Verdict
-from smoke._run import NodeOutcome, PoolReport, PoolStatus, RunReport
+from smoke.cluster.run import NodeOutcome, PoolReport, PoolStatus, RunReport
+from smoke.history import History
+from smoke.probes.results import HostReport, ProbeResult, Verdict
 
 ROWS_PER_NODE = 34  # 8 x (inventory, known answer, matmul, memory) + all-reduce + fabric
 

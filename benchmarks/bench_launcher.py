@@ -43,7 +43,7 @@ def report_line(host: str) -> str:
     """A complete tier-2 report of a g2-standard-24 (2 x L4) host: the launcher checks that a
     report covers every device and probe its pool's shape and tier call for. Canned healthy
     figures (no L4 run is recorded); what is timed is the launcher, not the figures."""
-    from smoke._results import HostReport, ProbeResult, Verdict
+    from smoke.probes.results import HostReport, ProbeResult, Verdict
 
     results = [ProbeResult(f"cuda{i}", probe, tier, Verdict.PASS, "canned", value, peak, unit,
                            details=details)
@@ -87,10 +87,10 @@ def one_run(stack: Path, url: str, *, trace: bool = False) -> tuple[float, int, 
     run: load the stack, render, connect, launch."""
     from fleet import load_fleet
     from fleet.inventory import build_inventory
-    from smoke import _expect
-    from smoke._access import ClusterRef, connect
-    from smoke._workload import RenderOptions, render_run
-    from smoke.launcher import launch, new_run_id
+    from smoke.cluster.access import ClusterRef, connect
+    from smoke.cluster.launcher import launch, new_run_id
+    from smoke.cluster.workload import RenderOptions, render_run
+    from smoke.probes import expect as _expect
 
     kc = stack.parent / "kubeconfig"
     kc.write_text(json.dumps({

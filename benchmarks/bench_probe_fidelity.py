@@ -21,7 +21,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-from smoke._backend import Device, Sizes, load
+from smoke.probes.backend import Device, Sizes, load
 
 
 def bare_torch(device: Device, n: int, iters: int, repeats: int) -> float:

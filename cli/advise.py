@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from fleet.advise import Advice, Estimate, MeasuredFigures, Offer
     from fleet.catalog import Catalog
-    from smoke._history import Trend
+    from smoke.history import Trend
 
 HISTORY_WINDOW = 10  # each node's last runs the measured medians are over
 
@@ -129,7 +129,7 @@ def _history(path: Path | None, off: bool
     is none to read (datasheet figures everywhere)."""
     if off:
         return None, None
-    from smoke._history import History, default_path
+    from smoke.history import History, default_path
 
     where = path or default_path()
     if path is None and not where.exists():

@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     from rich.progress import TaskID
     from rich.table import Table
 
-    from smoke._quarantine import Cap
-    from smoke._sources import RunSource
-    from smoke._workload import RenderedRun
+    from smoke.cluster.quarantine import Cap
+    from smoke.cluster.sources import RunSource
+    from smoke.cluster.workload import RenderedRun
 
 app = typer.Typer(rich_markup_mode="markdown",
                   help="Prove accelerators perform: run smoke probes here (local) or on every "
@@ -110,8 +110,8 @@ def local(
     from cli._output import writable
     from fleet.errors import CheckFailed, InputError
     from smoke import run_local
-    from smoke.report import junit as junit_xml
-    from smoke.report import summary, table
+    from smoke.reports.text import junit as junit_xml
+    from smoke.reports.text import summary, table
 
     writable(junit)
     check_outputs(html, metrics, history, no_history)
@@ -131,8 +131,8 @@ def local(
         out.print(summary(report), markup=False)  # reasons are text, never markup
     from cli._output import save
     from cli.smoke_options import keep
-    from smoke._run import RunReport
-    from smoke.launcher import new_run_id
+    from smoke.cluster.launcher import new_run_id
+    from smoke.cluster.run import RunReport
 
     unsaved = save(junit, junit_xml(report)) if junit is not None else None
     kept = keep(RunReport.of_host(report, "l" + new_run_id()[1:]), kind="local", html=html,
@@ -210,10 +210,10 @@ def _render(stack_file: Path | None, outputs: Path | None, pools: str | None, ti
             sustain_s: float | None = None, live: dict[str, int] | None = None,
             ) -> tuple[RenderedRun, RunSource, int]:
     """The run's manifests; `live` sizes GPU pools to the nodes they have now."""
-    import smoke._expect as expect
-    from smoke._sources import load_source
-    from smoke._workload import RenderOptions, render_run
-    from smoke.launcher import new_run_id
+    import smoke.probes.expect as expect
+    from smoke.cluster.launcher import new_run_id
+    from smoke.cluster.sources import load_source
+    from smoke.cluster.workload import RenderOptions, render_run
 
     source = load_source(stack_file, outputs)
     s = source.settings
@@ -250,7 +250,7 @@ def render(
     """Print (or write) the exact manifests `smoke run` would submit, with no cluster: for
     review and for CI. Exit 0, or 2 for a bad stack or option."""
     stack_file = one_stack(stack_file, stack)
-    from smoke._workload import write_manifests
+    from smoke.cluster.workload import write_manifests
 
     run, _, _ = _render(stack_file, outputs, pools, tier, timeout_s, image, run_id="render",
                         sustain_s=sustain_s)
@@ -322,10 +322,10 @@ def run(
 
     from cli._output import writable
     from fleet.errors import CheckFailed, InputError
-    from smoke._access import connect, parse_contexts
-    from smoke._run import junit as junit_xml
-    from smoke._workload import write_manifests
-    from smoke.launcher import launch
+    from smoke.cluster.access import connect, parse_contexts
+    from smoke.cluster.launcher import launch
+    from smoke.cluster.run import junit as junit_xml
+    from smoke.cluster.workload import write_manifests
 
     writable(junit)
     writable(out, directory=True)
@@ -337,7 +337,7 @@ def run(
     clients = connect([source.clusters[c] for c in used], kubeconfig=kubeconfig,
                       contexts=parse_contexts(context or []),
                       outputs_kubeconfigs=source.kubeconfigs)
-    from smoke._live import live_pools
+    from smoke.cluster.live import live_pools
 
     live = live_pools(rendered.pools, clients)
     sizes = {name: lp.size for name, lp in live.items()}
@@ -363,7 +363,7 @@ def run(
             signal.signal(s, handler)
     taken = None
     if cap is not None and not report.cancelled:
-        from smoke._quarantine import quarantine as take_out
+        from smoke.cluster.quarantine import quarantine as take_out
 
         taken = take_out(report, clients, pools={p.name: p for p in source.inventory.pools},
                          cap=cap)
@@ -375,7 +375,7 @@ def run(
             typer.echo(line, err=True)
     else:
         from cli._output import console
-        from smoke.report import run_summary, run_table
+        from smoke.reports.text import run_summary, run_table
 
         c = console()
         c.print(run_table(report))
@@ -412,7 +412,7 @@ def run(
 
 def _cap(quarantine: bool, max_quarantine: str | None) -> Cap | None:
     from fleet.errors import InputError
-    from smoke._quarantine import DEFAULT_CAP, Cap
+    from smoke.cluster.quarantine import DEFAULT_CAP, Cap
 
     if max_quarantine is not None and not quarantine:
         raise InputError("--max-quarantine only applies with --quarantine",

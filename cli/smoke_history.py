@@ -76,7 +76,7 @@ def history(
     from rich.table import Table
 
     from cli._output import console, print_json, print_table
-    from smoke._history import History, default_path
+    from smoke.history import History, default_path
 
     where = path or default_path()
     with History.open(where, create=False) as h:

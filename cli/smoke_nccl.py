@@ -1,5 +1,5 @@
 """`accelfleet smoke nccl-log`: what an NCCL log says each rank used, and whether that is the
-fabric it should be. The reader is the agent's own (`smoke._nccl_log`)."""
+fabric it should be. The reader is the agent's own (`smoke.probes.nccl_log`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from cli._errors import command
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from smoke._nccl_log import Expect, RankLog
+    from smoke.probes.nccl_log import Expect, RankLog
 
 MAX_BYTES = 256 * 2**20  # a log larger than this is not read whole
 
@@ -83,7 +83,7 @@ def nccl_log(
     import sys
 
     from fleet.errors import CheckFailed, InputError
-    from smoke._nccl_log import Expect, judge, parse
+    from smoke.probes.nccl_log import Expect, judge, parse
 
     text = sys.stdin.read() if str(file) == "-" else _read(file)
     log = parse(text)
@@ -112,7 +112,7 @@ def nccl_log(
 
 
 def _what(expect: Expect) -> str:
-    from smoke._nccl_log import FABRICS
+    from smoke.probes.nccl_log import FABRICS
 
     rule = FABRICS.get(expect.kind)
     parts = [rule.what if rule else "the fabric"]
@@ -129,7 +129,7 @@ def _print(ranks: Sequence[RankLog], summary: str) -> None:
     from rich.table import Table
 
     from cli._output import console, print_table
-    from smoke._nccl_log import plugin_text
+    from smoke.probes.nccl_log import plugin_text
 
     t = Table(title="NCCL ranks in the log")
     for col in ("rank", "NCCL", "net plugin", "transport", "GDRDMA", "NICs"):

@@ -15,7 +15,7 @@ from cli.smoke_options import ContextOpt, KubeconfigOpt, OutputsOpt, StackArg
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
-    from smoke._sources import RunSource
+    from smoke.cluster.sources import RunSource
 
 
 def _arguments_show_their_metavar() -> None:
@@ -41,8 +41,8 @@ def _clients(stack_file: Path | None, outputs: Path | None, kubeconfig: Path | N
              context: list[str] | None, clusters: list[str] | None = None
              ) -> tuple[RunSource, dict[str, ApiClient]]:
     from fleet.errors import InputError
-    from smoke._access import connect, parse_contexts
-    from smoke._sources import load_source
+    from smoke.cluster.access import connect, parse_contexts
+    from smoke.cluster.sources import load_source
 
     source = load_source(stack_file, outputs)
     used = clusters if clusters is not None else sorted(
@@ -81,7 +81,7 @@ def release(
     """
     from cli._output import print_json
     from fleet.errors import InputError, SetupError, UnknownNameError
-    from smoke._release import release as undo
+    from smoke.cluster.release import release as undo
 
     if bool(nodes) == (pool is not None):
         raise InputError("name the nodes to release, or one --pool, not both and not neither",
@@ -129,7 +129,7 @@ def status(
     from rich.table import Table
 
     from cli._output import console, print_json, print_table
-    from smoke._release import age, quarantined
+    from smoke.cluster.release import age, quarantined
 
     _, clients = _clients(stack_file, outputs, kubeconfig, context)
     rows = quarantined(clients)

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from smoke._quarantine import ActionReport
-    from smoke._run import RunReport
+    from smoke.cluster.quarantine import ActionReport
+    from smoke.cluster.run import RunReport
 
 StackArg = Annotated[Path | None, typer.Argument(
     metavar="STACK_FILE",
@@ -57,7 +57,7 @@ def check_outputs(html: Path | None, metrics: Path | None, history: Path | None,
         raise InputError("--history and --no-history contradict each other",
                          hint="keep one of them")
     if not no_history:
-        from smoke._history import default_path
+        from smoke.history import default_path
 
         writable(history or default_path())
 
@@ -73,19 +73,19 @@ def keep(run: RunReport, *, kind: str, html: Path | None, metrics: Path | None,
 
     problems = []
     if html is not None:
-        from smoke._html import render_html
+        from smoke.reports.html import render_html
 
         problem = save(html, render_html(run, quarantine=quarantine))
         if problem:
             problems.append(problem)
     if metrics is not None:
-        from smoke._metrics import write_metrics
+        from smoke.reports.metrics import write_metrics
 
         problem = write_metrics(run, metrics)
         if problem:
             problems.append(problem)
     if not no_history:
-        from smoke._history import default_path, record
+        from smoke.history import default_path, record
 
         try:
             drifted = record(run, history or default_path(), kind=kind)

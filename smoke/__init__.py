@@ -5,11 +5,17 @@ T3 in-node all-reduce, each judged pass / warn / fail / skipped against the cata
     >>> report = run_local(backend="torch", tier=2)      # doctest: +SKIP
     >>> report.ok, report.to_json()                       # doctest: +SKIP
 
+The package, by where its code runs:
+- `smoke.probes`: on a node (the agent, probes, verdicts, results; shipped whole to the pod);
+- `smoke.cluster`: beside a cluster (sources, access, workloads, launcher, quarantine);
+- `smoke.reports`: what a run becomes (text, JUnit, HTML, OpenMetrics);
+- `smoke.history`: every run recorded, trends and drift.
+
 Importing `smoke` imports neither pulumi nor torch nor jax: a backend's package is imported
 only when its probes run.
 """
 
-from smoke._results import SCHEMA_VERSION, HostReport, ProbeResult, Verdict
-from smoke._runner import Progress, run_local
+from smoke.probes.results import SCHEMA_VERSION, HostReport, ProbeResult, Verdict
+from smoke.probes.runner import Progress, run_local
 
 __all__ = ["SCHEMA_VERSION", "HostReport", "ProbeResult", "Progress", "Verdict", "run_local"]

@@ -1,5 +1,5 @@
 """The smoke history's SQLite schema: the tables of each version and the migration from
-schema 1 (see smoke/_history.py)."""
+schema 1 (see smoke/history.py)."""
 
 from __future__ import annotations
 

@@ -115,9 +115,9 @@ def test_a_good_profile_file(tmp_path: Path) -> None:
 
 def _history(path: Path, runs: int, backend: str = "torch", scale: float = 1.0,
              first: int = 0) -> None:
-    from smoke._history import History
-    from smoke._results import HostReport, ProbeResult, Verdict
-    from smoke._run import RunReport
+    from smoke.cluster.run import RunReport
+    from smoke.history import History
+    from smoke.probes.results import HostReport, ProbeResult, Verdict
 
     with History.open(path) as h:
         for i in range(first, first + runs):

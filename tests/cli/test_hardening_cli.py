@@ -90,7 +90,7 @@ def test_a_backend_that_fails_to_load_is_a_setup_error(monkeypatch: pytest.Monke
         def __getattr__(self, name: str) -> None:
             raise OSError("libcudart.so.12: cannot open shared object file")
 
-    monkeypatch.setitem(sys.modules, "smoke._torch", Broken())
+    monkeypatch.setitem(sys.modules, "smoke.probes._torch", Broken())
     result = runner.invoke(app, ["smoke", "local", "--backend", "torch", "--tier", "0"])
     assert result.exit_code == 2, result.output
     assert "failed to load: OSError: libcudart.so.12" in result.output

@@ -20,7 +20,7 @@ FAST = ["--tier", "2"]
 @pytest.fixture(autouse=True)
 def tiny_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
     """CPU sizes small enough for a unit test (the real command uses Sizes.for_platform)."""
-    from smoke._backend import Sizes
+    from smoke.probes.backend import Sizes
 
     tiny = Sizes(matmul_n=128, known_n=64, copy_mib=4, allreduce_mib=1, repeats=3,
                  target_repeat_s=0.005)
@@ -90,7 +90,8 @@ def test_bad_tier_is_bad_input() -> None:
 
 
 def test_missing_backend_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    for mod in [m for m in sys.modules if m == "jax" or m.startswith(("jax.", "smoke._jax"))]:
+    for mod in [m for m in sys.modules
+                if m == "jax" or m.startswith(("jax.", "smoke.probes._jax"))]:
         monkeypatch.delitem(sys.modules, mod)
     monkeypatch.setitem(sys.modules, "jax", None)
     result = runner.invoke(app, ["smoke", "local", "--backend", "jax"])

@@ -15,7 +15,7 @@ from fleet.catalog import load_catalog
 from fleet.errors import UnknownNameError
 from fleet.inventory import build_inventory
 from fleet.model import ACCELERATOR_LABEL, POOL_LABEL
-from smoke._workload import RenderOptions, render_run
+from smoke.cluster.workload import RenderOptions, render_run
 from tests.fleet.conftest import only, pool
 
 

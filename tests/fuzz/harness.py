@@ -202,7 +202,7 @@ def _plan_case(path: Path) -> tuple[int, str]:
 
 def _kubeconfig_case(path: Path) -> tuple[int, str]:
     def run() -> None:
-        from smoke._access import ClusterRef, connect
+        from smoke.cluster.access import ClusterRef, connect
 
         ref = ClusterRef("ml-gke", "gcp", "us-central1", "acme-ml-prod")
         connect([ref], kubeconfig=path, check=False)
@@ -218,12 +218,12 @@ def _host_case(path: Path) -> tuple[int, str]:
         from rich.console import Console
 
         from fleet.errors import InputError
-        from smoke._html import render_html
-        from smoke._metrics import openmetrics
-        from smoke._run import RunReport
-        from smoke._run import junit as run_junit
-        from smoke.launcher import parse_host_report
-        from smoke.report import junit, run_summary, run_table, summary, table
+        from smoke.cluster.launcher import parse_host_report
+        from smoke.cluster.run import RunReport
+        from smoke.cluster.run import junit as run_junit
+        from smoke.reports.html import render_html
+        from smoke.reports.metrics import openmetrics
+        from smoke.reports.text import junit, run_summary, run_table, summary, table
 
         report = parse_host_report(path.read_text(encoding="utf-8", errors="replace"))
         if report is None:  # the launcher's "no report from this node": a refusal
@@ -242,7 +242,7 @@ def _host_case(path: Path) -> tuple[int, str]:
         from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
         list(text_string_to_metric_families(openmetrics(run)))
-        from smoke._history import History
+        from smoke.history import History
 
         with History.open(path.parent / "history-out" / "h.sqlite") as h:
             h.append(run, kind="local")

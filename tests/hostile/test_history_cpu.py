@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from smoke._history import History
-from smoke._results import HostReport, ProbeResult, Verdict
-from smoke._run import RunReport
+from smoke.cluster.run import RunReport
+from smoke.history import History
+from smoke.probes.results import HostReport, ProbeResult, Verdict
 
 
 def _run(i: int, figure: float, *, platform: str, accelerator: str | None) -> RunReport:

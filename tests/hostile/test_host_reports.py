@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from smoke._results import HostReport
-from smoke._run import RunReport
-from smoke.report import junit, run_summary, run_table, summary, table
+from smoke.cluster.run import RunReport
+from smoke.probes.results import HostReport
+from smoke.reports.text import junit, run_summary, run_table, summary, table
 
 
 def _result(device: str, probe: str, measured: object, reason: str, verdict: str = "pass",
@@ -63,14 +63,14 @@ def test_tables_show_markup_as_typed_and_every_figure(run: RunReport) -> None:
 def test_junit_is_well_formed_with_control_characters(run: RunReport) -> None:
     host = run.pools[0].nodes[0].report
     assert host is not None
-    for xml in (junit(host), __import__("smoke._run", fromlist=["junit"]).junit(run)):
+    for xml in (junit(host), __import__("smoke.cluster.run", fromlist=["junit"]).junit(run)):
         root = ET.fromstring(xml.encode("utf-8"))
         assert root.tag == "testsuites"
         assert "clock\\x00went\\x1fback" in xml  # shown, escaped, never dropped
 
 
 def test_html_renders_infinite_figures(run: RunReport) -> None:
-    from smoke._html import render_html
+    from smoke.reports.html import render_html
 
     html = render_html(run)
     assert "cuda1" in html and "inf" in html and "802" in html
@@ -79,7 +79,7 @@ def test_html_renders_infinite_figures(run: RunReport) -> None:
 def test_openmetrics_parses_with_repeated_device_and_probe(run: RunReport) -> None:
     from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
-    from smoke._metrics import openmetrics
+    from smoke.reports.metrics import openmetrics
 
     text = openmetrics(run)
     families = {f.name: f for f in text_string_to_metric_families(text)}
@@ -91,7 +91,7 @@ def test_openmetrics_parses_with_repeated_device_and_probe(run: RunReport) -> No
 
 def test_every_writer_keeps_the_run(run: RunReport, tmp_path: Path) -> None:
     from cli.smoke_options import keep
-    from smoke._history import History
+    from smoke.history import History
 
     problems = keep(run, kind="local", html=tmp_path / "r.html", metrics=tmp_path / "m.prom",
                     history=tmp_path / "h.sqlite", no_history=False)
@@ -105,7 +105,7 @@ def test_every_writer_keeps_the_run(run: RunReport, tmp_path: Path) -> None:
 def test_metrics_to_a_device_write_through_it(run: RunReport, tmp_path: Path) -> None:
     """A device node stays a device: the write goes through it (here a symlink to /dev/null
     in tmp, so that the test never needs root to notice a rename over /dev/null)."""
-    from smoke._metrics import write_metrics
+    from smoke.reports.metrics import write_metrics
 
     link = tmp_path / "metrics.prom"
     link.symlink_to("/dev/null")
@@ -118,7 +118,7 @@ def test_a_tier_beyond_int64_is_no_report_rather_than_a_crash_in_the_history() -
     """Found by the long fuzz run (case 216 of seed 21): a tier of 2**63 reached SQLite."""
     import json
 
-    from smoke.launcher import parse_host_report
+    from smoke.cluster.launcher import parse_host_report
 
     for field, value in (("tier", 2**63), ("attempts", 2**70)):
         doc = json.loads(json.dumps(HOSTILE, ensure_ascii=False).replace("\\ud800", "x"))

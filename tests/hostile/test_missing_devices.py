@@ -4,10 +4,10 @@ run summary, and the HTML report."""
 
 from __future__ import annotations
 
-from smoke._html import render_html
-from smoke._results import HostReport, ProbeResult, Verdict
-from smoke._run import RunReport
-from smoke.report import run_summary, summary
+from smoke.cluster.run import RunReport
+from smoke.probes.results import HostReport, ProbeResult, Verdict
+from smoke.reports.html import render_html
+from smoke.reports.text import run_summary, summary
 
 REASON = ("missing: expected 8 x NVIDIA H100 80GB on a3-highgpu-8g, found {n} GPU device{s}")
 

@@ -71,7 +71,7 @@ def test_stack_outputs_with_wrongly_typed_fields_are_refused(change: dict[str, o
 
 def test_a_kubeconfig_that_is_not_yaml_is_refused() -> None:
     from fleet.errors import AccelfleetError
-    from smoke._access import ClusterRef, connect
+    from smoke.cluster.access import ClusterRef, connect
 
     ref = ClusterRef("gke", "gcp", "us-central1", "acme")
     for text in ("{{{ not: [yaml", "just text", "- 1\n- 2\n", "apiVersion: v1\nclusters: 7\n"):
@@ -83,7 +83,7 @@ def test_a_kubeconfig_that_is_not_yaml_is_refused() -> None:
 
 def test_a_kubeconfig_path_that_is_a_device_is_refused() -> None:
     from fleet.errors import InputError
-    from smoke._access import ClusterRef, connect
+    from smoke.cluster.access import ClusterRef, connect
 
     with pytest.raises(InputError, match="character device, not a regular file"):
         connect([ClusterRef("gke", "gcp")], kubeconfig=Path("/dev/zero"), check=False)
@@ -146,7 +146,7 @@ def test_reading_a_history_never_writes_and_refuses_another_schema(
         conn.close()
         says = "table `runs` lacks"
     else:
-        from smoke._history import History
+        from smoke.history import History
 
         with History.open(path):
             pass
@@ -169,7 +169,7 @@ def test_reading_a_history_never_writes_and_refuses_another_schema(
 def test_markup_in_a_history_unit_is_shown_as_typed(tmp_path: Path) -> None:
     """Found by the long fuzz run (case 5738 of seed 21): Rich markup in a unit crashed
     `smoke history`."""
-    from smoke._history import History
+    from smoke.history import History
 
     path = tmp_path / "history.sqlite"
     with History.open(path):
@@ -188,7 +188,7 @@ def test_markup_in_a_history_unit_is_shown_as_typed(tmp_path: Path) -> None:
 def test_every_unusable_cluster_is_named_in_one_go(tmp_path: Path) -> None:
     """Item 8 (part): two clusters without a kubeconfig context are both named."""
     from fleet.errors import SetupError
-    from smoke._access import ClusterRef, connect
+    from smoke.cluster.access import ClusterRef, connect
 
     refs = [ClusterRef("ml-gke", "gcp", "us-central1", "acme"),
             ClusterRef("ml-eks", "aws", "us-east-1")]

@@ -1,5 +1,5 @@
-"""A stand-in for `python -m smoke._torch_dist` (same argv) that does, on the outside, what an
-NCCL rank does with its log: it replays a recorded NCCL INFO log the way NCCL writes it.
+"""A stand-in for `python -m smoke.probes._torch_dist` (same argv) that does, on the outside,
+what an NCCL rank does with its log: it replays a recorded NCCL INFO log the way NCCL writes it.
 
 NVIDIA/nccl src/debug.cc: `FILE* ncclDebugFile = stdout`; with `NCCL_DEBUG_FILE` set (and
 `NCCL_DEBUG` above VERSION) it `fopen`s that name, `%h` and `%p` expanded, and falls back to
@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from smoke._torch_dist import write_result
+from smoke.probes._torch_dist import write_result
 
 _INFO = {"INFO", "TRACE"}
 

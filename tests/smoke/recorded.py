@@ -15,13 +15,13 @@ import sys
 from pathlib import Path
 
 from fleet.catalog import load_catalog
-from smoke import verdict as V
-from smoke._backend import AllReduce
-from smoke._expect import Expectation
-from smoke._fabric import CrossNode
-from smoke._results import HostReport, ProbeResult
-from smoke._run import NodeOutcome, PoolReport, PoolStatus, RunReport
-from smoke.launcher import pool_outliers
+from smoke.cluster.launcher import pool_outliers
+from smoke.cluster.run import NodeOutcome, PoolReport, PoolStatus, RunReport
+from smoke.probes import verdict as V
+from smoke.probes._fabric import CrossNode
+from smoke.probes.backend import AllReduce
+from smoke.probes.expect import Expectation
+from smoke.probes.results import HostReport, ProbeResult
 
 DATA = Path(__file__).parent / "data" / "recorded_run.json"
 BAD_NODE = "gke-ml-h100-train-9c1d"

@@ -9,7 +9,7 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from fleet.errors import InputError, SetupError
-from smoke._access import ClusterRef, connect, parse_contexts, transient, with_retries
+from smoke.cluster.access import ClusterRef, connect, parse_contexts, transient, with_retries
 
 GKE = ClusterRef("ml-gke", "gcp", "us-central1", "acme-ml-prod")
 EKS = ClusterRef("ml-eks", "aws", "us-east-1")

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from smoke import verdict as V
-from smoke._backend import AllReduce
-from smoke._bundle import AGENT_MODULES, configmap_data, digest
-from smoke._expect import Expectation, for_pool, from_catalog
-from smoke._fabric import CrossNode, env_profile, nccl_networks
-from smoke._rejudge import host_documents
-from smoke._results import HostReport, Verdict
+from smoke.cluster._bundle import agent_modules, configmap_data, digest
+from smoke.cluster._rejudge import host_documents
+from smoke.probes import verdict as V
+from smoke.probes._fabric import CrossNode, env_profile, nccl_networks
+from smoke.probes.backend import AllReduce
+from smoke.probes.expect import Expectation, for_pool, from_catalog
+from smoke.probes.results import HostReport, Verdict
 
 # Only the standard library and the framework may be imported by the agent in the pod.
 _RUNNER = """
@@ -34,8 +34,8 @@ sys.meta_path[:] = [f for f in sys.meta_path
                     if not getattr(f, "__module__", "").startswith("__editable__")]
 sys.meta_path.insert(0, Blocker())
 sys.path.insert(0, sys.argv[1])
-sys.argv = ["smoke.agent", *sys.argv[2:]]
-runpy.run_module("smoke.agent", run_name="__main__")
+sys.argv = ["smoke.probes.agent", *sys.argv[2:]]
+runpy.run_module("smoke.probes.agent", run_name="__main__")
 """
 
 
@@ -57,9 +57,14 @@ def _agent(root: Path, *args: str, env: dict[str, str] | None = None
         env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})})
 
 
-def test_bundle_is_the_agent_closure_and_keys_are_valid() -> None:
+def test_bundle_is_the_probes_folder_and_keys_are_valid() -> None:
+    """The bundle is smoke/probes as it stands (no list kept by hand), plus `smoke`'s package
+    file and the two fleet modules the agent reads."""
     data, items = configmap_data()
-    assert len(data) == len(items) == len(AGENT_MODULES) + 2
+    assert len(data) == len(items) == len(agent_modules()) + 2
+    probes = Path(__file__).resolve().parents[2] / "smoke" / "probes"
+    assert {k for k in data if k.startswith("smoke.probes.")} == {
+        f"smoke.probes.{f.name}" for f in probes.glob("*.py")}
     assert all(set(k) <= set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._")
                for k in data)
     assert sum(len(v) for v in data.values()) < 512 * 1024  # far under a ConfigMap's 1 MiB
@@ -184,7 +189,7 @@ def test_pool_outliers_fail_a_node_20_percent_below_its_peers() -> None:
 
 def test_the_jax_init_timeout_is_well_within_the_job_deadline() -> None:
     """Issue 19 item 12: the init timeout equalled the Job deadline (900 s)."""
-    from smoke.agent import jax_init_timeout_s
+    from smoke.probes.agent import jax_init_timeout_s
 
     for deadline in (120, 900, 3600):
         assert jax_init_timeout_s(deadline) <= max(60, deadline // 2)
@@ -195,7 +200,7 @@ def test_the_jax_init_timeout_is_well_within_the_job_deadline() -> None:
 def test_the_cross_node_stage_ends_before_the_job_deadline() -> None:
     """Issue 19 item 13: the collective waited the whole Job deadline for a stalled peer, so
     every node of the pool was killed unreported; now each reports first."""
-    from smoke.agent import REPORT_MARGIN_S, cross_node_budget_s
+    from smoke.probes.agent import REPORT_MARGIN_S, cross_node_budget_s
 
     assert cross_node_budget_s(900, 120.0) == 900 - 120 - REPORT_MARGIN_S
     assert cross_node_budget_s(900, 120.0) + 120 < 900
@@ -211,8 +216,8 @@ def test_a_failed_jax_join_is_reported_naming_the_host_and_the_cause(tmp_path: P
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    runner = _RUNNER.replace('runpy.run_module("smoke.agent", run_name="__main__")',
-                             "import smoke.agent as a\n"
+    runner = _RUNNER.replace('runpy.run_module("smoke.probes.agent", run_name="__main__")',
+                             "import smoke.probes.agent as a\n"
                              "a.jax_init_timeout_s = lambda timeout_s: 2\n"
                              "sys.exit(a.main(sys.argv[1:]))")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "ACCELFLEET_NODES": "2",

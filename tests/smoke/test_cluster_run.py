@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import smoke._expect
+import smoke.probes.expect
 from cli.main import app
-from smoke._expect import Expectation
-from smoke._results import HostReport, ProbeResult, Verdict
+from smoke.probes.expect import Expectation
+from smoke.probes.results import HostReport, ProbeResult, Verdict
 from tests.smoke.nodes import pool_node
 
 pytest.importorskip("torch")
@@ -59,7 +59,7 @@ def stack(tmp_path: Path) -> Path:
 def cpu_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fake cluster's nodes are this machine's CPU: judge them as CPUs (no catalog
     expectation), as `accelfleet smoke local` does here."""
-    monkeypatch.setattr(smoke._expect, "for_pool", lambda pool, backend: Expectation())
+    monkeypatch.setattr(smoke.probes.expect, "for_pool", lambda pool, backend: Expectation())
 
 
 def stack_pools(text: str) -> dict[str, Any]:

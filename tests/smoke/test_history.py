@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from fleet.errors import InputError
-from smoke._history import SCHEMA_VERSION, History, record
-from smoke._results import HostReport, ProbeResult, Verdict
-from smoke._run import NodeOutcome, PoolReport, PoolStatus, RunReport
+from smoke.cluster.run import NodeOutcome, PoolReport, PoolStatus, RunReport
+from smoke.history import SCHEMA_VERSION, History, record
+from smoke.probes.results import HostReport, ProbeResult, Verdict
 from tests.smoke.recorded import BAD_NODE, DATA, H100_NODES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -87,7 +87,7 @@ WRITER = """
 import sys, time
 from dataclasses import replace
 from pathlib import Path
-from smoke._history import History
+from smoke.history import History
 from tests.smoke.test_history import recorded
 path, me, runs, start = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 base = recorded()
@@ -180,7 +180,7 @@ def test_smoke_local_is_recorded_with_its_html_and_metrics(tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch
                                                            ) -> None:
     pytest.importorskip("torch")
-    from smoke._backend import Sizes
+    from smoke.probes.backend import Sizes
 
     tiny = Sizes(matmul_n=64, known_n=32, copy_mib=2, allreduce_mib=1, repeats=3,
                  target_repeat_s=0.002)

@@ -9,10 +9,10 @@ from dataclasses import replace
 from html.parser import HTMLParser
 from typing import ClassVar
 
-from smoke._html import render_html
-from smoke._quarantine import ActionReport, NodeAction
-from smoke._results import ProbeResult, Verdict
-from smoke._run import Check, RunReport
+from smoke.cluster.quarantine import ActionReport, NodeAction
+from smoke.cluster.run import Check, RunReport
+from smoke.probes.results import ProbeResult, Verdict
+from smoke.reports.html import render_html
 from tests.smoke.recorded import BAD_NODE, DATA, H100_NODES
 
 
@@ -155,7 +155,7 @@ def test_values_never_become_markup() -> None:
 
 
 def test_a_local_run_renders() -> None:
-    from smoke._results import HostReport
+    from smoke.probes.results import HostReport
 
     host = HostReport(host="workstation", backend="torch", platform="cpu",
                       versions={"torch": "2.13.0"}, tier=2, results=(
@@ -176,8 +176,8 @@ NCCL_LOGS = DATA.parent / "nccl"
 def _with_nccl(run: RunReport, logs: dict[str, str]) -> RunReport:
     """The h100-train nodes' fabric results carrying `details.nccl` as the agent records it:
     the reader's own judgment of a recorded real NCCL log (tests/smoke/data/nccl)."""
-    from smoke._nccl_log import Expect, judge
-    from smoke._nccl_log import parse as parse_nccl
+    from smoke.probes.nccl_log import Expect, judge
+    from smoke.probes.nccl_log import parse as parse_nccl
 
     pool = run.pools[0]
     nodes = []
@@ -220,7 +220,7 @@ def test_each_node_row_names_the_nccl_plugin_and_transport_it_ran() -> None:
 def test_the_text_report_names_the_nccl_each_node_ran() -> None:
     from rich.console import Console
 
-    from smoke.report import nccl_used, run_table
+    from smoke.reports.text import nccl_used, run_table
 
     run = _with_nccl(recorded(), {BAD_NODE: "nccl-efa-ofi-eks-p4d-gdrdma-info.log"})
     out = Console(width=400, record=True)
@@ -234,8 +234,8 @@ def test_the_text_report_names_the_nccl_each_node_ran() -> None:
         "nccl_versions": ["[red]2.0[/red]", {"x": 1}], "net_plugins": "p", "gdrdma": 5}})
     assert nccl_used([evil]) == "NCCL [red]2.0[/red]; plugin p; GDRDMA 5"
     # a local run's summary line too
-    from smoke._results import HostReport
-    from smoke.report import summary
+    from smoke.probes.results import HostReport
+    from smoke.reports.text import summary
 
     fabric = next(r for n in run.pools[0].nodes if n.node == BAD_NODE and n.report
                   for r in n.report.results if r.probe == "fabric_busbw")

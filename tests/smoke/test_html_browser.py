@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from smoke._html import COLOURS, render_html
-from smoke._run import RunReport
+from smoke.cluster.run import RunReport
+from smoke.reports.html import COLOURS, render_html
 from tests.smoke.recorded import DATA
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from smoke._metrics import openmetrics, write_metrics
-from smoke._run import RunReport
+from smoke.cluster.run import RunReport
+from smoke.reports.metrics import openmetrics, write_metrics
 from tests.smoke.recorded import BAD_NODE, DATA, H100_NODES
 
 prometheus = pytest.importorskip("prometheus_client", reason="the dev extra prometheus_client "

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-import smoke._torch_dist as dist
-from smoke import verdict as V
-from smoke._fabric import CrossNode, Rendezvous, nccl_environment, torch_across_nodes
-from smoke._nccl_log import Expect, judge, parse
-from smoke._results import Verdict
+import smoke.probes._torch_dist as dist
+from smoke.probes import verdict as V
+from smoke.probes._fabric import CrossNode, Rendezvous, nccl_environment, torch_across_nodes
+from smoke.probes.nccl_log import Expect, judge, parse
+from smoke.probes.results import Verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).parent / "data" / "nccl"
@@ -148,7 +148,7 @@ def test_a_buffered_log_after_the_result_line_does_not_break_local_runs(
 
 def test_the_in_node_all_reduce_runs_with_the_nodes_nccl_environment(
         fake_ranks: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from smoke import agent
+    from smoke.probes import agent
 
     profile = tmp_path / "nccl-env-profile.sh"
     profile.write_text("export NCCL_DEBUG=WARN\nexport NCCL_FASTRAK_NUM_FLOWS=2\n")
@@ -167,7 +167,7 @@ def test_the_in_node_all_reduce_runs_with_the_nodes_nccl_environment(
     notes = agent.prepare_nccl(args)
     assert notes["nccl_preload"] == str(lib)
     assert os.environ["NCCL_DEBUG_FILE"].endswith("accelfleet-agent-nccl.%p.log")
-    dist.launch(2, backend="gloo", mib=1, timeout_s=60)  # what smoke._torch runs in-node
+    dist.launch(2, backend="gloo", mib=1, timeout_s=60)  # what smoke.probes._torch runs in-node
     for rank in (0, 1):
         seen = json.loads((dump / f"rank{rank}.json").read_text())
         assert seen["NCCL_FASTRAK_NUM_FLOWS"] == "2" and seen["NCCL_DEBUG"] == "INFO"
@@ -257,7 +257,7 @@ def test_the_agents_own_arguments_reach_the_judgment(
         argv: list[str], verdict: Verdict, words: str) -> None:
     from types import SimpleNamespace
 
-    from smoke import agent
+    from smoke.probes import agent
 
     barrier = tmp_path / "barrier"
     barrier.mkdir()

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from smoke._run import NodeOutcome, PoolReport, PoolStatus, RunReport
+from smoke.cluster.run import NodeOutcome, PoolReport, PoolStatus, RunReport
 from tests.smoke.test_cluster_run import HEAD
 
 pytest.importorskip("torch")
@@ -39,8 +39,8 @@ def test_every_pool_skipped_exits_1_naming_why(fake_cluster: Any, tmp_path: Path
 
 
 def test_a_run_whose_every_result_is_skipped_is_not_a_pass() -> None:
-    from smoke._html import context
-    from smoke._results import HostReport, ProbeResult, Verdict
+    from smoke.probes.results import HostReport, ProbeResult, Verdict
+    from smoke.reports.html import context
 
     rep = HostReport("n0", "torch", "gpu", {}, 3, (ProbeResult(
         "host", "allreduce_busbw", 3, Verdict.SKIPPED, "1 device"),))

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from smoke import Verdict, run_local
-from smoke._backend import Sizes
+from smoke.probes.backend import Sizes
 
 TINY = Sizes(matmul_n=128, known_n=64, copy_mib=4, allreduce_mib=1, repeats=3,
              target_repeat_s=0.005)
@@ -40,7 +40,7 @@ def test_explicit_floor_fails_the_named_device_and_probe() -> None:
 _JAX_SCRIPT = """
 import json
 from smoke import run_local
-from smoke._backend import Sizes
+from smoke.probes.backend import Sizes
 sizes = Sizes(matmul_n=128, known_n=64, copy_mib=2, allreduce_mib=1, repeats=3,
               target_repeat_s=0.005)
 print(json.dumps(run_local(backend="jax", tier=3, sizes=sizes).to_dict()))
@@ -69,7 +69,7 @@ def test_jax_cpu_four_devices_agree() -> None:
 
 def test_torch_gloo_allreduce_across_two_processes() -> None:
     pytest.importorskip("torch")
-    from smoke._torch_dist import launch
+    from smoke.probes._torch_dist import launch
 
     result = launch(2, backend="gloo", mib=1, timeout_s=120)
     assert result.correct and result.busbw_gbps > 0
@@ -77,8 +77,9 @@ def test_torch_gloo_allreduce_across_two_processes() -> None:
 
 
 def test_importing_smoke_imports_neither_pulumi_nor_backends() -> None:
-    code = ("import sys, smoke, smoke.verdict, smoke.report, smoke._runner, smoke._expect, "
-            "smoke._results, smoke._backend, smoke._torch_dist, cli.smoke\n"
+    code = ("import sys, smoke, smoke.probes.verdict, smoke.reports.text, smoke.probes.runner, "
+            "smoke.probes.expect, smoke.probes.results, smoke.probes.backend, "
+            "smoke.probes._torch_dist, cli.smoke\n"
             "print(sorted(m for m in ('pulumi', 'torch', 'jax') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60)
@@ -86,7 +87,7 @@ def test_importing_smoke_imports_neither_pulumi_nor_backends() -> None:
 
 
 def test_backend_modules_do_not_import_pulumi() -> None:
-    code = ("import sys, smoke._torch, smoke._jax\n"
+    code = ("import sys, smoke.probes._torch, smoke.probes._jax\n"
             "print('pulumi' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60)

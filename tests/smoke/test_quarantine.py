@@ -12,10 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
-from smoke._quarantine import KEY, PREFIX, UNDO, Cap, quarantine
-from smoke._release import release
-from smoke._results import HostReport, ProbeResult, Verdict
-from smoke._run import Check, NodeOutcome, PoolReport, PoolStatus, RunReport
+from smoke.cluster.quarantine import KEY, PREFIX, UNDO, Cap, quarantine
+from smoke.cluster.release import release
+from smoke.cluster.run import Check, NodeOutcome, PoolReport, PoolStatus, RunReport
+from smoke.probes.results import HostReport, ProbeResult, Verdict
 from tests.smoke.nodes import gke_node
 from tests.smoke.test_cluster_run import (
     STACK,
@@ -278,7 +278,7 @@ def test_a_concurrent_change_is_reread_never_overwritten(fake_cluster: Any, tmp_
                                                         ) -> None:
     """Between our read and our patch, somebody taints the node: the patch (guarded by the
     resourceVersion) gets 409 Conflict, is read again, and both taints stay."""
-    import smoke._quarantine as q
+    import smoke.cluster.quarantine as q
 
     _node(fake_cluster, "n1")
     raced = {"key": "race", "value": "x", "effect": "NoSchedule"}
@@ -382,8 +382,9 @@ def test_the_new_smoke_modules_import_no_pulumi() -> None:
     import subprocess
     import sys
 
-    code = ("import sys\nimport smoke._quarantine, smoke._release, smoke._history, smoke._html, "
-            "smoke._metrics, cli.smoke_nodes, cli.smoke_history, cli.smoke_options\n"
+    code = ("import sys\nimport smoke.cluster.quarantine, smoke.cluster.release, smoke.history, "
+            "smoke.reports.html, smoke.reports.metrics, cli.smoke_nodes, cli.smoke_history, "
+            "cli.smoke_options\n"
             "print(sorted(m for m in ('pulumi', 'torch', 'jax') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60, cwd=Path(__file__).resolve().parents[2])

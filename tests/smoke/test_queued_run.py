@@ -21,8 +21,8 @@ from components.k8s import kueue_objects
 from fleet import load_fleet
 from fleet.inventory import SMOKE_QUEUE, build_inventory
 from fleet.routing import fleet_routing
-from smoke._queue import MAX_RUN_DURATION_ANNOTATION, QUEUE_NAME_LABEL
-from smoke._workload import RenderOptions, render_run
+from smoke.cluster._queue import MAX_RUN_DURATION_ANNOTATION, QUEUE_NAME_LABEL
+from smoke.cluster.workload import RenderOptions, render_run
 from tests.smoke.fakekube._api import KIND_PLURALS
 from tests.smoke.nodes import PROVISIONING_REQUEST_LABEL, pool_node
 from tests.smoke.test_cluster_run import (
@@ -135,9 +135,10 @@ def test_without_the_queue_the_pool_never_gets_a_node(fake_cluster: Any, tmp_pat
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """The finding: a smoke Job that names no queue makes no ProvisioningRequest, so a
     queued pool's pods stay unschedulable until the run's timeout."""
-    import smoke._workload
+    import smoke.cluster.workload
 
-    monkeypatch.setattr(smoke._workload, "through_kueue", lambda objs, queue, timeout_s: objs)
+    monkeypatch.setattr(smoke.cluster.workload, "through_kueue",
+                        lambda objs, queue, timeout_s: objs)
     text = QUEUED.replace("timeout_s: 120", "timeout_s: 30")
     stack = tmp_path / "Pulumi.q.yaml"
     stack.write_text(text, encoding="utf-8")
@@ -174,7 +175,7 @@ def test_held_by_kueue_reads_a_jobsets_request_by_kueues_naming() -> None:
     """Real Kueue owns the request by the Workload (`jobset-<name>-<hash>`), not the JobSet:
     it is found by name; no request at all says the job was not admitted; a resumed job is
     not held."""
-    from smoke._queue import held_by_kueue
+    from smoke.cluster._queue import held_by_kueue
 
     js = {"kind": "JobSet", "metadata": {"name": "smoke-v6e", "uid": "u1",
                                          "labels": {QUEUE_NAME_LABEL: "smoke"}},

@@ -11,11 +11,11 @@ import json
 import math
 from typing import Any
 
-from smoke import launcher
-from smoke._expect import from_catalog
-from smoke._rejudge import PoolPlan, rejudge
-from smoke._results import HostReport, ProbeResult, Verdict
-from smoke._run import NodeOutcome, PoolReport, PoolStatus, RunReport
+from smoke.cluster import launcher
+from smoke.cluster._rejudge import PoolPlan, rejudge
+from smoke.cluster.run import NodeOutcome, PoolReport, PoolStatus, RunReport
+from smoke.probes.expect import from_catalog
+from smoke.probes.results import HostReport, ProbeResult, Verdict
 
 A3 = PoolPlan(from_catalog("a3-highgpu-8g", "torch"), tier=3, cross_node=True,
               machine="a3-highgpu-8g", fabric="tcpx")
@@ -117,7 +117,7 @@ def test_a_nan_peer_does_not_soften_a_pool_outlier() -> None:
 
 
 def test_the_html_headline_agrees_with_an_empty_report() -> None:
-    from smoke._html import context
+    from smoke.reports.html import context
 
     pool = PoolReport("p", "c", "h100-80gb", "w", 1, PoolStatus.DONE,
                       nodes=(NodeOutcome(0, "pod", "node-0", host([])),))

@@ -10,7 +10,7 @@ import pytest
 
 from fleet.errors import InputError
 from smoke import HostReport, ProbeResult, Verdict
-from smoke.report import junit, summary, table, write_junit
+from smoke.reports.text import junit, summary, table, write_junit
 
 
 def report() -> HostReport:
@@ -90,9 +90,9 @@ def test_the_run_table_shows_pod_reasons_as_text_not_markup() -> None:
     raised rich's MarkupError and "[bold]x[/]" lost its brackets."""
     from rich.console import Console
 
-    from smoke._results import HostReport, ProbeResult, Verdict
-    from smoke._run import Check, NodeOutcome, PoolReport, PoolStatus, RunReport
-    from smoke.report import run_table, table
+    from smoke.cluster.run import Check, NodeOutcome, PoolReport, PoolStatus, RunReport
+    from smoke.probes.results import HostReport, ProbeResult, Verdict
+    from smoke.reports.text import run_table, table
 
     evil = "[bold]x[/] and [/nope]"
     bad = ProbeResult("gpu0", "matmul_tflops", 2, Verdict.FAIL, evil)

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from smoke._stalls import INIT_RESTARTS, init_problem
-from smoke.launcher import _PodState
+from smoke.cluster._stalls import INIT_RESTARTS, init_problem
+from smoke.cluster.launcher import _PodState
 from tests.smoke.test_cluster_run import (
     STACK,
     _recorded,

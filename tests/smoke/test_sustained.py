@@ -23,12 +23,12 @@ import pytest
 from fleet.errors import InputError
 from fleet.inventory import Inventory
 from smoke import Verdict, run_local
-from smoke._backend import Device, Sizes, SustainedLoad
-from smoke._expect import Expectation, from_catalog
-from smoke._sustain import judge_sustained, run_sustained
-from smoke._telemetry import DeviceTelemetry, open_telemetry
-from smoke._workload import RenderOptions, render_run
-from smoke.verdict import SUSTAINED, TIERS, UNITS, threshold
+from smoke.cluster.workload import RenderOptions, render_run
+from smoke.probes._telemetry import DeviceTelemetry, open_telemetry
+from smoke.probes.backend import Device, Sizes, SustainedLoad
+from smoke.probes.expect import Expectation, from_catalog
+from smoke.probes.sustain import judge_sustained, run_sustained
+from smoke.probes.verdict import SUSTAINED, TIERS, UNITS, threshold
 from tests.smoke.workload_stack import agent_of, arg_of, inventory, job_of, pod_of
 
 __all__ = ["inventory"]  # a fixture
@@ -233,10 +233,10 @@ def test_not_sampled_says_why(nvml: types.ModuleType | None, devices: list[Devic
 
 
 def test_missing_pynvml_is_not_sampled_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
-    import smoke._telemetry
+    import smoke.probes._telemetry
 
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml -> ImportError
-    monkeypatch.setattr(smoke._telemetry, "_find_smi", lambda: None)  # and no nvidia-smi
+    monkeypatch.setattr(smoke.probes._telemetry, "_find_smi", lambda: None)  # and no nvidia-smi
     sampler, reason = open_telemetry(_gpus(1), 0.1)
     assert sampler is None and "pip install nvidia-ml-py" in reason
 
@@ -272,7 +272,7 @@ def test_sustain_zero_disables_and_a_bad_window_is_bad_input() -> None:
 
 def test_torch_loads_every_device_at_once() -> None:
     pytest.importorskip("torch")
-    from smoke._torch import TorchBackend
+    from smoke.probes._torch import TorchBackend
 
     devices = [Device(f"cpu{i}", i, "cpu", "cpu") for i in range(3)]
     loads = TorchBackend().sustain(devices, TINY, 0.3)
@@ -286,7 +286,7 @@ def test_torch_loads_every_device_at_once() -> None:
 _JAX_SCRIPT = """
 import json
 from smoke import run_local
-from smoke._backend import Sizes
+from smoke.probes.backend import Sizes
 sizes = Sizes(matmul_n=96, known_n=32, copy_mib=2, allreduce_mib=1, repeats=3,
               target_repeat_s=0.005)
 print(json.dumps(run_local(backend="jax", tier=2, sizes=sizes, sustain_s=0.3).to_dict()))
@@ -308,7 +308,7 @@ def test_jax_loads_four_devices_with_one_program() -> None:
 
 # -- the option, from the CLI through the manifests to the agent ------------------------------
 def test_agent_passes_its_window_to_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    from smoke import agent
+    from smoke.probes import agent
 
     seen: dict[str, object] = {}
 
@@ -349,8 +349,8 @@ def test_cli_offers_the_option() -> None:
 
 def test_a_cuda_devices_pci_location_matches_nvmls_bus_id() -> None:
     pytest.importorskip("torch")
-    from smoke._telemetry import _bus
-    from smoke._torch import _pci
+    from smoke.probes._telemetry import _bus
+    from smoke.probes._torch import _pci
 
     props = types.SimpleNamespace(pci_domain_id=0, pci_bus_id=4, pci_device_id=0)
     assert _pci(props) == _bus(_smi("Bus Id").encode()) == "0000:04:00"
@@ -423,8 +423,8 @@ def test_a_broken_nvidia_smi_is_not_sampled_with_its_message(tmp_path: Path) -> 
 def test_the_pod_bundle_runs_the_sustained_phase_with_only_stdlib_and_torch(
         tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    from smoke._expect import Expectation as Exp
-    from smoke._results import HostReport
+    from smoke.probes.expect import Expectation as Exp
+    from smoke.probes.results import HostReport
     from tests.smoke.test_agent import _agent, _bundle
 
     p = _agent(_bundle(tmp_path), "--tier", "2", "--backend", "torch", "--sustain-s", "0.2",

@@ -1,6 +1,6 @@
 """Floors per SKU, machine and fabric (issue 19, items 5 and 8), from published measurements.
 
-Figures below are the references' own (smoke/_thresholds.py cites each): in-node H100 busbw
+Figures below are the references' own (smoke/probes/thresholds.py cites each): in-node H100 busbw
 468.6-470.0 GB/s at 2 GiB (aws-do-eks@f721602f, hypercomputer-internode-deepdive@d9f1e65e),
 2-node TCPXO 317.84 (…@db026b5f), TCPX 83.27 (…@6d51d0bb), EFA p5 437.79 and p4de 78.33
 (awsome-distributed-training@7217859f). A degraded state is the same run with links gone.
@@ -12,12 +12,12 @@ import math
 
 import pytest
 
-from smoke._backend import AllReduce, Sizes
-from smoke._expect import Expectation, from_catalog
-from smoke._fabric import CrossNode
-from smoke._results import Verdict
-from smoke._thresholds import BANDWIDTH_BYTES, MATMUL_N, fabric_threshold
-from smoke.verdict import (
+from smoke.probes._fabric import CrossNode
+from smoke.probes.backend import AllReduce, Sizes
+from smoke.probes.expect import Expectation, from_catalog
+from smoke.probes.results import Verdict
+from smoke.probes.thresholds import BANDWIDTH_BYTES, MATMUL_N, fabric_threshold
+from smoke.probes.verdict import (
     ALLREDUCE,
     FABRIC,
     MATMUL,

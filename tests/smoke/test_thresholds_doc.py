@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from smoke import _thresholds as T
-from smoke._thresholds_doc import BEGIN, END, render, table
+from smoke.probes import thresholds as T
+from smoke.reports._thresholds_doc import BEGIN, END, render, table
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "smoke.md"
 
@@ -13,7 +13,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "smoke.md"
 def test_the_docs_table_is_the_registry() -> None:
     text = DOC.read_text(encoding="utf-8")
     assert BEGIN in text and END in text
-    assert render(text) == text, "regenerate: python -m smoke._thresholds_doc docs/smoke.md"
+    assert render(text) == text, "regenerate: python -m smoke.reports._thresholds_doc docs/smoke.md"
 
 
 def test_every_registry_entry_and_catalog_sku_has_a_row() -> None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from smoke._backend import AllReduce, Device, KnownAnswer
-from smoke._expect import Expectation, detect, from_catalog
-from smoke._results import Verdict
-from smoke.verdict import (
+from smoke.probes.backend import AllReduce, Device, KnownAnswer
+from smoke.probes.expect import Expectation, detect, from_catalog
+from smoke.probes.results import Verdict
+from smoke.probes.verdict import (
     MATMUL,
     MEMORY,
     REGISTRY,

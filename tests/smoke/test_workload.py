@@ -16,9 +16,9 @@ from ruamel.yaml import YAML
 from fleet.catalog import image_ref_problem, load_catalog
 from fleet.errors import InputError, UnknownNameError
 from fleet.inventory import Inventory
-from smoke._bundle import MOUNT_PATH, configmap_data
-from smoke._templates import _environment, render_text
-from smoke._workload import (
+from smoke.cluster._bundle import MOUNT_PATH, configmap_data
+from smoke.cluster._templates import _environment, render_text
+from smoke.cluster.workload import (
     NAME_MAX,
     RUN_LABEL,
     TPU_VM_SKIP,
@@ -89,7 +89,7 @@ def test_gpu_jobs_one_pod_per_node_with_the_gpus(run: RenderedRun, inventory: In
         assert pod["nodeSelector"] == pool.node_selector
         assert pod["tolerations"] == pool.tolerations
         agent = agent_of(spec["template"])
-        assert agent["command"] == ["python", "-m", "smoke.agent"]
+        assert agent["command"] == ["python", "-m", "smoke.probes.agent"]
         assert agent["resources"]["limits"][pool.resource] == str(gpus)
         requests, limits = agent["resources"]["requests"], agent["resources"]["limits"]
         assert {k: requests[k] for k in limits} == limits  # extended resources: requests = limits
@@ -360,7 +360,7 @@ def test_placeholders_give_the_objects_the_full_text_parses_to(
         inventory: Inventory, monkeypatch: pytest.MonkeyPatch) -> None:
     """`_render` parses a skeleton with placeholders; parsing the whole text (every value as
     JSON) must give exactly the same objects, for every pool kind, hostile values included."""
-    import smoke._workload as workload
+    import smoke.cluster.workload as workload
 
     evil = "\x00accelfleet:0 '\"\n- x: {{ y }}"
     pool = inventory.pool("l4")

@@ -30,9 +30,9 @@ import pytest
 from fleet import load_fleet
 from fleet.catalog import load_catalog
 from fleet.inventory import Inventory, build_inventory
-from smoke._podtime import pod_timing
-from smoke._run import NodeOutcome
-from smoke._workload import RenderedRun, RenderOptions, host_requests, render_run
+from smoke.cluster._podtime import pod_timing
+from smoke.cluster.run import NodeOutcome
+from smoke.cluster.workload import RenderedRun, RenderOptions, host_requests, render_run
 from tests.smoke.workload_stack import agent_of, arg_of, env_of, inventory, pod_of, run
 
 __all__ = ["inventory", "run"]  # fixtures
@@ -121,8 +121,8 @@ def test_the_g6e_log_passes_on_a_g6e_pool_and_fails_where_gdr_is_required(
     # aws/aws-ofi-nccl@2daf7d30 src/platform-aws.cpp: gdr_required true on p4d/p5, false on
     # g5.48xlarge, no entry for g6e; the recorded g6e.48xlarge log ran with GDR disabled,
     # "via NET/Libfabric/0" only. The pool's own rendered flags are what the agent judges by.
-    from smoke import agent
-    from smoke._nccl_log import judge, parse
+    from smoke.probes import agent
+    from smoke.probes.nccl_log import judge, parse
 
     container = agent_of(pod_of(efa_run if pool != "p5" else run, pool))
     assert arg_of(container, "--expect-gdr") == gdr
@@ -230,7 +230,7 @@ def test_the_run_document_carries_each_pods_timing() -> None:
 
 
 def test_the_launcher_reads_timing_from_the_pod(tmp_path: Path) -> None:
-    from smoke.launcher import _PodState
+    from smoke.cluster.launcher import _PodState
 
     pod = {"metadata": {"name": "af-x-0", "labels": {}}, "spec": {"nodeName": "n0"},
            "status": _with_times("2026-11-24T10:00:00Z", "2026-11-24T10:02:00Z",
@@ -241,8 +241,8 @@ def test_the_launcher_reads_timing_from_the_pod(tmp_path: Path) -> None:
 
 
 def test_the_run_summary_says_how_long_pods_took_to_start() -> None:
-    from smoke._run import PoolReport, PoolStatus, RunReport
-    from smoke.report import run_summary
+    from smoke.cluster.run import PoolReport, PoolStatus, RunReport
+    from smoke.reports.text import run_summary
 
     def node(i: int, start: str, end: str) -> NodeOutcome:
         timing = pod_timing(_with_times("2026-11-24T10:00:00Z", start, end)).to_dict()

@@ -16,7 +16,7 @@ from ruamel.yaml import YAML
 
 from fleet import load_fleet
 from fleet.inventory import build_inventory
-from smoke._workload import RenderedRun, RenderOptions, render_run
+from smoke.cluster.workload import RenderedRun, RenderOptions, render_run
 from tests.schemas import strict
 from tests.smoke.workload_stack import REPO, inventory, job_of, objects_of, run
 

@@ -11,7 +11,7 @@ import pytest
 
 from fleet import load_fleet
 from fleet.inventory import Inventory, build_inventory
-from smoke._workload import RenderedRun, RenderOptions, render_run
+from smoke.cluster.workload import RenderedRun, RenderOptions, render_run
 
 POOL_LABEL = "accelfleet.io/pool"
 MANAGED = {"app.kubernetes.io/managed-by": "accelfleet"}

@@ -1,0 +1,498 @@
+"""The cluster launcher: submit a rendered run, follow every pool, judge, and clean up.
+
+    run = render_run(inventory, RenderOptions(run_id=new_run_id()))
+    report = launch(run, clients, stack="prod", timeout_s=900)
+
+One thread per cluster submits that cluster's objects, then follows ALL its pools with one pod
+list per tick (so the API load does not grow with the pool count), reads each finished pod's
+HostReport from its log, and names what went wrong: a pod the scheduler cannot place (with
+the scheduler's reason), a pod that crashed (with its last log lines), a pool past its
+timeout. Transient API errors are retried with backoff. Whatever happens, ctrl-C included,
+every object the run created is deleted (foreground propagation) before `launch` returns.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+from smoke.cluster import _stalls as S
+from smoke.cluster._pods import _PodState
+from smoke.cluster._queue import PROVISIONING_REQUEST, held_by_kueue, is_queued
+from smoke.cluster._rejudge import (
+    PoolPlan,
+    host_documents,
+    parse_host_report,
+    pool_outliers,
+    rejudge,
+)
+from smoke.cluster.access import with_retries
+from smoke.cluster.run import POD, WORKLOAD, Check, NodeOutcome, PoolReport, PoolStatus, RunReport
+from smoke.probes import verdict as V
+from smoke.probes.results import ProbeResult, Verdict
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+    from smoke.cluster.workload import PoolWorkload, RenderedRun
+
+RUN_LABEL = "accelfleet.io/run"
+JOB_NAME_LABEL = "job-name"
+JOBSET = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
+LOG_TAIL_LINES = 5000  # the report line, any second one, and the crash tail all in reach
+CRASH_LINES = 6
+REQUEST_TIMEOUT_S = (5.0, 30.0)
+PAGE_PODS = 200  # pods per list request
+SUBMIT_WORKERS = 8  # pools submitted at once, per cluster
+FIRST_POLL_S = 0.05
+
+
+def new_run_id() -> str:
+    """A short DNS-safe id, time-ordered: r<yymmddhhmm>-<4 hex>."""
+    return f"r{datetime.now(UTC):%y%m%d%H%M}-{secrets.token_hex(2)}"
+
+
+class Display(Protocol):
+    """Told of each pool's state as it changes: pending, running, done, failed, ..."""
+
+    def update(self, pool: str, state: str, done: int, total: int, detail: str) -> None: ...
+
+
+class _NoDisplay:
+    def update(self, pool: str, state: str, done: int, total: int, detail: str) -> None:
+        pass
+
+
+@dataclass
+class _Pool:
+    workload: PoolWorkload
+    started: float = 0.0
+    deadline: float = 0.0
+    outcomes: dict[str, NodeOutcome] = field(default_factory=dict)  # pod key -> outcome
+    checks: list[Check] = field(default_factory=list)
+    pending: dict[str, str] = field(default_factory=dict)  # pod -> scheduler's message
+    running: int = 0  # pods running at the last tick
+    seen: dict[str, _PodState] = field(default_factory=dict)  # pod -> as last seen
+    crashed: str = ""  # a TPU slice's host that failed first
+    last_lines: dict[str, str] | None = None  # pod -> its last log line, near the deadline
+    status: PoolStatus | None = None
+    reason: str = ""
+    finished: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return self.workload.pool.name
+
+    @property
+    def plan(self) -> PoolPlan:
+        return PoolPlan.of(self.workload)
+
+    def finish(self, status: PoolStatus, reason: str = "") -> None:
+        self.status, self.reason, self.finished = status, reason, time.monotonic()
+
+
+def _raw(resp: Any) -> bytes:
+    data = getattr(resp, "data", None)
+    if data is None and hasattr(resp, "read"):
+        data = resp.read()
+    return data if isinstance(data, bytes) else str(data or "").encode()
+
+
+class _ClusterRun:
+    """Everything one cluster does in a run. Public methods are called from its thread."""
+
+    def __init__(self, name: str, client: ApiClient, run: RenderedRun, pools: list[_Pool],
+                 *, timeout_s: int, poll_s: float, stop: threading.Event,
+                 display: Display) -> None:
+        from kubernetes import client as k
+
+        self.name, self.run, self.pools = name, run, pools
+        self.core, self.batch = k.CoreV1Api(client), k.BatchV1Api(client)
+        self.custom = k.CustomObjectsApi(client)
+        self.timeout_s, self.poll_s, self.stop, self.display = timeout_s, poll_s, stop, display
+        self.ns = run.namespace
+        self.selector = f"{RUN_LABEL}={run.run_id}"
+
+    # -- submit ------------------------------------------------------------------------
+    def _create(self, obj: dict[str, Any]) -> None:
+        from kubernetes.client.exceptions import ApiException
+
+        kind = obj["kind"]
+        t = REQUEST_TIMEOUT_S
+        if kind == "Namespace":
+            try:
+                with_retries(self.core.read_namespace, obj["metadata"]["name"],
+                             _request_timeout=t)
+                return
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+            with_retries(self.core.create_namespace, obj, _request_timeout=t)
+        elif kind == "ConfigMap":
+            with_retries(self.core.create_namespaced_config_map, self.ns, obj,
+                         _request_timeout=t)
+        elif kind == "Service":
+            with_retries(self.core.create_namespaced_service, self.ns, obj, _request_timeout=t)
+        elif kind == "Job":
+            with_retries(self.batch.create_namespaced_job, self.ns, obj, _request_timeout=t)
+        elif kind == "JobSet":
+            group, version, plural = JOBSET
+            with_retries(self.custom.create_namespaced_custom_object, group, version, self.ns,
+                         plural, obj, _request_timeout=t)
+        else:
+            raise ValueError(f"the launcher cannot create a {kind}")
+
+    def submit(self) -> bool:
+        """Shared objects, then each pool's; a pool that cannot be submitted is named."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            for obj in self.run.shared[self.name]:
+                self._create(obj)
+        except ApiException as exc:
+            for p in self.pools:
+                p.finish(PoolStatus.ERROR, f"cluster {self.name}: creating the run's "
+                         f"namespace objects failed: {exc.status} {exc.reason}")
+            return False
+        with ThreadPoolExecutor(max_workers=SUBMIT_WORKERS) as pool_submits:
+            list(pool_submits.map(self._submit_pool, self.pools))
+        return not self.stop.is_set()
+
+    def _submit_pool(self, p: _Pool) -> None:
+        """One pool's objects, in order (its Service before its Job)."""
+        from kubernetes.client.exceptions import ApiException
+
+        if self.stop.is_set():
+            return
+        p.started = time.monotonic()
+        p.deadline = p.started + self.timeout_s + 15
+        try:
+            for obj in p.workload.objects:
+                self._create(obj)
+        except ApiException as exc:
+            hint = ""
+            if exc.status == 404 and p.workload.kind == "jobset":
+                hint = " (the JobSet CRD is not installed: `pulumi up` installs the JobSet " \
+                       "controller on clusters with TPU pools)"
+            p.finish(PoolStatus.ERROR, f"submitting {p.workload.name} failed: "
+                     f"{exc.status} {exc.reason}{hint}")
+            self.display.update(p.name, "failed", 0, p.workload.pods, p.reason[:80])
+            return
+        self.display.update(p.name, "pending", 0, p.workload.pods, "submitted")
+
+    # -- follow ------------------------------------------------------------------------
+    def follow(self) -> None:
+        """One pod list per tick for all pools; the first ticks come sooner (0.05 s, doubling
+        up to `poll_s`), so short runs are not held back by the poll interval."""
+        wait_s = min(FIRST_POLL_S, self.poll_s)
+        with ThreadPoolExecutor(max_workers=8) as logs:
+            while not self.stop.is_set() and any(p.status is None for p in self.pools):
+                try:
+                    pods = self._pods()
+                except Exception as exc:  # retried already; keep following until deadlines
+                    pods = None
+                    for p in self.pools:
+                        if p.status is None:
+                            p.reason = f"listing pods failed: {type(exc).__name__}"
+                if pods is not None:
+                    self._tick(pods, logs)
+                self._deadlines()
+                self.stop.wait(wait_s)
+                wait_s = min(self.poll_s, wait_s * 2)
+
+    def _pods(self) -> list[_PodState]:
+        """The run's pods, a page at a time, each kept only as what the launcher reads of it:
+        memory stays flat however many pools and nodes the run has."""
+        states: list[_PodState] = []
+        token: str | None = None
+        while True:
+            resp = with_retries(self.core.list_namespaced_pod, self.ns,
+                                label_selector=self.selector, limit=PAGE_PODS,
+                                _continue=token, _preload_content=False,
+                                _request_timeout=REQUEST_TIMEOUT_S)
+            page = json.loads(_raw(resp))
+            states += [_PodState.of(pod) for pod in page.get("items") or []]
+            token = (page.get("metadata") or {}).get("continue") or None
+            if token is None:
+                return states
+
+    def _tick(self, pods: list[_PodState], logs: ThreadPoolExecutor) -> None:
+        by_pool: dict[str, list[_PodState]] = {}
+        for pod in pods:
+            by_pool.setdefault(pod.pool, []).append(pod)
+        for p in self.pools:
+            if p.status is not None:
+                continue
+            fetch = []
+            running = 0
+            here = by_pool.get(p.name, [])
+            for pod in here:
+                if pod.name in p.outcomes:
+                    continue
+                p.seen[pod.name] = pod
+                if pod.phase in ("Succeeded", "Failed"):
+                    fetch.append(pod)
+                elif pod.phase == "Running":
+                    running += 1
+                    p.pending.pop(pod.name, None)
+                elif pod.init_problem:  # a sidecar that never gets ready: named now
+                    self._done(p, pod, S.stalled_init(pod.name, pod.node, pod.init_problem))
+                elif pod.unschedulable:
+                    p.pending[pod.name] = pod.unschedulable
+            for outcome, check in logs.map(self._outcome, fetch):
+                if outcome.report is not None:  # untrusted: judged again, every figure
+                    outcome = replace(outcome, report=rejudge(outcome.report, p.plan,
+                                                              node=outcome.node))
+                p.outcomes[outcome.pod] = outcome
+                if check is not None:
+                    p.checks.append(Check(outcome.node, check))
+                    if p.workload.kind == "jobset" and not p.crashed and \
+                            outcome.exit_code not in (0, None):
+                        p.crashed = outcome.node or outcome.pod
+            if p.crashed and len(p.outcomes) < p.workload.pods:  # the JobSet controller
+                # deletes the other hosts' pods: each is named with the host that failed
+                names = {pod.name for pod in here}
+                for name, pod in list(p.seen.items()):
+                    if name not in names and name not in p.outcomes:
+                        self._done(p, pod, S.vanished(name, pod.node, p.crashed))
+                if not [pod for pod in here if pod.name not in p.outcomes]:
+                    self._close(p, PoolStatus.PARTIAL, f"host {p.crashed} failed; the JobSet "
+                                f"ended the slice: {p.workload.pods - len(p.outcomes)} host(s) "
+                                "never reported")
+                    continue
+            done = len(p.outcomes)
+            p.running = running
+            state = "running" if running else ("pending" if done == 0 else "running")
+            detail = next(iter(p.pending.values()), "")[:80] if p.pending else ""
+            self.display.update(p.name, state, done, p.workload.pods, detail)
+            if done >= p.workload.pods:
+                self._close(p)
+
+    def _done(self, p: _Pool, pod: _PodState, why: ProbeResult) -> None:
+        """`pod` ends without a report, for `why`."""
+        p.outcomes[pod.name] = NodeOutcome(index=pod.index, pod=pod.name, node=pod.node,
+                                           slice=pod.slice)
+        p.checks.append(Check(pod.node or pod.name, why))
+
+    def _last_line(self, pod: str) -> str:
+        try:
+            resp = with_retries(self.core.read_namespaced_pod_log, pod, self.ns, tail_lines=3,
+                                _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)
+            lines = _raw(resp).decode("utf-8", "replace").strip().splitlines()
+        except Exception as exc:
+            return f"(log unreadable: {type(exc).__name__})"
+        return lines[-1].strip()[:200] if lines else ""
+
+    def _outcome(self, pod: _PodState) -> tuple[NodeOutcome, ProbeResult | None]:
+        name, node, index, code = pod.name, pod.node, pod.index, pod.exit_code
+        try:
+            resp = with_retries(self.core.read_namespaced_pod_log, name, self.ns,
+                                tail_lines=LOG_TAIL_LINES, _preload_content=False,
+                                _request_timeout=REQUEST_TIMEOUT_S)
+            log = _raw(resp).decode("utf-8", "replace")
+        except Exception as exc:
+            log = f"(log unreadable: {type(exc).__name__})"
+        report = parse_host_report(log)
+        outcome = NodeOutcome(index=index, pod=name, node=node, report=report, exit_code=code,
+                              slice=pod.slice, timing=pod.timing)
+        if report is not None and code in (0, None):
+            return outcome, None
+        tail = " | ".join(line.strip() for line in log.strip().splitlines()[-CRASH_LINES:])
+        why = (f"pod {name} exited {code}" if report is None or code not in (0, None)
+               else f"pod {name} printed no report")
+        docs = len(host_documents(log))
+        if report is None and code == 0:
+            why = f"pod {name} printed no report" if docs == 0 else (
+                f"pod {name} printed {docs} report lines where the agent prints one: its "
+                "output cannot be trusted" if docs > 1 else
+                f"pod {name} printed a report that does not read as one")
+        return outcome, ProbeResult(V.HOST, POD, 0, Verdict.FAIL,
+                                    f"{why}; last log lines: {tail or '(empty)'}",
+                                    details={"exit_code": code, "log_tail": log[-4000:]})
+
+    def _deadlines(self) -> None:
+        """A pool past its deadline expires; one whose pods are all still unschedulable at
+        its timeout expires then (the finishing grace is for pods that run)."""
+        now = time.monotonic()
+        lead_s = min(S.LAST_LINE_LEAD_S, self.timeout_s / 2)
+        for p in self.pools:
+            if p.status is None and p.last_lines is None and \
+                    now >= p.started + self.timeout_s - lead_s:
+                # the Job's deadline kills its pods, and their logs with them: read now what
+                # each running pod was doing, to name its stage if it never finishes
+                p.last_lines = {name: self._last_line(name) for name, pod in p.seen.items()
+                                if name not in p.outcomes and pod.phase == "Running"}
+            stuck = (p.pending and not p.running and not p.outcomes
+                     and now >= p.started + self.timeout_s)
+            if p.status is None and (now >= p.deadline or stuck):
+                self._expire(p)
+
+    def _expire(self, p: _Pool) -> None:
+        missing = p.workload.pods - len(p.outcomes)
+        if p.pending:
+            pod, msg = next(iter(p.pending.items()))
+            msg = msg or self._scheduler_event(pod) or "no reason given"
+            reason = (f"{len(p.pending)} of {p.workload.pods} pods could not be scheduled "
+                      f"within {self.timeout_s} s: {msg}")
+            p.checks.append(Check(None, ProbeResult(V.HOST, WORKLOAD, 0, Verdict.FAIL, reason)))
+            self._close(p, PoolStatus.UNSCHEDULABLE, reason)
+            return
+        for name, state in list(p.seen.items()):  # each unfinished pod, its node and stage
+            if name not in p.outcomes and state.phase == "Running":
+                last = (p.last_lines or {}).get(name) or self._last_line(name)
+                self._done(p, state, S.unfinished(name, state.node, self.timeout_s, last))
+        reason = (f"{missing} of {p.workload.pods} pods did not finish within "
+                  f"{self.timeout_s} s")
+        if not p.seen and is_queued(p.workload.objects):
+            reason = self._held_by_kueue(p) or reason
+        p.checks.append(Check(None, ProbeResult(V.HOST, WORKLOAD, 0, Verdict.FAIL, reason)))
+        self._close(p, PoolStatus.TIMEOUT, reason)
+
+    def _held_by_kueue(self, p: _Pool) -> str | None:
+        """Why Kueue still holds a queued pool's Job/JobSet (None if it does not, or unread)."""
+        [obj] = [o for o in p.workload.objects if o.get("kind") in ("Job", "JobSet")]
+        t = REQUEST_TIMEOUT_S
+        try:
+            if obj["kind"] == "Job":
+                job = json.loads(_raw(with_retries(
+                    self.batch.read_namespaced_job, p.workload.name, self.ns,
+                    _preload_content=False, _request_timeout=t)))
+            else:
+                group, version, plural = JOBSET
+                job = with_retries(self.custom.get_namespaced_custom_object, group, version,
+                                   self.ns, plural, p.workload.name, _request_timeout=t)
+            if not isinstance(job, dict):
+                return None
+        except Exception:
+            return None
+        try:
+            group, version, plural = PROVISIONING_REQUEST
+            listed = with_retries(self.custom.list_namespaced_custom_object, group, version,
+                                  self.ns, plural, _request_timeout=t)
+            reqs = [r for r in (listed.get("items") or []) if isinstance(r, dict)] if \
+                isinstance(listed, dict) else []
+        except Exception:
+            reqs = []  # no ProvisioningRequest API, or not allowed to read it
+        return held_by_kueue(job, reqs, self.timeout_s, self.ns)
+
+    def _scheduler_event(self, pod: str) -> str:
+        try:
+            resp = with_retries(self.core.list_namespaced_event, self.ns,
+                                field_selector=f"involvedObject.name={pod}",
+                                _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)
+            events = json.loads(_raw(resp)).get("items") or []
+        except Exception:
+            return ""
+        msgs = [e.get("message", "") for e in events if e.get("reason") == "FailedScheduling"]
+        return msgs[-1] if msgs else ""
+
+    def _close(self, p: _Pool, status: PoolStatus | None = None, reason: str = "") -> None:
+        if status is None:
+            crashed = [c for c in p.checks if c.result.probe == POD]
+            status = PoolStatus.PARTIAL if crashed else PoolStatus.DONE
+            reason = f"{len(crashed)} pod(s) crashed" if crashed else ""
+        p.checks.extend(pool_outliers(p.outcomes.values()))
+        p.finish(status, reason)
+        failed = any(c.result.verdict is Verdict.FAIL for c in p.checks) or any(
+            o.report is not None and not o.report.ok for o in p.outcomes.values())
+        self.display.update(p.name, "failed" if failed or status is not PoolStatus.DONE
+                            else "done", len(p.outcomes), p.workload.pods, reason[:80])
+
+    # -- clean up ----------------------------------------------------------------------
+    def cleanup(self) -> list[str]:
+        """Delete every object of the run in this cluster; returns what could not be."""
+        errors = []
+        group, version, plural = JOBSET
+        sel, fg = self.selector, "Foreground"
+        steps: list[tuple[str, Callable[[], Any]]] = [
+            ("jobsets", lambda: self.custom.delete_collection_namespaced_custom_object(
+                group, version, self.ns, plural, label_selector=sel, propagation_policy=fg,
+                _request_timeout=REQUEST_TIMEOUT_S)),
+            ("jobs", lambda: self.batch.delete_collection_namespaced_job(
+                self.ns, label_selector=sel, propagation_policy=fg,
+                _request_timeout=REQUEST_TIMEOUT_S)),
+            ("pods", lambda: self.core.delete_collection_namespaced_pod(
+                self.ns, label_selector=sel, grace_period_seconds=0,
+                _request_timeout=REQUEST_TIMEOUT_S)),
+            ("services", lambda: self.core.delete_collection_namespaced_service(
+                self.ns, label_selector=sel, _request_timeout=REQUEST_TIMEOUT_S)),
+            ("configmaps", lambda: self.core.delete_collection_namespaced_config_map(
+                self.ns, label_selector=sel, _request_timeout=REQUEST_TIMEOUT_S)),
+        ]
+        wants_jobsets = any(p.workload.kind == "jobset" for p in self.pools)
+        for what, call in steps:
+            if what == "jobsets" and not wants_jobsets:
+                continue
+            try:
+                with_retries(call, attempts=4)
+            except Exception as exc:
+                errors.append(f"cluster {self.name}: deleting the run's {what} failed "
+                              f"({type(exc).__name__}); delete them with `kubectl delete "
+                              f"{what} -n {self.ns} -l {sel}`")
+        return errors
+
+
+def launch(run: RenderedRun, clients: Mapping[str, ApiClient], *, stack: str, timeout_s: int,
+           poll_s: float = 0.5, stop: threading.Event | None = None,
+           display: Display | None = None,
+           notes: Mapping[str, list[Check]] | None = None) -> RunReport:
+    """Submit `run` to every cluster in parallel, follow it, clean up, and return the report.
+    Setting `stop` (ctrl-C) ends following at once; the cleanup still runs. `notes`: checks
+    known before the run, per pool (the live nodes that get no pod, and why)."""
+    from smoke.cluster._bundle import digest
+
+    stop = stop or threading.Event()
+    shown = display or _NoDisplay()
+    started, t0 = datetime.now(UTC).isoformat(timespec="seconds"), time.monotonic()
+    pools = [_Pool(w, checks=list((notes or {}).get(w.pool.name, ()))) for w in run.pools]
+    for p in pools:
+        if p.workload.kind == "skipped":
+            p.finish(PoolStatus.SKIPPED, p.workload.skipped or "skipped")
+            shown.update(p.name, "skipped", 0, 0, p.reason[:80])
+    clusters = sorted({w.cluster for w in run.pools if w.kind != "skipped"})
+    runs = [_ClusterRun(c, clients[c], run, [p for p in pools if p.workload.cluster == c
+                                            and p.status is None],
+                        timeout_s=timeout_s, poll_s=poll_s, stop=stop, display=shown)
+            for c in clusters]
+    cleanup_errors: list[str] = []
+
+    def drive(cr: _ClusterRun) -> None:
+        try:
+            if cr.submit():
+                cr.follow()
+        finally:
+            cleanup_errors.extend(cr.cleanup())
+
+    threads = [threading.Thread(target=drive, args=(cr,), name=f"smoke-{cr.name}", daemon=True)
+               for cr in runs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        while t.is_alive():
+            try:
+                t.join(0.2)  # short joins keep the main thread responsive to ctrl-C
+            except KeyboardInterrupt:
+                stop.set()  # the cluster threads stop following and clean up
+    cancelled = stop.is_set()
+    reports = []
+    for p in pools:
+        if p.status is None:
+            p.finish(PoolStatus.CANCELLED, "the run was interrupted")
+        reports.append(PoolReport(
+            name=p.name, cluster=p.workload.cluster, accelerator=p.workload.pool.accelerator,
+            workload=p.workload.name, expected_pods=p.workload.pods, status=p.status or
+            PoolStatus.CANCELLED, nodes=tuple(sorted(p.outcomes.values(),
+                                                     key=lambda o: (o.index, o.pod))),
+            checks=tuple(p.checks), reason=p.reason,
+            duration_s=max(0.0, (p.finished or time.monotonic()) - (p.started or t0))))
+    return RunReport(run_id=run.run_id, stack=stack, started_at=started,
+                     duration_s=time.monotonic() - t0, thresholds_version=V.THRESHOLDS_VERSION,
+                     agent_digest=digest(), pools=tuple(reports), cancelled=cancelled,
+                     cleanup_errors=tuple(cleanup_errors))

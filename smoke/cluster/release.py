@@ -1,0 +1,180 @@
+"""Release and status: undo exactly what `smoke.cluster.quarantine` did, and list what it holds.
+
+    report = release(clients, nodes=["gke-ml-h100-7f3a"])      # or pool="h100-train"
+    rows = quarantined(clients)                                  # `smoke status`
+
+Release reads each node's `accelfleet.io/smoke-undo` record and reverses only that: a node
+somebody else had cordoned stays cordoned, their taints and labels stay.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from fleet.errors import InputError
+from smoke.cluster.access import with_retries
+from smoke.cluster.quarantine import (
+    EFFECT,
+    KEY,
+    PREFIX,
+    REQUEST_TIMEOUT_S,
+    UNDO,
+    ActionReport,
+    NodeAction,
+    Quarantined,
+    _api_problem,
+    _event,
+    _json,
+    _labelled,
+    _now,
+    _patch,
+)
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient, CoreV1Api
+
+
+def release(clients: Mapping[str, ApiClient], *, nodes: Sequence[str] = (),
+            pool: str | None = None) -> ActionReport:
+    """Undo the quarantine of `nodes` (each looked up in every cluster; a TPU host brings its
+    slice) or of every node of `pool`. An unknown node is bad input, found before any change."""
+    from kubernetes import client as k
+    from kubernetes.client.exceptions import ApiException
+
+    apis = {c: k.CoreV1Api(cl) for c, cl in sorted(clients.items())}
+    targets: dict[str, dict[str, dict[str, Any]]] = {c: {} for c in apis}  # cluster -> name
+    labelled = {c: {n["metadata"]["name"]: n for n in _labelled(api)} for c, api in
+                apis.items()}
+    missing = []
+    for name in nodes:
+        found = False
+        for c, api in apis.items():
+            try:
+                node = _json(with_retries(api.read_node, name, _preload_content=False,
+                                          _request_timeout=REQUEST_TIMEOUT_S))
+            except ApiException as exc:
+                if exc.status == 404:
+                    continue
+                raise
+            found = True
+            targets[c][name] = node
+            for member in _undo(node).get("unit") or []:  # a TPU slice is released whole
+                if member in labelled[c]:
+                    targets[c].setdefault(member, labelled[c][member])
+        if not found:
+            missing.append(name)
+    if missing:
+        raise InputError(f"no node {', '.join(missing)} in cluster(s) {', '.join(apis)}",
+                         hint="`accelfleet smoke status` lists the quarantined nodes")
+    if pool is not None:
+        for c, by_name in labelled.items():
+            for name, node in by_name.items():
+                if (node["metadata"].get("annotations") or {}).get(PREFIX + "pool") == pool:
+                    targets[c][name] = node
+    actions = []
+    for c, by_name in targets.items():
+        for name, node in sorted(by_name.items()):
+            actions.append(_release_one(apis[c], c, name, node))
+    return ActionReport(tuple(actions))
+
+
+def _undo(node: dict[str, Any]) -> dict[str, Any]:
+    raw = (node.get("metadata", {}).get("annotations") or {}).get(UNDO)
+    try:
+        out = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
+def _release_patch(node: dict[str, Any]) -> dict[str, Any] | None:
+    undo = _undo(node)
+    if not undo:
+        return None
+    meta, spec = node["metadata"], node.get("spec") or {}
+    ann: dict[str, Any] = dict(undo.get("annotations") or {})
+    ann[UNDO] = None
+    patch: dict[str, Any] = {"metadata": {"resourceVersion": meta["resourceVersion"],
+                                          "labels": {KEY: undo.get("label")},
+                                          "annotations": ann}}
+    if undo.get("cordoned") and spec.get("unschedulable"):
+        patch["spec"] = {"unschedulable": None}
+    if undo.get("tainted"):
+        kept = [t for t in spec.get("taints") or []
+                if not (t.get("key") == KEY and t.get("effect") == EFFECT)]
+        patch.setdefault("spec", {})["taints"] = kept
+    return patch
+
+
+def _release_one(api: CoreV1Api, cluster: str, name: str, node: dict[str, Any]) -> NodeAction:
+    from kubernetes.client.exceptions import ApiException
+
+    ann = node["metadata"].get("annotations") or {}
+    pool, host = ann.get(PREFIX + "pool", "-"), ann.get(PREFIX + "host", "")
+    undo = _undo(node)
+    if not undo:
+        why = ("labelled but with no undo record: not quarantined by accelfleet, left as it is"
+               if (node["metadata"].get("labels") or {}).get(KEY) else
+               "not quarantined by accelfleet: left as it is")
+        return NodeAction(cluster, pool, name, "not-quarantined", host, "", why)
+    try:
+        obj = _patch(api, name, _release_patch)
+    except ApiException as exc:
+        return NodeAction(cluster, pool, name, "error", host, "", _api_problem(exc, "patch nodes"))
+    kept = []
+    if not undo.get("cordoned"):
+        kept.append("left cordoned: it was cordoned before the quarantine")
+    if not undo.get("tainted"):
+        kept.append(f"left its {KEY} taint: it was there before")
+    note = _event(api, obj, "SmokeReleased", f"accelfleet smoke: quarantine of {name} (run "
+                  f"{ann.get(PREFIX + 'run', '?')}) released")
+    since = ann.get(PREFIX + "since", "")
+    try:
+        held = f" {age((_now() - datetime.fromisoformat(since)).total_seconds())} ago"
+    except ValueError:
+        held = ""
+    cause = (f"quarantined{held} by run {ann.get(PREFIX + 'run', '?')} for "
+             f"{ann.get(PREFIX + 'device', '')} {ann.get(PREFIX + 'probe', '?')}: "
+             f"{ann.get(PREFIX + 'figure', '-')} vs {ann.get(PREFIX + 'threshold', '-')}")
+    return NodeAction(cluster, pool, name, "released", host, cause,
+                      "; ".join([*kept, note] if note else kept))
+
+
+# -- status -------------------------------------------------------------------------------
+def quarantined(clients: Mapping[str, ApiClient]) -> list[Quarantined]:
+    """Every node carrying the quarantine label, in every cluster, oldest first."""
+    from kubernetes import client as k
+
+    now = _now()
+    rows = []
+    for c, cl in sorted(clients.items()):
+        for node in _labelled(k.CoreV1Api(cl)):
+            meta, spec = node["metadata"], node.get("spec") or {}
+            ann = {a: v for a, v in (meta.get("annotations") or {}).items()
+                   if a.startswith(PREFIX)}
+            age = None
+            try:
+                age = (now - datetime.fromisoformat(ann.get(PREFIX + "since", ""))
+                       ).total_seconds()
+            except ValueError:
+                pass
+            rows.append(Quarantined(c, meta["name"], ann, bool(spec.get("unschedulable")),
+                                    any(t.get("key") == KEY and t.get("effect") == EFFECT
+                                        for t in spec.get("taints") or []), age))
+    return sorted(rows, key=lambda q: (-(q.age_s or 0.0), q.cluster, q.node))
+
+
+def age(seconds: float | None) -> str:
+    """`2d 3h`, `5h 12m`, `12m`, `40s`."""
+    if seconds is None:
+        return "?"
+    s = int(max(0.0, seconds))
+    days, hours, minutes = s // 86400, s % 86400 // 3600, s % 3600 // 60
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes}m"
+    return f"{minutes}m" if minutes else f"{s}s"

@@ -1,0 +1,102 @@
+"""Where a cluster smoke run gets its facts: the inventory, the smoke settings, and the clusters.
+
+The inventory comes from the stack file (computed offline, exactly as the Pulumi program
+exports it) or from `--outputs`, a saved `pulumi stack output --json --show-secrets` whose
+`inventory` is what was really deployed and whose `kubeconfigs` reach its clusters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fleet.errors import InputError, StackFileError
+from fleet.inventory import Inventory, build_inventory
+from smoke.cluster.access import ClusterRef
+
+
+@dataclass(frozen=True)
+class SmokeSettings:
+    """The stack's `smoke:` section (defaults when the run has no stack file)."""
+
+    max_tier: int = 2
+    namespace: str = "accelfleet-smoke"
+    timeout_s: int = 900
+    images: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunSource:
+    inventory: Inventory
+    settings: SmokeSettings
+    clusters: dict[str, ClusterRef]
+    kubeconfigs: dict[str, str]  # cluster -> kubeconfig YAML, from the stack's outputs
+
+
+MAX_OUTPUTS_BYTES = 64 * 2**20  # a stack's outputs with every kubeconfig: a few MB at most
+OUTPUTS_HINT = "save it with `pulumi stack output --json --show-secrets > FILE`"
+
+
+def _read_outputs(path: Path) -> dict[str, Any]:
+    from fleet.input_files import load_json
+
+    data = load_json(path, what="outputs file", max_bytes=MAX_OUTPUTS_BYTES, hint=OUTPUTS_HINT)
+    if not isinstance(data, dict) or "inventory" not in data:
+        raise InputError(f"outputs file {path} has no `inventory` output",
+                         hint="these are not the outputs of an accelfleet stack; use "
+                         "`pulumi stack output --json --show-secrets` of the fleet's stack")
+    return data
+
+
+def load_source(stack_file: Path | None, outputs: Path | None) -> RunSource:
+    """The run's facts from a stack file, an outputs file, or both (outputs' inventory wins:
+    it is what was deployed; the stack file adds the smoke settings and the clusters' places)."""
+    from fleet import load_fleet
+    from fleet.stack_choice import stack_to_read
+    from fleet.stackfile import stack_name
+
+    if stack_file is None and outputs is None:
+        stack_file = stack_to_read(None)
+    settings = SmokeSettings()
+    refs: dict[str, ClusterRef] = {}
+    inventory: Inventory | None = None
+    if stack_file is not None:
+        if not stack_file.is_file():
+            raise StackFileError(f"stack file {stack_file} does not exist",
+                                 hint="pass the path of a stacks/Pulumi.<stack>.yaml file")
+        fleet = load_fleet(str(stack_file))
+        s = fleet.spec.smoke
+        images = {k: v for k, v in (("torch", s.torch_image), ("jax", s.jax_image)) if v}
+        settings = SmokeSettings(max_tier=min(s.max_tier, 3), namespace=s.namespace,
+                                 timeout_s=s.timeout_s, images=images)
+        clouds = fleet.spec.clouds
+        for c in fleet.spec.clusters:
+            gcp, aws = clouds.gcp, clouds.aws
+            if c.cloud == "gcp" and gcp is not None:
+                refs[c.name] = ClusterRef(c.name, "gcp", gcp.region, gcp.project)
+            elif c.cloud == "aws" and aws is not None:
+                refs[c.name] = ClusterRef(c.name, "aws", aws.region)
+        inventory = build_inventory(fleet, stack_name(stack_file))
+    kubeconfigs: dict[str, str] = {}
+    if outputs is not None:
+        data = _read_outputs(outputs)
+        try:
+            inventory = Inventory.from_dict(data["inventory"])
+        except InputError as exc:
+            raise InputError(f"outputs file {outputs}: {exc.message}", hint=exc.hint) from None
+        raw = data.get("kubeconfigs") or {}
+        if not isinstance(raw, dict):
+            raise InputError(f"outputs file {outputs}: `kubeconfigs` is not a mapping",
+                             hint="save the outputs with --show-secrets")
+        for name, value in raw.items():
+            if not isinstance(value, str) or value in ("[secret]", "<secret>"):
+                raise InputError(f"outputs file {outputs}: the kubeconfig of {name} is "
+                                 "hidden", hint="save the outputs with `pulumi stack output "
+                                 "--json --show-secrets`")
+            kubeconfigs[str(name)] = value
+    assert inventory is not None
+    for p in inventory.pools:
+        if p.cluster and p.cluster not in refs:
+            refs[p.cluster] = ClusterRef(p.cluster, p.cloud)
+    return RunSource(inventory, settings, refs, kubeconfigs)

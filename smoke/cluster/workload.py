@@ -1,0 +1,481 @@
+"""The exact Kubernetes objects a cluster smoke run submits: `accelfleet smoke render` prints
+them, `accelfleet smoke run` creates them.
+
+Per cluster, a Namespace (shared by every run) and a ConfigMap with the agent's code
+(`smoke.cluster._bundle`), so a stock framework image runs `python -m smoke.probes.agent`. Per pool:
+
+- GPU pool: a headless Service and an Indexed Job of one pod per node (required pod
+  anti-affinity on the hostname, scoped to the run and pool), the inventory's node selector and
+  tolerations, the pool's GPUs (and EFA interfaces) as resources; a GPUDirect pool also gets
+  what GKE needs for its extra networks, all of it from the catalog's `Fabric` data.
+- TPU slice on GKE: one JobSet, a replicated Job per slice (multislice: replicas) of one pod
+  per host; multi-host slices and multislices join one JAX runtime from the environment GKE
+  injects. A single-host slice is a JobSet of one pod too: one shape for every TPU pool, and
+  the exclusive-topology annotation keeps each slice on its own node pool.
+- Cloud TPU VMs (`runtime: tpu-vm`) and pools with no node are skipped, with the reason.
+
+The manifests come from jinja2 templates (`smoke/cluster/templates`, rendered by
+`smoke/cluster/_templates.py`) in which every value is inserted through `tojson` (the
+environment refuses anything else), so a hostile name or label value stays data; the text
+is parsed back into dicts with a YAML 1.2 safe loader.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from fleet.catalog import image_ref_problem
+from fleet.errors import CatalogError, InputError, UnknownNameError
+from fleet.inventory import Inventory, InventoryPool
+from fleet.model import POOL_LABEL
+from smoke.cluster._bundle import MOUNT_PATH, configmap_data
+from smoke.cluster._queue import through_kueue
+from smoke.cluster._templates import _render, dump_yaml
+from smoke.probes import expect as _expect
+
+if TYPE_CHECKING:
+    from fleet.catalog import Catalog, Fabric, FabricDaemon, HostMount
+    from smoke.probes.expect import Expectation
+
+RUN_LABEL = "accelfleet.io/run"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "accelfleet"}
+DEFAULT_NAMESPACE = "accelfleet-smoke"
+RENDEZVOUS_PORT = 29500  # + the pool's index among the rendered pools of its cluster
+TPU_PORTS = (8471, 8080, 8431)  # TPU runtime, slice builder / megascale, TPU runtime metrics
+NAME_MAX = 50  # so that pod hostnames `<name>-<index>` (JobSet: `<name>-slice-<j>-<i>`) fit 63
+# What each smoke pod requests beside its accelerators, per device on the node, so that it is not
+# BestEffort (first evicted under pressure, no CPU share): one CPU for the rank process that
+# drives each device in the in-node all-reduce, and the memory AWS's EKS NCCL test requests per
+# GPU (32000Mi for a p5's 8: aws-samples/awsome-distributed-training@50820097
+# micro-benchmarks/nccl-tests/kubernetes/nccl-tests.yaml). Never more than half the node's vCPUs
+# or memory (catalog hosts.yaml), so a one-GPU g6.xlarge still fits. No CPU or memory limit:
+# a smoke test must not be OOM-killed or throttled by its own guess.
+CPU_PER_DEVICE = 1
+MEMORY_MIB_PER_DEVICE = 4000
+TPU_VM_SKIP = ("runtime tpu-vm: Cloud TPU VMs are not Kubernetes nodes; smoke them with "
+               "`accelfleet smoke local` on each VM")
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class Image:
+    """A stock framework image the agent runs in (smoke/cluster/data/images.yaml)."""
+
+    key: str
+    backend: str
+    ref: str
+    source: str
+    as_of: str
+    digest_found: bool = True
+    note: str = ""
+
+
+@cache
+def _images() -> tuple[Image, ...]:
+    from ruamel.yaml import YAML
+
+    text = resources.files("smoke.cluster").joinpath("data", "images.yaml").read_text(
+        encoding="utf-8")
+    data = YAML(typ="safe", pure=True).load(text)
+    if not isinstance(data, dict) or data.get("schema_version") != 1:
+        raise CatalogError("smoke/cluster/data/images.yaml: schema_version 1 expected")
+    out = []
+    for raw in data.get("images") or []:
+        try:
+            image = Image(**raw)
+        except TypeError as exc:
+            raise CatalogError(f"smoke/cluster/data/images.yaml {raw.get('key')}: {exc}") from None
+        problem = image_ref_problem(image.ref)
+        if problem is None and not image.source:
+            problem = "needs a source"
+        if problem is None and image.digest_found != ("@sha256:" in image.ref):
+            problem = "digest_found must say whether the reference carries a digest"
+        if problem:
+            raise CatalogError(f"smoke/cluster/data/images.yaml {image.key}: {problem}")
+        out.append(image)
+    if len({i.key for i in out}) != len(out):
+        raise CatalogError("smoke/cluster/data/images.yaml: duplicate key")
+    return tuple(out)
+
+
+def load_images() -> dict[str, Image]:
+    """The pinned images by key (torch, torch-efa, jax)."""
+    return {i.key: i for i in _images()}
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    run_id: str  # DNS-label-safe, at most 16 characters
+    namespace: str = DEFAULT_NAMESPACE
+    tier: int = 2
+    timeout_s: int = 900  # activeDeadlineSeconds, and the agent's --timeout-s
+    images: Mapping[str, str] = field(default_factory=dict)  # image key -> reference
+    ttl_s: int = 3600
+    sustain_s: float | None = None  # the agent's --sustain-s (None: its default, 20 s on GPU/TPU)
+
+    def __post_init__(self) -> None:
+        if len(self.run_id) > 16 or not _DNS_LABEL.match(self.run_id):
+            raise InputError(f"run id {self.run_id!r} is not a DNS label of at most 16 "
+                             "characters", hint="use lower-case letters, digits and '-', e.g. "
+                             "r20261122-1a2b3c")
+        if len(self.namespace) > 63 or not _DNS_LABEL.match(self.namespace):
+            raise InputError(f"smoke namespace {self.namespace!r} is not a Kubernetes "
+                             "namespace name", hint="set `smoke.namespace` to a DNS label, "
+                             f"e.g. {DEFAULT_NAMESPACE}")
+        if not 0 <= self.tier <= 3:
+            raise InputError(f"tier {self.tier} is not one the agent runs",
+                             hint="choose a tier from 0 to 3")
+        if self.sustain_s is not None and not 0 <= self.sustain_s < self.timeout_s:
+            raise InputError(f"--sustain-s {self.sustain_s:g} does not fit the pods' deadline "
+                             f"of {self.timeout_s} s", hint="shorten --sustain-s (0 skips the "
+                             "sustained phase) or lengthen --timeout-s")
+        if self.timeout_s < 1 or self.ttl_s < 0:
+            raise InputError("timeout_s must be positive and ttl_s not negative",
+                             hint="e.g. timeout_s 900, ttl_s 3600")
+        known = load_images()
+        for key, ref in self.images.items():
+            if key not in known:
+                raise UnknownNameError("image key", key, known,
+                                       hint=f"image keys: {', '.join(known)}")
+            problem = image_ref_problem(ref)
+            if problem:
+                raise InputError(f"image {key}: {problem}",
+                                 hint=f"e.g. {key}={known[key].ref}")
+
+
+@dataclass(frozen=True)
+class PoolWorkload:
+    pool: InventoryPool
+    cluster: str  # "" for pools outside Kubernetes
+    kind: Literal["job", "jobset", "skipped"]
+    name: str  # the Job / JobSet (and Service) name
+    pods: int
+    objects: list[dict[str, Any]]  # creation order: headless Service (GPU), then Job / JobSet
+    backend: str  # torch or jax
+    image: str
+    skipped: str | None = None
+    # what the launcher re-judges each node's report against (smoke.cluster._rejudge)
+    expectation: Expectation | None = None
+    tier: int = 2
+    sustain: bool = True  # the agent runs the sustained phase (--sustain-s is not 0)
+
+
+@dataclass(frozen=True)
+class RenderedRun:
+    run_id: str
+    namespace: str
+    shared: dict[str, list[dict[str, Any]]]  # per cluster: [Namespace, ConfigMap]
+    pools: list[PoolWorkload]
+
+    def objects(self, cluster: str) -> list[dict[str, Any]]:
+        """Everything the run creates on one cluster, in creation order."""
+        out = list(self.shared.get(cluster, []))
+        for w in self.pools:
+            if w.cluster == cluster and w.kind != "skipped":
+                out += w.objects
+        return out
+
+
+def configmap_name(run_id: str) -> str:
+    return f"accelfleet-smoke-{run_id}"
+
+
+def workload_name(run_id: str, pool: str) -> str:
+    """`af-<run>-<pool>`, cut to NAME_MAX with a stable hash of the pool name when too long."""
+    name = f"af-{run_id}-{pool}".lower()
+    if len(name) <= NAME_MAX:
+        return name
+    digest = hashlib.sha256(pool.encode()).hexdigest()[:6]
+    head = name[:NAME_MAX - len(digest) - 1].rstrip("-")
+    return f"{head}-{digest}"
+
+
+def render_run(inventory: Inventory, options: RenderOptions, *,
+               pools: Sequence[str] | None = None,
+               expectation: Callable[[InventoryPool, str], Expectation] = _expect.for_pool,
+               ) -> RenderedRun:
+    """Every object of one smoke run, per cluster; `pools` picks pools by name (default all)."""
+    from fleet.catalog import load_catalog
+
+    catalog = load_catalog()
+    chosen = _select(inventory, pools)
+    images = {k: i.ref for k, i in load_images().items()} | dict(options.images)
+    data, items = configmap_data()
+    ports: dict[str, int] = {}
+    workloads = []
+    for pool in chosen:
+        reason = _skip_reason(pool)
+        backend = "jax" if pool.kind == "tpu" else "torch"
+        image = images[_image_key(pool)]
+        name = workload_name(options.run_id, pool.name)
+        cluster = pool.cluster or ""
+        if reason is not None:
+            workloads.append(PoolWorkload(pool, cluster, "skipped", name, 0, [], backend, image,
+                                          skipped=reason))
+            continue
+        exp = expectation(pool, backend)
+        ctx = _context(pool, options, name, image, exp, items, catalog)
+        if pool.kind == "tpu":
+            objs = through_kueue(_render("tpu-jobset.yaml.j2", _tpu(pool, ctx)),
+                                 pool.kueue_queue, options.timeout_s)
+            workloads.append(PoolWorkload(pool, cluster, "jobset", name, _pods(pool), objs,
+                                          backend, image, expectation=exp, tier=options.tier,
+                                          sustain=options.sustain_s != 0))
+        else:  # a port of its own per GPU pool of a cluster, even on hostNetwork
+            port = RENDEZVOUS_PORT + ports.setdefault(cluster, 0)
+            ports[cluster] += 1
+            objs = through_kueue(_render("gpu-job.yaml.j2", _gpu(pool, options, catalog, ctx,
+                                                                 port)),
+                                 pool.kueue_queue, options.timeout_s)
+            workloads.append(PoolWorkload(pool, cluster, "job", name, _pods(pool), objs,
+                                          backend, image, expectation=exp, tier=options.tier,
+                                          sustain=options.sustain_s != 0))
+    shared = {}
+    for cluster in dict.fromkeys(w.cluster for w in workloads if w.kind != "skipped"):
+        shared[cluster] = _render("shared.yaml.j2", {
+            "namespace": options.namespace, "namespace_labels": MANAGED_BY,
+            "configmap": configmap_name(options.run_id), "labels": _labels(options),
+            "data": data})
+    return RenderedRun(options.run_id, options.namespace, shared, workloads)
+
+
+def _select(inventory: Inventory, names: Sequence[str] | None) -> list[InventoryPool]:
+    known = [p.name for p in inventory.pools]
+    for p in inventory.pools:  # names become label values, object and file names, comments
+        for what, value in (("pool", p.name), ("cluster", p.cluster)):
+            if value is not None and (len(value) > 63 or not _DNS_LABEL.match(value)):
+                raise InputError(f"inventory {what} name {value!r} is not a DNS label",
+                                 hint="regenerate the inventory from a validated stack")
+    if names is None:
+        return list(inventory.pools)
+    for name in names:
+        if name not in known:
+            raise UnknownNameError("pool", name, known, hint=f"pools: {', '.join(known)}")
+    wanted = set(names)
+    return [p for p in inventory.pools if p.name in wanted]
+
+
+def _skip_reason(pool: InventoryPool) -> str | None:
+    if pool.runtime == "tpu-vm" or pool.cluster is None:
+        return TPU_VM_SKIP
+    if pool.kind == "cpu":
+        return "a CPU pool: no accelerator to test"
+    if pool.kind not in ("gpu", "tpu"):
+        raise InputError(f"pool {pool.name}: unknown kind {pool.kind!r}",
+                         hint="regenerate the inventory with this accelfleet")
+    if _pods(pool) < 1:
+        return ("no node to test: the pool has 0 nodes now (it autoscales from 0); give it "
+                "`nodes`, or scale it up and run again")
+    return None
+
+
+def _pods(pool: InventoryPool) -> int:
+    """One pod per node: a GPU pool's nodes, or every host of every slice."""
+    return pool.hosts_per_slice * pool.slices if pool.kind == "tpu" else pool.nodes
+
+
+def _image_key(pool: InventoryPool) -> str:
+    if pool.kind == "tpu":
+        return "jax"
+    return "torch-efa" if pool.gpu_networking == "efa" else "torch"
+
+
+def _labels(options: RenderOptions, pool: str | None = None) -> dict[str, str]:
+    labels = {RUN_LABEL: options.run_id}
+    if pool is not None:
+        labels[POOL_LABEL] = pool
+    return labels | MANAGED_BY
+
+
+def host_requests(pool: InventoryPool, catalog: Catalog) -> dict[str, str]:
+    """The CPU and memory one smoke pod requests on its node (see CPU_PER_DEVICE)."""
+    devices = max(1, pool.devices_per_node)
+    cpu, memory_mib = devices * CPU_PER_DEVICE, devices * MEMORY_MIB_PER_DEVICE
+    host = catalog.hosts.get(pool.machine_type)
+    if host is not None:
+        cpu = max(1, min(cpu, host.vcpus // 2))
+        memory_mib = max(512, min(memory_mib, host.memory_mib // 2))
+    return {"cpu": str(cpu), "memory": f"{memory_mib}Mi"}
+
+
+def _context(pool: InventoryPool, options: RenderOptions, name: str, image: str,
+             exp: Expectation, items: list[dict[str, str]], catalog: Catalog) -> dict[str, Any]:
+    """What both pool templates take: names, labels, scheduling, the agent's argv and env."""
+    args = ["--tier", str(options.tier), "--backend", "jax" if pool.kind == "tpu" else "torch",
+            "--expect-json", json.dumps(exp.to_dict(), sort_keys=True), "--pool", pool.name,
+            "--timeout-s", str(options.timeout_s)]
+    if options.sustain_s is not None:
+        args += ["--sustain-s", f"{options.sustain_s:g}"]
+    env = [{"name": "PYTHONPATH", "value": MOUNT_PATH}, {"name": "PYTHONUNBUFFERED", "value": "1"},
+           {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+           {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+           {"name": "ACCELFLEET_RUN", "value": options.run_id},
+           {"name": "ACCELFLEET_POOL", "value": pool.name}]
+    return {
+        "name": name, "namespace": options.namespace, "image": image,
+        "labels": _labels(options, pool.name),
+        "selector": {RUN_LABEL: options.run_id, POOL_LABEL: pool.name},
+        "node_selector": dict(pool.node_selector), "tolerations": list(pool.tolerations),
+        "timeout_s": options.timeout_s, "ttl_s": options.ttl_s, "args": args, "env": env,
+        "resources": {pool.resource: str(pool.devices_per_node)},
+        "requests": host_requests(pool, catalog),
+        "mounts": [{"name": "agent", "mountPath": MOUNT_PATH, "readOnly": True},
+                   {"name": "dshm", "mountPath": "/dev/shm"}],
+        "volumes": [{"name": "agent", "configMap": {"name": configmap_name(options.run_id),
+                                                    "items": items}},
+                    {"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+    }
+
+
+def _tpu(pool: InventoryPool, ctx: dict[str, Any]) -> dict[str, Any]:
+    hosts = _pods(pool)
+    args = list(ctx["args"])
+    if hosts > 1:  # multi-host JAX must initialise together, whatever the tier
+        args += ["--cross-node", "jax", "--expect-world", str(hosts * pool.jax_devices_per_node)]
+    return {**ctx, "args": args, "requests": {**ctx["resources"], **ctx["requests"]},
+            "slices": pool.slices, "hosts": pool.hosts_per_slice,
+            "ports": [{"containerPort": p, "protocol": "TCP"} for p in TPU_PORTS]}
+
+
+def _gpu(pool: InventoryPool, options: RenderOptions, catalog: Catalog, ctx: dict[str, Any],
+         port: int) -> dict[str, Any]:
+    name = ctx["name"]
+    args, mounts, volumes = list(ctx["args"]), list(ctx["mounts"]), list(ctx["volumes"])
+    resources = dict(ctx["resources"])
+    env = [*ctx["env"], {"name": "ACCELFLEET_NODES", "value": str(pool.nodes)},
+           {"name": "ACCELFLEET_COORDINATOR", "value": f"{name}-0.{name}"},
+           {"name": "ACCELFLEET_COORDINATOR_PORT", "value": str(port)}]
+    if options.tier >= 3:
+        args += ["--cross-node", "torch"]
+    annotations: dict[str, str] = {}
+    init: list[dict[str, Any]] = []
+    capabilities: list[str] = []
+    fabric = _fabric(pool, catalog)
+    if fabric is not None:
+        fabric_env = list(fabric.env)
+        if fabric.kind == "efa":
+            machine = catalog.machines.get(pool.machine_type)
+            if machine is None or machine.networking is None:
+                raise InputError(f"pool {pool.name}: the catalog has no EFA count for "
+                                 f"{pool.machine_type!r}", hint="regenerate the inventory with "
+                                 "this accelfleet")
+            efa = catalog.kube_section("aws", "efa")["resource"]
+            resources[efa] = str(machine.networking.efa_interfaces)
+            if machine.networking.efa_rdma_read:
+                fabric_env += fabric.rdma_env
+        resources |= dict(fabric.resources)
+        capabilities = list(fabric.capabilities)
+        env += [{"name": k, "value": v} for k, v in fabric_env]
+        annotations = _fabric_annotations(fabric)
+        if options.tier >= 3:
+            args += ["--expect-transport", ",".join(fabric.nccl_networks),
+                     "--expect-fabric", fabric.kind]
+            nics = _gpu_nics(pool, catalog)
+            if nics:
+                args += ["--expect-nics", str(nics)]
+            if fabric.kind == "efa":  # GDR per instance type (catalog efa_gdr), not per fabric
+                args += ["--expect-gdr", "yes" if _efa_gdr(pool, catalog) else "no"]
+        if fabric.nccl_env_file:  # one NCCL environment for every tier that runs NCCL
+            args += ["--nccl-env-file", fabric.nccl_env_file]
+        if fabric.nccl_lib:
+            args += ["--nccl-lib", fabric.nccl_lib]
+        mounts += _mounts(fabric.mounts)
+        host = {m.volume: m.host_path for m in fabric.mounts}
+        if fabric.daemon is not None:
+            init.append(_sidecar(fabric.daemon))
+            host |= {m.volume: m.host_path for m in fabric.daemon.mounts}
+        volumes += [{"name": v, "hostPath": {"path": p}} for v, p in host.items()]
+    return {**ctx, "args": args, "env": env, "mounts": mounts, "volumes": volumes,
+            "resources": resources, "requests": {**resources, **ctx["requests"]},
+            "capabilities": capabilities, "annotations": annotations, "init_containers": init,
+            "port": port, "pods": pool.nodes}
+
+
+def _gpu_nics(pool: InventoryPool, catalog: Catalog) -> int:
+    machine = catalog.machines.get(pool.machine_type)
+    return 0 if machine is None or machine.networking is None else machine.networking.gpu_nics
+
+
+def _efa_gdr(pool: InventoryPool, catalog: Catalog) -> bool:
+    machine = catalog.machines.get(pool.machine_type)
+    return machine is not None and machine.networking is not None and machine.networking.efa_gdr
+
+
+def _fabric(pool: InventoryPool, catalog: Catalog) -> Fabric | None:
+    if pool.gpu_networking is None:
+        return None
+    fabric = catalog.fabrics.get(pool.gpu_networking)
+    if fabric is None:
+        raise InputError(f"pool {pool.name}: unknown gpu_networking {pool.gpu_networking!r}",
+                         hint=f"known: {', '.join(catalog.fabrics)}; regenerate the inventory")
+    return fabric
+
+
+def _mounts(mounts: Sequence[HostMount]) -> list[dict[str, str]]:
+    return [{"name": m.volume, "mountPath": m.mount_path} for m in mounts]
+
+
+def _fabric_annotations(fabric: Fabric) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if fabric.interfaces:
+        out["networking.gke.io/default-interface"] = fabric.default_interface
+        out["networking.gke.io/interfaces"] = json.dumps(fabric.interfaces_annotation,
+                                                         separators=(",", ":"))
+    if fabric.daemon is not None and fabric.daemon.devices:
+        # The NRI device injector's format: a YAML list of device paths.
+        out[f"devices.gke.io/container.{fabric.daemon.name}"] = "".join(
+            f"- path: {d}\n" for d in fabric.daemon.devices)
+    return out
+
+
+def _sidecar(daemon: FabricDaemon) -> dict[str, Any]:
+    """The fabric's daemon as a native sidecar: it ends when the agent does, so the Job ends."""
+    c: dict[str, Any] = {"name": daemon.name, "image": daemon.image, "restartPolicy": "Always",
+                         "command": list(daemon.command)}
+    if daemon.args:
+        c["args"] = list(daemon.args)
+    if daemon.env:
+        c["env"] = [{"name": k, "value": v} for k, v in daemon.env]
+    if daemon.capabilities:
+        c["securityContext"] = {"capabilities": {"add": list(daemon.capabilities)}}
+    c["volumeMounts"] = _mounts(daemon.mounts)
+    if daemon.ready_file:
+        # The agent starts once the daemon is ready; up to 2 minutes, then the sidecar restarts.
+        c["startupProbe"] = {"exec": {"command": ["cat", daemon.ready_file]},
+                             "initialDelaySeconds": 1, "periodSeconds": 5, "timeoutSeconds": 1,
+                             "failureThreshold": 24}
+    return c
+
+
+def write_manifests(run: RenderedRun, out_dir: Path) -> list[Path]:
+    """`<out>/<cluster>.yaml` per cluster (shared objects, then each pool's after a
+    `# pool: <name>` line) and `<out>/skipped.txt` when a pool was skipped."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"{out_dir} exists and is not a directory",
+                         hint="give --out a directory (it is created if missing)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for cluster, shared in run.shared.items():
+        text = dump_yaml(shared)
+        for w in run.pools:
+            if w.cluster == cluster and w.kind != "skipped":
+                text += f"# pool: {w.pool.name}\n" + dump_yaml(w.objects)
+        path = out_dir / f"{cluster}.yaml"
+        path.write_text(text, encoding="utf-8")
+        paths.append(path)
+    skipped = [w for w in run.pools if w.kind == "skipped"]
+    if skipped:
+        path = out_dir / "skipped.txt"
+        path.write_text("".join(f"{w.pool.name}: {w.skipped}\n" for w in skipped),
+                        encoding="utf-8")
+        paths.append(path)
+    return paths

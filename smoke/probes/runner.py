@@ -1,0 +1,202 @@
+"""Run the probes of tiers 0..N on this host's devices and judge them."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Protocol
+
+from smoke.probes import verdict as V
+from smoke.probes.backend import Backend, Device, KnownAnswer, Sizes, choose, load
+from smoke.probes.expect import Expectation, detect, from_catalog
+from smoke.probes.results import HostReport, ProbeResult, Verdict
+
+SEED = 20261122
+MAX_SUSTAIN_S = 3600  # a longer soak is a burn-in (T4), not a smoke test
+
+
+class Progress(Protocol):
+    """Told how many steps there are, then each step as it starts."""
+
+    def start(self, total: int) -> None: ...
+
+    def step(self, description: str) -> None: ...
+
+
+class _Silent:
+    def start(self, total: int) -> None:
+        pass
+
+    def step(self, description: str) -> None:
+        pass
+
+
+def host_name() -> str:
+    """The Kubernetes node name when the launcher passes it (NODE_NAME), else the hostname."""
+    return os.environ.get("NODE_NAME") or socket.gethostname()
+
+
+def _is_tpu(words: str) -> bool:
+    from fleet.catalog import load_catalog
+
+    return load_catalog().resolve(words).kind == "tpu"
+
+
+def _error(device: str, probe: str, exc: Exception) -> ProbeResult:
+    return ProbeResult(device, probe, V.TIERS[probe], Verdict.FAIL,
+                       f"probe error: {type(exc).__name__}: {exc}", unit=V.UNITS[probe])
+
+
+def run_local(
+    *,
+    backend: str = "auto",
+    tier: int = 3,
+    expect: str | None = None,
+    min_tflops: float | None = None,
+    min_gbps: float | None = None,
+    progress: Progress | None = None,
+    sizes: Sizes | None = None,
+    expectation: Expectation | None = None,
+    sustain_s: float | None = None,
+) -> HostReport:
+    """Run tiers 0..`tier` on this machine with `backend` and return the judged report.
+
+    `expect` names what the host should be (catalog words); the in-pod agent passes a ready
+    `expectation` instead, so it never loads the catalog. Bad input (an unknown `expect`, a
+    missing backend package) raises before any probe runs.
+    """
+    if expect is not None and not expect.strip():
+        from fleet.errors import InputError
+
+        raise InputError("--expect is empty", hint="name what this host should be (e.g. "
+                         "a3-highgpu-8g, p5.48xlarge, 'v5p 2x2x1'), or leave --expect out to "
+                         "judge the devices found")
+    if sustain_s is not None and not 0 <= sustain_s <= MAX_SUSTAIN_S:
+        from fleet.errors import InputError
+
+        raise InputError(f"--sustain-s {sustain_s:g} is not between 0 and {MAX_SUSTAIN_S}",
+                         hint="give the sustained phase's window in seconds (default 20 on an "
+                         "accelerator), or 0 to skip it")
+    started = time.perf_counter()
+    when = datetime.now(UTC).isoformat(timespec="seconds")
+    tpu = expectation.platform == "tpu" if expectation else bool(expect) and _is_tpu(expect or "")
+    name = choose(backend, tpu=tpu)
+    exp = expectation if expectation and expectation.accelerator else (
+        from_catalog(expect, name) if expect else None)
+    be = load(name)
+    prog = progress or _Silent()
+    devices = be.devices()
+    exp = exp or detect(devices, name)
+    sizes = sizes or Sizes.for_platform(devices[0].platform if devices else "cpu")
+    platforms = {d.id: d.platform for d in devices}
+    n = len(devices)
+    window_s = sizes.sustain_s if sustain_s is None else sustain_s
+    sustain = tier >= 2 and window_s > 0 and n > 0
+    total = 1 + (n + 1 if tier >= 1 else 0) + (2 * n if tier >= 2 else 0) + sustain + (tier >= 3)
+    prog.start(total)
+
+    prog.step("T0 inventory")
+    results = V.judge_inventory(devices, exp)
+    if tier >= 1:
+        results += _tier1(be, devices, sizes, prog)
+    if tier >= 2:
+        for probe, fn, floor in ((V.MATMUL, _tflops, min_tflops), (V.MEMORY, _gbps, min_gbps)):
+            results += _tier2(be, devices, sizes, exp, probe, fn, floor, platforms, prog)
+    if sustain:
+        from smoke.probes.sustain import run_sustained
+
+        prog.step(f"T2 sustained: all {n} devices at once for {window_s:g} s")
+        burst = {r.device: r.measured for r in results
+                 if r.probe == V.MATMUL and r.measured is not None}
+        results += run_sustained(be, devices, sizes, window_s, exp, burst)
+    if tier >= 3:
+        prog.step("T3 all-reduce")
+        if n < 2:
+            results.append(V.judge_allreduce(None, n, exp))
+        else:
+            try:
+                results.append(V.judge_allreduce(be.allreduce(devices, sizes), n, exp))
+            except Exception as exc:
+                results.append(_error(V.HOST, V.ALLREDUCE, exc))
+    return HostReport(
+        host=host_name(), backend=name,
+        platform=devices[0].platform if devices else "none", versions=be.versions(),
+        tier=tier, results=tuple(results), expect=expect or (exp.words if exp else None),
+        accelerator=exp.accelerator.key if exp.accelerator else None,
+        thresholds_version=V.THRESHOLDS_VERSION, started_at=when,
+        duration_s=round(time.perf_counter() - started, 3),
+    )
+
+
+def _tier1(be: Backend, devices: Sequence[Device], sizes: Sizes,
+           prog: Progress) -> list[ProbeResult]:
+    answers: dict[str, KnownAnswer] = {}
+    errors = []
+    for d in devices:
+        prog.step(f"T1 known answer {d.id}")
+        try:
+            answers[d.id] = be.known_answer(d, sizes.known_n, SEED)
+        except Exception as exc:
+            errors.append(_error(d.id, V.KNOWN_ANSWER, exc))
+    out = V.judge_known_answer(answers) + errors
+    prog.step("T1 psum")
+    try:
+        value = be.psum(devices)
+    except Exception as exc:
+        return [*out, _error(V.HOST, V.PSUM, exc)]
+    if value is not None:
+        out.append(V.judge_psum(value, len(devices)))
+    return out
+
+
+def _tflops(be: Backend, d: Device, sizes: Sizes) -> tuple[float, dict[str, object]]:
+    seconds, samples = be.matmul_seconds(d, sizes)
+    n = sizes.matmul_n
+    return 2 * n**3 / seconds / 1e12, {"n": n, "dtype": "bfloat16", "seconds": seconds,
+                                       "samples_s": samples}
+
+
+def _gbps(be: Backend, d: Device, sizes: Sizes) -> tuple[float, dict[str, object]]:
+    seconds, samples = be.copy_seconds(d, sizes)
+    nbytes = sizes.copy_mib * 2**20
+    return 2 * nbytes / seconds / 1e9, {"bytes_copied": nbytes, "counts": "read + write",
+                                        "seconds": seconds, "samples_s": samples}
+
+
+Measure = Callable[[Backend, Device, Sizes], tuple[float, dict[str, object]]]
+
+
+def _tier2(be: Backend, devices: Sequence[Device], sizes: Sizes, exp: Expectation, probe: str,
+           fn: Measure, floor: float | None, platforms: dict[str, str],
+           prog: Progress) -> list[ProbeResult]:
+    values: dict[str, float] = {}
+    details: dict[str, dict[str, object]] = {}
+    errors = []
+    for d in devices:
+        prog.step(f"T2 {probe} {d.id}")
+        try:
+            values[d.id], details[d.id] = fn(be, d, sizes)
+        except Exception as exc:
+            errors.append(_error(d.id, probe, exc))
+    judged = V.judge_perf(probe, values, exp, floor, platforms=platforms)
+    failed = [r.device for r in judged if r.verdict is Verdict.FAIL]
+    if failed:  # one retry before a fail: measure again, judge with the new figures
+        by_id = {d.id: d for d in devices}
+        for dev in failed:
+            try:
+                values[dev], details[dev] = fn(be, by_id[dev], sizes)
+            except Exception as exc:
+                errors.append(_error(dev, probe, exc))
+                del values[dev]
+        judged = V.judge_perf(probe, values, exp, floor, platforms=platforms,
+                              attempts={dev: 2 for dev in failed})
+    return [_with_details(r, details.get(r.device, {})) for r in judged] + errors
+
+
+def _with_details(r: ProbeResult, extra: dict[str, object]) -> ProbeResult:
+    from dataclasses import replace
+
+    return replace(r, details={**r.details, **extra})

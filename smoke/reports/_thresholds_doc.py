@@ -1,0 +1,74 @@
+"""The thresholds table of docs/smoke.md, generated from the registry so it cannot drift.
+
+    python -m smoke.reports._thresholds_doc docs/smoke.md   # rewrite the table in place
+
+A test compares the table in docs/smoke.md with `table()`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from smoke.probes import thresholds as T
+
+BEGIN, END = "<!-- thresholds:begin (generated: python -m smoke.reports._thresholds_doc) -->", \
+    "<!-- thresholds:end -->"
+UNITS = {T.MATMUL: "TFLOP/s", T.MEMORY: "GB/s", T.ALLREDUCE: "GB/s", T.FABRIC: "GB/s"}
+
+
+def _floor(th: T.Threshold, peak: float | None, unit: str) -> tuple[str, str]:
+    if th.floor_abs is not None:
+        floor = th.floor_abs
+    elif th.floor_ratio is not None and peak:
+        floor = th.floor_ratio * peak
+    else:
+        return "none", "-"
+    ratio = f" ({th.floor_ratio:g} x peak)" if th.floor_abs is None and th.floor_ratio else ""
+    return f"{floor:,.4g} {unit}{ratio}", f"< {floor * th.warn_band:,.4g}"
+
+
+def _row(key: str, probe: str, th: T.Threshold, peak: float | None = None, *,
+         verified: bool = True) -> str:
+    floor, warn = _floor(th, peak, UNITS[probe])
+    enforced = "enforced" if th.enforced and floor != "none" else (
+        f"warn-only: {th.unenforced}" if th.unenforced else "no floor")
+    if enforced == "enforced" and not verified:
+        enforced = "warn-only: the catalog's figures for this SKU are unverified"
+    return f"| {probe} | {key} | {floor} | {warn} | {enforced} | {th.source} |"
+
+
+def table() -> str:
+    """Every probe x SKU: T2 per catalog accelerator (the floor at its peak), the in-node
+    all-reduce per machine type, the fabric per machine and fabric; then the defaults."""
+    from fleet.catalog import load_catalog
+
+    cat = load_catalog()
+    rows = ["| probe | SKU | floor | warn | enforced | source |", "|---|---|---|---|---|---|"]
+    for probe in (T.MATMUL, T.MEMORY):
+        for acc in cat.accelerators.values():
+            if acc.key == "cpu":
+                continue
+            peak = acc.bf16_tflops if probe == T.MATMUL else acc.memory_gbps
+            th = T.threshold(acc.key, probe)
+            rows.append(_row(acc.key, probe, th, peak, verified=acc.verified))
+    for probe in (T.ALLREDUCE, T.FABRIC):
+        for (key, p), th in T.REGISTRY.items():
+            if p == probe and key not in ("*", "cpu"):
+                rows.append(_row(key, probe, th))
+        rows.append(_row("any other", probe, T.REGISTRY[("*", probe)]))
+    rows.append(_row("cpu", T.MATMUL, T.REGISTRY[("cpu", T.MATMUL)]))
+    return "\n".join(rows)
+
+
+def render(doc: str) -> str:
+    """`doc` with the text between the markers replaced by the current table."""
+    head, sep, rest = doc.partition(BEGIN)
+    if not sep or END not in rest:
+        raise ValueError(f"the document lacks the markers {BEGIN!r} ... {END!r}")
+    return f"{head}{BEGIN}\n{table()}\n{END}{rest.partition(END)[2]}"
+
+
+if __name__ == "__main__":
+    path = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/smoke.md")
+    path.write_text(render(path.read_text(encoding="utf-8")), encoding="utf-8")
