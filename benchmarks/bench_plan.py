@@ -47,7 +47,7 @@ def write_stack(pools: int, directory: Path) -> Path:
 
 
 def time_plan(path: Path, repeats: int) -> tuple[float, float, float, int]:
-    from components.plan import run_plan
+    from components.engine.plan import run_plan
 
     times, count = [], 0
     for _ in range(repeats):

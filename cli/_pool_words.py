@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from cli._costs import usd_range
 
 if TYPE_CHECKING:
-    from components.diff import PlanDiff
+    from components.engine.diff import PlanDiff
     from fleet.model import ResolvedPool
     from fleet.stack_edit import Edit
 

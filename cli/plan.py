@@ -11,7 +11,7 @@ from cli._args import StackArg, StackOpt, one_stack
 from cli._errors import command
 
 if TYPE_CHECKING:
-    from components.plan import Plan
+    from components.engine.plan import Plan
 
 
 @command
@@ -48,7 +48,7 @@ def plan(
     stack_file = one_stack(stack_file, stack)
     from cli._output import save, writable
     from cli.plan_diff import output_format, report
-    from components.plan import run_plan
+    from components.engine.plan import run_plan
     from fleet.errors import InputError
     from fleet.stack_choice import stack_to_read
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from components.diff import CostDelta, PlanDiff, ResourceChange
+    from components.engine.diff import CostDelta, PlanDiff, ResourceChange
     from fleet.errors import InputError
     from policies.rules import Violation
 
@@ -134,7 +134,7 @@ def plan_at_ref(stack_file: Path, ref: str) -> dict[str, Any]:
     plan JSON document; an empty plan when the file is new at HEAD."""
     import tempfile
 
-    from components.plan import run_plan
+    from components.engine.plan import run_plan
     from fleet.errors import InputError
 
     text = stack_text_at_ref(stack_file, ref)
@@ -262,7 +262,7 @@ def _resource_lines(r: ResourceChange, *, indent: str, code: str = "") -> list[s
 def _elements(path: str, old: Any, new: Any) -> list[tuple[str, Any, Any]]:
     """A list change element by element (an appended Kueue flavor shows as the element it
     is, not as a cut-off whole list); anything else as it is."""
-    from components.diff import diff_values
+    from components.engine.diff import diff_values
 
     if not (isinstance(old, list) and isinstance(new, list)):
         return [(path, old, new)]
@@ -348,8 +348,9 @@ def render_markdown(diff: PlanDiff, violations: list[Violation] | None = None) -
         out += [f"<details><summary>Resource changes ({len(diff.resources)})</summary>", "",
                 *fenced("\n".join(lines), "diff"), "", "</details>", ""]
     out.append("<sub>Offline plan (Pulumi mocks) of the stack program; replacement-forcing "
-               "inputs from the providers' ForceNew fields (components/data/replacements.yaml); "
-               "costs at list prices or the stack's rates.</sub>")
+               "inputs from the providers' ForceNew fields "
+               "(components/engine/data/replacements.yaml); costs at list prices or the "
+               "stack's rates.</sub>")
     return "\n".join(out) + "\n"
 
 
@@ -389,8 +390,8 @@ def report(stack_file: Path, *, diff: Path | None, base_ref: str | None, fmt: st
     import typer
 
     from cli._output import save
-    from components.diff import diff_plans
-    from components.plan import run_plan
+    from components.engine.diff import diff_plans
+    from components.engine.plan import run_plan
     from fleet.errors import CheckFailed, InputError
 
     if diff is not None and base_ref is not None:

@@ -282,8 +282,8 @@ def _plan(edit: Edit) -> Any:
     """The offline plans of the stack before and after the change, diffed."""
     import tempfile
 
-    from components.diff import diff_plans
-    from components.plan import run_plan
+    from components.engine.diff import diff_plans
+    from components.engine.plan import run_plan
 
     with tempfile.TemporaryDirectory(prefix="accelfleet-pool-plan-") as tmp:
         plans = []

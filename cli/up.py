@@ -13,7 +13,7 @@ from cli._args import StackOpt, one_stack
 from cli._errors import command
 
 if TYPE_CHECKING:
-    from components.deploy import Engine
+    from components.engine.deploy import Engine
 
 StackArg = Annotated[Path | None, typer.Argument(
     metavar="STACK_FILE",
@@ -28,7 +28,7 @@ smoke_runner: Callable[[Sequence[str]], int] | None = None
 
 
 def _engine(stack: str, packs: list[str]) -> Engine:
-    from components.deploy import AutomationEngine, require_pulumi_cli
+    from components.engine.deploy import AutomationEngine, require_pulumi_cli
 
     if engine_factory is not None:
         return engine_factory(stack, packs)
@@ -40,7 +40,7 @@ def _cli_ready() -> None:
     """The Pulumi CLI is there, checked before the offline plan (seconds) that `_stack`
     runs: a missing CLI is said at once."""
     if engine_factory is None:
-        from components.deploy import require_pulumi_cli
+        from components.engine.deploy import require_pulumi_cli
 
         require_pulumi_cli()
 
@@ -49,8 +49,8 @@ def _stack(stack_file: Path | None) -> tuple[Path, str, dict[str, Any]]:
     """(stack file, stack name, offline plan JSON) of a valid stack Pulumi can select."""
     import json
 
-    from components.deploy import PROJECT_DIR
-    from components.plan import run_plan
+    from components.engine.deploy import PROJECT_DIR
+    from components.engine.plan import run_plan
     from fleet.errors import InputError
     from fleet.stack_choice import stack_to_read
     from fleet.stackfile import stack_name
@@ -65,7 +65,7 @@ def _stack(stack_file: Path | None) -> tuple[Path, str, dict[str, Any]]:
 
 
 def _packs(policy_pack: bool) -> list[str]:
-    from components.deploy import PROJECT_DIR
+    from components.engine.deploy import PROJECT_DIR
 
     return [str(PROJECT_DIR / "policies")] if policy_pack else []
 
@@ -87,7 +87,7 @@ def preview(stack_file: StackArg = None, stack: StackOpt = None,
     is missing (with how to install it).
     """
     stack_file = one_stack(stack_file, stack)
-    from components.deploy import engine_error
+    from components.engine.deploy import engine_error
 
     _cli_ready()
     _, name, _ = _stack(stack_file)
@@ -135,7 +135,7 @@ def up(
     import tempfile
 
     from cli._output import writable
-    from components.deploy import changed_pools, engine_error, pools_to_smoke, smoke_argv
+    from components.engine.deploy import changed_pools, engine_error, pools_to_smoke, smoke_argv
     from fleet.errors import CheckFailed, InputError
 
     pools_to_smoke(smoke, set(), [])  # the choice is checked before any work

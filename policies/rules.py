@@ -292,7 +292,7 @@ def check_resource(type_: str, inputs: Mapping[str, Any]) -> list[tuple[str, str
 
 def check_plan(plan: Mapping[str, Any]) -> list[Violation]:
     """Every violation in an offline plan document (`accelfleet plan --json`), sorted."""
-    from components.diff import pool_owners  # pure; no pulumi
+    from components.engine.diff import pool_owners  # pure; no pulumi
 
     owners = pool_owners(dict(plan))
     out = []

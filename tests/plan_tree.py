@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.plan import Plan, PlannedResource
+from components.engine.plan import Plan, PlannedResource
 
 
 def cluster_of(plan: Plan, resource: PlannedResource) -> str:

@@ -77,7 +77,7 @@ class TpuSlice(pulumi.ComponentResource):
                 network_config=C.NodePoolNetworkConfigArgs(enable_private_nodes=True),
                 node_config=node_config(pool, args.catalog, args.service_account),
                 # a slice's topology has no in-place update (the provider ignores it): replace
-                # (components/data/replacements.yaml, no_update_path)
+                # (components/engine/data/replacements.yaml, no_update_path)
                 opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]
                                             if pool.scaling else None,
                                             replace_on_changes=["placementPolicy"]

@@ -159,12 +159,12 @@ def test_smoke_local_refuses_a_junit_directory_before_probing(tmp_path: Path) ->
 @pytest.mark.parametrize("where", ["a-directory", "under-a-file"])
 def test_plan_refuses_an_unwritable_out_before_planning(where: str, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    import components.plan
+    import components.engine.plan
 
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("planned although --out cannot be written")
 
-    monkeypatch.setattr(components.plan, "run_plan", never)
+    monkeypatch.setattr(components.engine.plan, "run_plan", never)
     blocker = tmp_path / "file"
     blocker.write_text("x")
     out = tmp_path if where == "a-directory" else blocker / "plan.json"
@@ -185,7 +185,7 @@ def test_plan_survives_config_values_json_cannot_encode(tmp_path: Path) -> None:
                                  str(tmp_path / "new" / "plan.json")])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "new" / "plan.json").read_text().startswith("{")
-    from components.plan import stack_config
+    from components.engine.plan import stack_config
 
     _, config, _ = stack_config(stack)
     assert '"when": "2026-01-01"' in config["acme:odd"] and '"blob": "aGk="' in config[

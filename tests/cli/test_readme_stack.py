@@ -41,7 +41,7 @@ def test_the_stack_reference_shows_a_stack() -> None:
 
 @pytest.mark.slow
 def test_readme_stacks_pass_the_policy_pack_offline(tmp_path: Path) -> None:
-    from components.plan import run_plan
+    from components.engine.plan import run_plan
     from policies.rules import check_plan
 
     for path in stack_files(tmp_path):
@@ -74,7 +74,7 @@ OPEN_STACK = """config:
 def test_what_the_policy_pack_refuses_validate_warns_about(tmp_path: Path) -> None:
     """Issue 21 item 1 / issue 20 item 14: every cluster `plan --policies` refuses draws a
     `fleet validate` warning naming the same policy and the fix."""
-    from components.plan import run_plan
+    from components.engine.plan import run_plan
     from policies.rules import check_plan
 
     path = tmp_path / "Pulumi.open.yaml"

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from cli import up as up_cli
 from cli.main import app
-from components.deploy import changed_pools, smoke_argv, summary_of, urn_key
+from components.engine.deploy import changed_pools, smoke_argv, summary_of, urn_key
 from fleet.stackfile import EXAMPLE_STACK
 
 runner = CliRunner()

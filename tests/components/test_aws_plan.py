@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from components.engine.plan import Plan, PlannedResource, run_plan
 from components.k8s import JOBSET, KUEUE
-from components.plan import Plan, PlannedResource, run_plan
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "stacks" / "Pulumi.example.yaml"
 

@@ -124,9 +124,9 @@ def test_system_pool_and_vpc_stay_in_the_accounts_zones() -> None:
 
 def test_the_offline_plan_answers_the_lookup_from_the_catalog_or_says_it_cannot() -> None:
     """`accelfleet plan` has no account: it answers with the catalog's zones of the region and
-    the uniform letter-to-AZ-ID mapping (components/_offline_zones.py), and refuses a region
+    the uniform letter-to-AZ-ID mapping (components/engine/_offline_zones.py), and refuses a region
     the catalog lacks rather than guess."""
-    from components._offline_zones import az_id_prefix, offline_zones
+    from components.engine._offline_zones import az_id_prefix, offline_zones
 
     answer = offline_zones("ca-central-1")
     assert answer["names"][:2] == ["ca-central-1a", "ca-central-1b"]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from components.plan import Plan, run_plan
+from components.engine.plan import Plan, run_plan
 from fleet.catalog import load_catalog
 
 CLUSTER = "c" + "g" * 39  # 40: the longest cluster name

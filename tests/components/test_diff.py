@@ -1,4 +1,4 @@
-"""`components.diff`: two versions of the example stack (one pool added, one resized, one TPU
+"""`components.engine.diff`: two versions of the example stack (one pool added, one resized, one TPU
 topology changed), planned offline and diffed; the replacement table's rules; pure helpers."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from components.diff import diff_plans, diff_values, replacement_table, rule_for
-from components.plan import run_plan
+from components.engine.diff import diff_plans, diff_values, replacement_table, rule_for
+from components.engine.plan import run_plan
 from fleet.errors import InputError
 from fleet.stackfile import EXAMPLE_STACK
 

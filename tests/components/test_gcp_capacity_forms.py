@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from components.plan import Plan, run_plan
+from components.engine.plan import Plan, run_plan
 
 FIXTURE = Path(__file__).parent / "fixtures" / "Pulumi.gcpcapacity.yaml"
 NODE_POOL = "gcp:container/nodePool:NodePool"

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from components.engine.plan import COMPUTED, Plan, run_plan
 from components.gcp._cluster import NODE_ROLES
 from components.gcp._tpu import accelerator_type
-from components.plan import COMPUTED, Plan, run_plan
 from fleet.catalog import load_catalog
 
 FIXTURE = Path(__file__).parent / "fixtures" / "Pulumi.gcptest.yaml"

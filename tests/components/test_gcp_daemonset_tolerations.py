@@ -19,7 +19,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from components.plan import Plan, run_plan
+from components.engine.plan import Plan, run_plan
 from tests.smoke.nodes import gke_node
 
 FIXTURE = Path(__file__).parent / "fixtures" / "Pulumi.gcptaints.yaml"

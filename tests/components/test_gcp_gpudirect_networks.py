@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from components.plan import Plan, PlannedResource, run_plan
+from components.engine.plan import Plan, PlannedResource, run_plan
 from fleet.catalog import load_catalog
 from fleet.stackfile import EXAMPLE_STACK
 

@@ -11,9 +11,9 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
+from components.engine.plan import Plan, run_plan
 from components.gcp._k8s import nccl_installer, nri_device_injector
 from components.gcp._pins import NCCL_INSTALLERS
-from components.plan import Plan, run_plan
 
 FIXTURE = Path(__file__).parent / "fixtures" / "Pulumi.gcptest.yaml"
 K8S_VERSION = "1.33"

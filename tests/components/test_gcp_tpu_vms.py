@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from components.plan import run_plan
+from components.engine.plan import run_plan
 from fleet import validate_fleet
 from fleet.inventory import build_inventory
 from tests.fleet.conftest import BASE, pool

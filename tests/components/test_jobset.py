@@ -11,6 +11,7 @@ import kubernetes_validate
 import pulumi
 import pytest
 
+from components.engine.plan import Plan, PlannedResource, run_plan
 from components.k8s import (
     JOBSET,
     JOBSET_IMAGE_REPOSITORY,
@@ -20,7 +21,6 @@ from components.k8s import (
     jobset_controller_values,
     scheduling_pod,
 )
-from components.plan import Plan, PlannedResource, run_plan
 from fleet.model import ACCELERATOR_LABEL
 from fleet.stackfile import EXAMPLE_STACK
 from tests.plan_tree import cluster_of

@@ -16,6 +16,7 @@ import kubernetes_validate
 import pytest
 
 from cli.plan import render
+from components.engine.plan import Plan, PlannedResource, run_plan
 from components.k8s import (
     KUEUE,
     KUEUE_IMAGE_REPOSITORY,
@@ -24,7 +25,6 @@ from components.k8s import (
     kueue_objects,
     scheduling_pod,
 )
-from components.plan import Plan, PlannedResource, run_plan
 from fleet import load_fleet
 from fleet.model import POOL_LABEL, SYSTEM_POOL
 from fleet.routing import fleet_routing

@@ -27,13 +27,13 @@ import jsonschema
 import kubernetes_validate
 import pytest
 
+from components.engine.plan import Plan, run_plan
 from components.k8s import kueue_objects
 from components.k8s._kueue import (
     MANAGER_CONFIG,
     QUEUED_PROVISIONING_CLASS,
     kueue_controller_values,
 )
-from components.plan import Plan, run_plan
 from fleet import load_fleet
 from fleet.inventory import SMOKE_QUEUE, build_inventory
 from fleet.model import POOL_LABEL, SYSTEM_POOL

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from components.plan import run_plan
+from components.engine.plan import run_plan
 from fleet.inventory import build_inventory
 
 STACK = """config:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from components.plan import run_plan
+from components.engine.plan import run_plan
 from fleet.errors import SpecError, StackFileError
 from fleet.stackfile import EXAMPLE_STACK
 

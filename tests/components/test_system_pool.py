@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from components.plan import Plan, PlannedResource, run_plan
+from components.engine.plan import Plan, PlannedResource, run_plan
 from fleet.stackfile import EXAMPLE_STACK
 
 NODE_POOL = "gcp:container/nodePool:NodePool"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from components.plan import run_plan
+from components.engine.plan import run_plan
 from tests.fleet.conftest import BASE, only, pool
 
 NETWORK = "gcp:compute/network:Network"

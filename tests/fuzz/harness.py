@@ -189,7 +189,7 @@ def _invoke(*args: str) -> tuple[int, str]:
 def _plan_case(path: Path) -> tuple[int, str]:
     def run() -> None:
         from cli.plan_diff import load_plan_json, render_markdown, render_text
-        from components.diff import diff_plans
+        from components.engine.diff import diff_plans
 
         base = load_plan_json(path)
         new = json.loads(seeds("plan")[0].read_text(encoding="utf-8"))

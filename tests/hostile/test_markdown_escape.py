@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from cli.plan_diff import fenced, render_markdown
-from components.diff import diff_plans
+from components.engine.diff import diff_plans
 
 HOSTILE = "x\n```\n# injected heading\n<img src=x onerror=alert(1)>\n````"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cli.plan_diff import render_text
-from components.diff import diff_plans
+from components.engine.diff import diff_plans
 from tests.hostile.conftest import BASE_STACK, invoke
 
 
@@ -39,7 +39,7 @@ def test_a_bad_base_ref_is_refused_before_the_plan(tmp_path: Path,
     def no_plan(*args: object, **kwargs: object) -> None:
         raise AssertionError("planned before checking the ref")
 
-    monkeypatch.setattr("components.plan.run_plan", no_plan)
+    monkeypatch.setattr("components.engine.plan.run_plan", no_plan)
     code, out = invoke("plan", str(stack), "--base-ref", "origin/nope")
     assert code == 2, out
     assert "unknown git ref 'origin/nope'" in out
@@ -68,7 +68,7 @@ def test_a_missing_pulumi_cli_is_said_before_the_plan(tmp_path: Path,
 
     monkeypatch.setattr(up_cli, "engine_factory", None)
     monkeypatch.setenv("PATH", str(tmp_path))  # no `pulumi` anywhere on it
-    monkeypatch.setattr("components.plan.run_plan", no_plan)
+    monkeypatch.setattr("components.engine.plan.run_plan", no_plan)
     for args in (("preview",), ("up", "--yes")):
         code, out = invoke(*args)
         assert code == 2 and "Pulumi CLI is not on PATH" in out, out

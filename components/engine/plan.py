@@ -4,7 +4,7 @@ resource it registers (type, name, parent, provider, inputs). No CLI, no credent
 It is the same program that `pulumi up` runs (`stacks/__main__.py`), fed the stack file's
 config. Values a provider would compute are shown as "<computed>", secrets as "<secret>".
 
-    >>> from components.plan import run_plan
+    >>> from components.engine.plan import run_plan
     >>> plan = run_plan("stacks/Pulumi.example.yaml")
     >>> plan.to_json()  # deterministic: sorted keys and resources, byte-identical across runs
 """
@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from components._offline_zones import TOKEN as ZONES_TOKEN
-from components._offline_zones import offline_zones
+from components.engine._offline_zones import TOKEN as ZONES_TOKEN
+from components.engine._offline_zones import offline_zones
 from fleet.errors import AccelfleetError, InputError
 from fleet.model import SYSTEM_POOL, Fleet
 from fleet.routing import fleet_routing
 
-PROGRAM = Path(__file__).resolve().parent.parent / "stacks" / "__main__.py"
+PROGRAM = Path(__file__).resolve().parents[2] / "stacks" / "__main__.py"
 PROJECT = "accelfleet"
 COMPUTED = "<computed>"
 SECRET = "<secret>"
@@ -233,7 +233,8 @@ def _run(plan: Plan, config: dict[str, str], program: Path) -> None:
             return resource_id, dict(args.inputs)
 
         def call(self, args: Any) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-            if args.token == ZONES_TOKEN:  # the account's zones: see components._offline_zones
+            # the account's zones: see components.engine._offline_zones
+            if args.token == ZONES_TOKEN:
                 return offline_zones(plan.provider_input(args.provider, "region")), []
             return {}, []
 

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from fleet.errors import InputError, SetupError
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent  # Pulumi.yaml: main and config in stacks/
+PROJECT_DIR = Path(__file__).resolve().parents[2]  # Pulumi.yaml: main and config in stacks/
 INSTALL_HINT = ("install the Pulumi CLI and put it on PATH: `curl -fsSL https://get.pulumi.com "
                 "| sh` (or `brew install pulumi/tap/pulumi`), then `pulumi login`; in GitHub "
                 "Actions, pulumi/actions with no command installs it")
@@ -92,7 +92,7 @@ def changed_pools(events: Iterable[Any], plan: Mapping[str, Any]) -> set[str]:
     under a pool's component is that pool's; one under a cluster (its network, add-ons,
     device plugins) touches every pool of that cluster; one under neither (the fleet, a
     provider) touches every pool. Pools that no longer exist are not named."""
-    from components.diff import pool_owners
+    from components.engine.diff import pool_owners
 
     owners = pool_owners(dict(plan))
     pools = {str(p["name"]): p.get("cluster") for p in plan.get("pools") or []}

@@ -4,10 +4,10 @@ pool, node group or TPU slice (its nodes are destroyed), and the monthly cost de
 per team.
 
 Pure: it reads two plan documents (the JSON of `accelfleet plan --json`, as dicts) and the
-table of replacement-forcing inputs in `components/data/replacements.yaml` (provider ForceNew
+table of replacement-forcing inputs in `components/engine/data/replacements.yaml` (provider ForceNew
 fields, each with its source). It imports no Pulumi.
 
-    >>> from components.diff import diff_plans
+    >>> from components.engine.diff import diff_plans
     >>> d = diff_plans(old_plan_dict, new_plan_dict)
     >>> d.replacements, d.cost_delta_usd, d.to_dict()
 """
@@ -25,7 +25,7 @@ from fleet.errors import CatalogError, InputError
 
 TABLE = Path(__file__).resolve().parent / "data" / "replacements.yaml"
 COMPUTED = "<computed>"
-# Components that hold one pool (as components/plan.py names them), and what to call them.
+# Components that hold one pool (as components/engine/plan.py names them), and what to call them.
 POOL_KINDS = {"GpuNodePool": "node pool", "CpuNodePool": "node pool", "TpuSlice": "TPU slice",
               "TpuVm": "TPU VM slice", "GpuNodeGroup": "node group",
               "CpuNodeGroup": "node group"}
