@@ -64,7 +64,7 @@ def main() -> int:
     parser.add_argument("--pools", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    from fleet.stackfile import EXAMPLE_STACK
+    from fleet.stack.read import EXAMPLE_STACK
 
     print(f"import pulumi + pulumi_gcp + pulumi_kubernetes (fresh process): "
           f"{import_seconds():.2f} s")

@@ -91,8 +91,8 @@ def sequential_edits(stack: Path, requests: int) -> list[float]:
     from datetime import date
 
     from fleet.catalog import load_catalog
-    from fleet.requests import PoolRequest, request_pool
-    from fleet.stack_edit import edit_stack
+    from fleet.requests.request import PoolRequest, request_pool
+    from fleet.stack.edit import edit_stack
 
     catalog, times = load_catalog(), []
     for i in range(requests):
@@ -110,7 +110,7 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    from fleet.stackfile import EXAMPLE_STACK, read_stack_file
+    from fleet.stack.read import EXAMPLE_STACK, read_stack_file
 
     original = EXAMPLE_STACK.read_text(encoding="utf-8")
     print(f"{args.requests} concurrent `python -m cli pool request` processes on one stack "

@@ -11,7 +11,7 @@ from cli._costs import usd_range
 if TYPE_CHECKING:
     from components.engine.diff import PlanDiff
     from fleet.model import ResolvedPool
-    from fleet.stack_edit import Edit
+    from fleet.stack.edit import Edit
 
 TITLES = {"add": "new pool", "resize": "resize of pool", "remove": "removal of pool"}
 

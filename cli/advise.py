@@ -106,7 +106,7 @@ def _offers(cat: Catalog, stack_file: Path | None, wanted: list[str], catalog: b
     if catalog:
         return catalog_offers(cat)
     from fleet import load_fleet
-    from fleet.stack_choice import stack_to_read
+    from fleet.stack.choice import stack_to_read
 
     path = stack_to_read(stack_file)
     fleet = load_fleet(str(path))

@@ -50,7 +50,7 @@ def _invalid(path: str, exc: SpecError) -> dict[str, Any]:
 
 
 def stack_path(stack_file: Path | None) -> Path:
-    from fleet.stack_choice import stack_to_read
+    from fleet.stack.choice import stack_to_read
 
     return stack_to_read(stack_file)
 

@@ -50,7 +50,7 @@ def plan(
     from cli.plan_diff import output_format, report
     from components.engine.plan import run_plan
     from fleet.errors import InputError
-    from fleet.stack_choice import stack_to_read
+    from fleet.stack.choice import stack_to_read
 
     writable(out)  # before any work
     style = output_format(fmt, as_json)

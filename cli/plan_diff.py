@@ -444,7 +444,7 @@ def invalid_markdown(stack_file: Path, exc: InputError) -> str:
     """The PR comment of a stack that does not plan: each problem (field, what is wrong, the
     fix), so that the comment says what to change instead of staying empty."""
     from fleet.errors import SpecError
-    from fleet.stackfile import stack_name
+    from fleet.stack.read import stack_name
 
     stack = stack_name(stack_file)
     if isinstance(exc, SpecError):

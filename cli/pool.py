@@ -1,9 +1,9 @@
 """`accelfleet pool`: teams ask for pools, resize and give them back; each a checked change of
 the stack file, written in place, as a diff, or as a commit on a new branch for review.
 
-The decisions are `fleet.requests` (what a request becomes, or why it is refused and what would
-work); the file edits `fleet.stack_edit` (round trip, lock, atomic replace) and `fleet.stack_git`
-(the branch). This module puts them into words."""
+The decisions are `fleet.requests.request` (what a request becomes, or why it is refused and
+what would work); the file edits `fleet.stack.edit` (round trip, lock, atomic replace) and
+`fleet.stack.git` (the branch). This module puts them into words."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from cli._output import console, print_json, print_table
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from fleet.requests import Change
-    from fleet.stack_edit import Edit
+    from fleet.requests.request import Change
+    from fleet.stack.edit import Edit
 
 app = typer.Typer(rich_markup_mode="markdown", no_args_is_help=True,
                   help="Ask for accelerator pools, resize them and give them back: each a "
@@ -47,9 +47,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output."
 
 
 def _stack(path: Path | None) -> Path:
-    """The stack to read (fleet.stack_choice): named, $ACCELFLEET_STACK / $PULUMI_STACK, the
+    """The stack to read (fleet.stack.choice): named, $ACCELFLEET_STACK / $PULUMI_STACK, the
     only stack besides the example, else the example."""
-    from fleet.stack_choice import stack_to_read
+    from fleet.stack.choice import stack_to_read
 
     return stack_to_read(path)
 
@@ -57,7 +57,7 @@ def _stack(path: Path | None) -> Path:
 def _target(path: Path | None, *, dry_run: bool, patch: Path | None, what: str) -> Path:
     """The stack a pool edit works on: a write (not --dry-run, not --patch) needs a chosen
     stack and never defaults to the example."""
-    from fleet.stack_choice import stack_for_write
+    from fleet.stack.choice import stack_for_write
 
     if dry_run or patch is not None:
         return _stack(path)
@@ -122,7 +122,7 @@ def request(
 
     from fleet.catalog import load_catalog
     from fleet.errors import InputError
-    from fleet.requests import PoolRequest, parse_until, request_pool
+    from fleet.requests.request import PoolRequest, parse_until, request_pool
 
     if not team or not accelerator:
         raise InputError("--team and --accelerator are required",
@@ -161,7 +161,7 @@ def resize(
     """Resize a pool: `--nodes N` for a GPU or CPU pool, `--topology X` for a TPU slice. The
     same checks and guarantees as `pool request`."""
     from fleet.catalog import load_catalog
-    from fleet.requests import resize_pool
+    from fleet.requests.request import resize_pool
 
     catalog = load_catalog()
 
@@ -185,7 +185,7 @@ def remove(
     """Give a pool back: its entry and its own heading comment leave the stack, nothing else
     does. Refused while the rest of the stack refers to it."""
     from fleet.catalog import load_catalog
-    from fleet.requests import remove_pool
+    from fleet.requests.request import remove_pool
 
     catalog = load_catalog()
 
@@ -222,7 +222,7 @@ def _apply(path: Path, decide: Callable[[dict[str, Any]], Change], words: str, *
     from cli._output import writable
     from cli._pool_words import commit_message, unified_diff
     from fleet.errors import InputError
-    from fleet.stack_edit import edit_stack, write_atomic
+    from fleet.stack.edit import edit_stack, write_atomic
 
     if sum((dry_run, patch is not None, branch is not None)) > 1:
         raise InputError("--dry-run, --patch and --branch exclude one another",
@@ -235,7 +235,7 @@ def _apply(path: Path, decide: Callable[[dict[str, Any]], Change], words: str, *
     decide = _naming(path, decide)
     commit = None
     if branch is not None:
-        from fleet.stack_git import commit_change
+        from fleet.stack.git import commit_change
 
         edit, commit = commit_change(path, branch, decide,
                                      lambda e: commit_message(e, words))
@@ -358,7 +358,7 @@ def list_(
     from cli._pool_words import pool_row
     from fleet import load_fleet
     from fleet.errors import UnknownNameError
-    from fleet.expiry import is_expired
+    from fleet.rules.expiry import is_expired
 
     path = _stack(stack_file)
     fleet = load_fleet(str(path))
@@ -392,8 +392,8 @@ def expired(
 
     from cli._pool_words import pool_row
     from fleet import load_fleet
-    from fleet.expiry import days_expired, expired_pools
-    from fleet.requests import parse_until
+    from fleet.requests.request import parse_until
+    from fleet.rules.expiry import days_expired, expired_pools
 
     path = _stack(stack_file)
     fleet = load_fleet(str(path))

@@ -115,7 +115,7 @@ def show(
     from fleet import load_fleet
     from fleet.errors import InputError, suggest
     from fleet.routing import fleet_routing
-    from fleet.stack_choice import stack_to_read
+    from fleet.stack.choice import stack_to_read
 
     path = stack_to_read(stack_file)
     fleet = load_fleet(str(path))

@@ -52,8 +52,8 @@ def _stack(stack_file: Path | None) -> tuple[Path, str, dict[str, Any]]:
     from components.engine.deploy import PROJECT_DIR
     from components.engine.plan import run_plan
     from fleet.errors import InputError
-    from fleet.stack_choice import stack_to_read
-    from fleet.stackfile import stack_name
+    from fleet.stack.choice import stack_to_read
+    from fleet.stack.read import stack_name
 
     path = stack_to_read(stack_file)
     name = stack_name(path)

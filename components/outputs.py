@@ -9,7 +9,7 @@ import pulumi
 from fleet.catalog import Catalog
 from fleet.model import Fleet, ResolvedPool
 from fleet.routing import ClusterRouting
-from fleet.spec import Cluster
+from fleet.spec.fields import Cluster
 
 
 @dataclass(frozen=True)

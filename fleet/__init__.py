@@ -13,11 +13,11 @@ from fleet.errors import AccelfleetError, CheckFailed, InputError, SpecError
 
 if TYPE_CHECKING:
     from fleet.model import Fleet, ResolvedPool
-    from fleet.rules import validate_fleet
-    from fleet.stackfile import read_stack_file
+    from fleet.rules.validate import validate_fleet
+    from fleet.stack.read import read_stack_file
 
 _LAZY = {"Fleet": "fleet.model", "ResolvedPool": "fleet.model",
-         "validate_fleet": "fleet.rules", "read_stack_file": "fleet.stackfile"}
+         "validate_fleet": "fleet.rules.validate", "read_stack_file": "fleet.stack.read"}
 
 
 def __getattr__(name: str) -> Any:
@@ -28,8 +28,8 @@ def __getattr__(name: str) -> Any:
 
 def load_fleet(path: str) -> Fleet:
     """Read and validate the fleet of a stack file."""
-    from fleet.rules import validate_fleet
-    from fleet.stackfile import read_stack_file
+    from fleet.rules.validate import validate_fleet
+    from fleet.stack.read import read_stack_file
 
     return validate_fleet(read_stack_file(path), source=str(path))
 

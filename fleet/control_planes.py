@@ -8,8 +8,8 @@ A cluster that names no `kubernetes_version` gets the catalog's default, the new
 whose add-ons are pinned. The platform pays the control planes (`PLATFORM_TEAM`), as it pays
 the system pools.
 
-`fleet.rules` calls `control_plane_costs`; it reports through the checker's `add` and appends
-warnings (a version in extended support, or leaving standard support soon).
+`fleet.rules.validate` calls `control_plane_costs`; it reports through the checker's `add` and
+appends warnings (a version in extended support, or leaving standard support soon).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Protocol
 from fleet.catalog import Catalog
 from fleet.errors import Problem
 from fleet.model import ControlPlaneCost
-from fleet.spec import FleetSpec
+from fleet.spec.fields import FleetSpec
 
 # EKS announces the end of standard support at least 60 days ahead (kubernetes-versions.html,
 # "Amazon EKS version FAQs"): a cluster at a version that leaves it within that time is warned.
@@ -46,7 +46,7 @@ def control_plane_costs(checks: Checks, spec: FleetSpec, catalog: Catalog, today
         version = cluster.kubernetes_version or eks.default_kubernetes_version
         dates = eks.support.get(version)
         if dates is None:
-            continue  # no pins for it: `fleet.rules` refuses the version
+            continue  # no pins for it: `fleet.rules.validate` refuses the version
         at = f"clusters {cluster.name!r}.kubernetes_version"
         support = eks.support_on(version, today)
         move = f"set `kubernetes_version: \"{newest}\"` (the newest version pinned)"

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from fleet.catalog import HOURS_PER_MONTH, Cloud, GpuNetworking, Shape
 from fleet.errors import Problem
-from fleet.spec import Cluster, FleetSpec, Pool, Team
+from fleet.spec.fields import Cluster, FleetSpec, Pool, Team
 
 POOL_LABEL = "accelfleet.io/pool"
 TEAM_LABEL = "accelfleet.io/team"
@@ -28,7 +28,7 @@ PriceSource = Literal["list", "stack rate", "capacity block", "unpriced"]
 
 @dataclass(frozen=True)
 class PoolCost:
-    """What a pool costs a month, from its fewest to its most nodes (`fleet.costs` decides it).
+    """What a pool costs a month, from its fewest to its most nodes (`fleet.pricing` decides it).
 
     source: "list" (the catalog's public list price), "stack rate" (the stack's `prices:`),
     "capacity block" (the catalog's EC2 Capacity Block rate) or "unpriced" (no price is known:
@@ -129,7 +129,7 @@ class ResolvedPool:
     shape: Shape
     placement: str
     networking: GpuNetworking | None
-    cost: PoolCost | None = None  # set by `fleet.costs` once every pool is resolved
+    cost: PoolCost | None = None  # set by `fleet.pricing` once every pool is resolved
     system: bool = False  # the cluster's system pool (spec synthesised from `system_pool`)
 
     @property

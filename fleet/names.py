@@ -21,7 +21,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from fleet.catalog import Catalog, Cloud, NameRule
-from fleet.spec import FleetSpec, NodeTaint, Pool
+from fleet.spec.fields import FleetSpec, NodeTaint, Pool
 
 # Where a value lands, in words for the message.
 PLACES = {

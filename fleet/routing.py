@@ -17,7 +17,7 @@ Pure decisions, no Kubernetes and no Pulumi (components/k8s/_kueue.py makes the 
     cohort   one per cluster, named after it: every team queue of the cluster joins it, so
              idle quota is lent (at most `lending_limit_percent`) and reclaimed by preemption
 
-`fleet.routing_rules.resolve_routing` reads the stack's `routing:` section into these
+`fleet.rules.routing.resolve_routing` reads the stack's `routing:` section into these
 records, with a Problem for every entry it cannot honour; `fleet_routing` is its checked form.
 
 Units: cpu in millicores, memory, hugepages-2Mi and ephemeral-storage in MiB, devices in
@@ -257,7 +257,7 @@ def fleet_routing(fleet: Fleet, catalog: Catalog | None = None) -> list[ClusterR
     """The routing of a validated fleet, cluster by cluster in the stack's order. Raises
     SpecError with the routing problems (`fleet validate` reports them first)."""
     from fleet.catalog import load_catalog
-    from fleet.routing_rules import resolve_routing
+    from fleet.rules.routing import resolve_routing
 
     routing, problems = resolve_routing(fleet.spec, fleet.pools, catalog or load_catalog())
     if problems:

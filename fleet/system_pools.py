@@ -8,7 +8,7 @@ So each cluster gets a small untainted CPU pool, the system pool, sized by the c
 (`system_pool` in gcp.yaml / aws.yaml) unless `clusters[].system_pool` says otherwise, and
 paid by the platform (`PLATFORM_TEAM`), never by a team that owns accelerators.
 
-`fleet.rules` calls `system_pools` and `check_cpu_pool`; they report through its `add`.
+`fleet.rules.validate` calls `system_pools` and `check_cpu_pool`; they report through its `add`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Protocol
 from fleet.catalog import Catalog, Cloud, Shape
 from fleet.errors import AccelfleetError, Problem
 from fleet.model import PLATFORM_TEAM, SYSTEM_POOL, ResolvedPool
-from fleet.spec import Cluster, FleetSpec, Pool
+from fleet.spec.fields import Cluster, FleetSpec, Pool
 
 # A system pool spreads over two zones unless told otherwise: DNS survives a lost zone.
 DEFAULT_ZONE_COUNT = 2
@@ -122,7 +122,7 @@ def _resolve(checks: Checks, cluster: Cluster, region: str, pools: Sequence[Pool
     if sp.zones:  # defaulted zones are the pools' (checked there) or the padding letters
         checks._zones(pool, at, cloud, region)
     checks._nodes_per_zone(pool, at, cloud)
-    # costed with every other pool by `fleet.costs` (stack rates, list prices)
+    # costed with every other pool by `fleet.pricing` (stack rates, list prices)
     return ResolvedPool(spec=pool, cloud=cloud, region=region, cluster=cluster, shape=shape,
                         placement="none", networking=None, system=True)
 

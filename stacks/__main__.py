@@ -4,7 +4,7 @@ import pulumi
 
 from components.fleet import Fleet, FleetArgs
 from fleet import AccelfleetError, validate_fleet
-from fleet.stackfile import CONFIG_KEY
+from fleet.stack.read import CONFIG_KEY
 
 try:
     raw = pulumi.Config("accelfleet").require_object("fleet")

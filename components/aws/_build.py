@@ -31,7 +31,7 @@ from fleet.catalog import Catalog
 from fleet.errors import InputError
 from fleet.model import ACCELERATOR_LABEL, Fleet, ResolvedPool
 from fleet.routing import ClusterRouting
-from fleet.spec import Cluster
+from fleet.spec.fields import Cluster
 
 # AMI families whose OS runs the NVIDIA device plugin itself (no DaemonSet on those nodes).
 PLUGIN_BUILT_IN = ("bottlerocket",)

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleet.errors import InputError
-from fleet.network_rules import EKS_SUBNET_SPLIT_BITS, EKS_VPC_MAX_PREFIX
+from fleet.rules.network import EKS_SUBNET_SPLIT_BITS, EKS_VPC_MAX_PREFIX
 
 # EKS wants subnets in at least two Availability Zones for its control-plane interfaces.
 MIN_ZONES = 2
 # The VPC range is cut in 8 blocks: one private block per zone, the last block holds the small
-# public (NAT) subnets. Hence at most 7 zones, and a VPC of /24 or larger. fleet.network_rules
+# public (NAT) subnets. Hence at most 7 zones, and a VPC of /24 or larger. fleet.rules.network
 # decides it (and checks the ranges and zones before any cloud call).
 _SPLIT_BITS = EKS_SUBNET_SPLIT_BITS
 _MAX_PREFIX = EKS_VPC_MAX_PREFIX

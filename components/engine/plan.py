@@ -176,8 +176,8 @@ def stack_config(path: str | Path) -> tuple[str, dict[str, str], Fleet]:
 
     Raises the fleet's own errors (StackFileError, SpecError: exit 2) before any Pulumi code.
     """
-    from fleet.rules import validate_fleet
-    from fleet.stackfile import fleet_config, read_stack_document, stack_name
+    from fleet.rules.validate import validate_fleet
+    from fleet.stack.read import fleet_config, read_stack_document, stack_name
 
     data = read_stack_document(path)  # parsed once, bounded
     # validates: bad input fails here with the SpecError

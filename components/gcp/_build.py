@@ -27,7 +27,7 @@ from fleet.errors import InputError
 from fleet.model import Fleet, ResolvedPool
 from fleet.names import TPU_VMS_NAME
 from fleet.routing import ClusterRouting
-from fleet.spec import Cluster
+from fleet.spec.fields import Cluster
 
 CLUSTER_TYPE = "accelfleet:gcp:Cluster"
 TPU_VMS_TYPE = "accelfleet:gcp:TpuVms"

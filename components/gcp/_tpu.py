@@ -134,7 +134,7 @@ class TpuVm(pulumi.ComponentResource):
                 f"pool {pool.name!r}: flex-start and queued TPU VMs cannot be built with the "
                 "dedicated service account", hint="drop `runtime: tpu-vm` to run it in GKE")
         if pool.spec.multislice > 1 or pool.spec.capacity.reservation:
-            # fleet.tpu_vm_rules refuses both first: N VMs are no Multislice, and V2Vm has
+            # fleet.rules.tpu_vms refuses both first: N VMs are no Multislice, and V2Vm has
             # no reservation name
             raise InputError(
                 f"pool {pool.name!r}: a Cloud TPU VM pool is one slice with no named "

@@ -1,7 +1,7 @@
 """Where a run can go, and how much of it a run takes: candidates and their sizing.
 
 A candidate (`Offer`) is either a pool of a stack (its shape, its size at the most, and the rate
-the stack pays for it, `fleet.costs`) or a catalog shape (a GPU machine type in any number, or a
+the stack pays for it, `fleet.pricing`) or a catalog shape (a GPU machine type in any number, or a
 Cloud TPU generation in the slice a run needs, at list price). `place` turns the devices a run
 wants into whole units of it: GPU machines, or TPU slices (several when one slice is too small:
 a multislice). The bus bandwidth of a placement's all-reduce: inside a node (NVLink, PCIe) or a
@@ -107,7 +107,8 @@ def _list_source(cat: Catalog, shape: Shape) -> str:
 
 
 def _pool_price(cat: Catalog, offer: Offer, units: int) -> Placement:
-    """A pool's units at the rate the stack pays for the pool (`fleet.costs`), and at list spot."""
+    """A pool's units at the rate the stack pays for the pool (`fleet.pricing`), and at list
+    spot."""
     pool, shape = offer.pool, offer.shape
     assert pool is not None
     cost = pool.cost

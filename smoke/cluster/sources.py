@@ -53,8 +53,8 @@ def load_source(stack_file: Path | None, outputs: Path | None) -> RunSource:
     """The run's facts from a stack file, an outputs file, or both (outputs' inventory wins:
     it is what was deployed; the stack file adds the smoke settings and the clusters' places)."""
     from fleet import load_fleet
-    from fleet.stack_choice import stack_to_read
-    from fleet.stackfile import stack_name
+    from fleet.stack.choice import stack_to_read
+    from fleet.stack.read import stack_name
 
     if stack_file is None and outputs is None:
         stack_file = stack_to_read(None)

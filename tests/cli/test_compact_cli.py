@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from cli._compact import zones_short
 from cli._costs import price_source
 from cli.main import app
-from fleet.stackfile import EXAMPLE_STACK
+from fleet.stack.read import EXAMPLE_STACK
 
 runner = CliRunner()
 HEADER = ("pool", "cluster", "team", "machine", "nodes x dev", "zones", "capacity",

@@ -9,7 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from cli.main import app
-from fleet.stackfile import EXAMPLE_STACK
+from fleet.stack.read import EXAMPLE_STACK
 
 runner = CliRunner()
 # h100-train as an A3 Ultra (no list price), in us-central1-b: us-central1's zone that has it

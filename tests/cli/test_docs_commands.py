@@ -15,7 +15,9 @@ from cli.main import app
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", ROOT / "stacks" / "Pulumi.example.yaml",
-        *sorted((ROOT / "fleet").glob("*.py")), *sorted((ROOT / "docs").glob("*.md"))]
+        *(path for package in ("fleet", "components", "smoke", "cli")
+          for path in sorted((ROOT / package).rglob("*.py"))),
+        *sorted((ROOT / "docs").glob("*.md"))]
 QUOTED = re.compile(r"`accelfleet((?: [a-z][a-z-]*)+)")
 
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from fleet.errors import SpecError
-from fleet.rules import validate_fleet
+from fleet.rules.validate import validate_fleet
 
 runner = CliRunner()
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from fleet.catalog import load_catalog
-from fleet.stackfile import EXAMPLE_STACK, read_stack_file
+from fleet.stack.read import EXAMPLE_STACK, read_stack_file
 
 runner = CliRunner()
 

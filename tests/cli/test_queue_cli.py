@@ -8,7 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from cli.main import app
-from fleet.stackfile import EXAMPLE_STACK
+from fleet.stack.read import EXAMPLE_STACK
 
 runner = CliRunner()
 

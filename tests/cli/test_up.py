@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from cli import up as up_cli
 from cli.main import app
 from components.engine.deploy import changed_pools, smoke_argv, summary_of, urn_key
-from fleet.stackfile import EXAMPLE_STACK
+from fleet.stack.read import EXAMPLE_STACK
 
 runner = CliRunner()
 EVENTS = (Path(__file__).parent.parent / "components" / "fixtures"

@@ -12,7 +12,7 @@ import pytest
 from components.engine.diff import diff_plans, diff_values, replacement_table, rule_for
 from components.engine.plan import run_plan
 from fleet.errors import InputError
-from fleet.stackfile import EXAMPLE_STACK
+from fleet.stack.read import EXAMPLE_STACK
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"

@@ -27,7 +27,7 @@ import pytest
 
 from components.engine.plan import Plan, PlannedResource, run_plan
 from fleet.catalog import load_catalog
-from fleet.stackfile import EXAMPLE_STACK
+from fleet.stack.read import EXAMPLE_STACK
 
 FIXTURE = Path(__file__).parent / "fixtures" / "Pulumi.gcptest.yaml"
 NODE_POOL = "gcp:container/nodePool:NodePool"

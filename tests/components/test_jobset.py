@@ -22,7 +22,7 @@ from components.k8s import (
     scheduling_pod,
 )
 from fleet.model import ACCELERATOR_LABEL
-from fleet.stackfile import EXAMPLE_STACK
+from fleet.stack.read import EXAMPLE_STACK
 from tests.plan_tree import cluster_of
 
 FIXTURE = Path(__file__).parent / "fixtures" / "Pulumi.gcptest.yaml"

@@ -28,7 +28,7 @@ from components.k8s import (
 from fleet import load_fleet
 from fleet.model import POOL_LABEL, SYSTEM_POOL
 from fleet.routing import fleet_routing
-from fleet.stackfile import EXAMPLE_STACK
+from fleet.stack.read import EXAMPLE_STACK
 from tests.plan_tree import cluster_of
 from tests.schemas import strict
 

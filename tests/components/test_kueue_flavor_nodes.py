@@ -18,7 +18,7 @@ import pytest
 from fleet import load_fleet
 from fleet.inventory import build_inventory
 from fleet.routing import Flavor, fleet_routing
-from fleet.stackfile import EXAMPLE_STACK
+from fleet.stack.read import EXAMPLE_STACK
 from tests.smoke.fakekube._api import _tolerates
 from tests.smoke.nodes import pool_node
 

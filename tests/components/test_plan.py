@@ -14,7 +14,7 @@ import pytest
 
 from components.engine.plan import run_plan
 from fleet.errors import SpecError, StackFileError
-from fleet.stackfile import EXAMPLE_STACK
+from fleet.stack.read import EXAMPLE_STACK
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "example_plan.json"
 

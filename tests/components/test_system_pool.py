@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from components.engine.plan import Plan, PlannedResource, run_plan
-from fleet.stackfile import EXAMPLE_STACK
+from fleet.stack.read import EXAMPLE_STACK
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"

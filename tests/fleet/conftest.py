@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from fleet.errors import Problem, SpecError
-from fleet.rules import validate_fleet
+from fleet.rules.validate import validate_fleet
 
 BASE: dict[str, Any] = {
     "clouds": {
@@ -14,7 +14,7 @@ BASE: dict[str, Any] = {
         "aws": {"account": "123456789012", "region": "us-east-1"},
     },
     "clusters": [{"name": "gke", "cloud": "gcp"}, {"name": "eks", "cloud": "aws"}],
-    # No budget: a budgeted team's pool with no price is an error (fleet.costs), and tests of
+    # No budget: a budgeted team's pool with no price is an error (fleet.pricing), and tests of
     # other rules use machines the catalog has no price for; budget tests set their own.
     "teams": [{"name": "research"}],
     "pools": [

@@ -26,7 +26,7 @@ from fleet.advise import (
 )
 from fleet.advise.figures import advise_data
 from fleet.catalog import load_catalog
-from fleet.rules import validate_fleet
+from fleet.rules.validate import validate_fleet
 from tests.fleet.conftest import BASE, pool
 
 GIB = 2**30

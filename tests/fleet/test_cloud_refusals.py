@@ -1,5 +1,5 @@
 """Values the cloud would refuse are refused before any cloud call (fleet/names.py,
-fleet/cloud_limits.py, fleet/network_rules.py), each naming the field, the value, what is
+fleet/rules/limits.py, fleet/rules/network.py), each naming the field, the value, what is
 accepted, the limit's source and the fix; and what the clouds accept is not refused."""
 
 from __future__ import annotations
@@ -259,7 +259,7 @@ def test_eks_public_endpoint_allow_list(spec: dict[str, Any]) -> None:
     spec["clusters"][1]["authorized_cidrs"] = [f"8.8.{i}.0/24" for i in range(41)]
     assert "at most 40" in only(spec, "clusters 'eks'.authorized_cidrs").message
     spec["clusters"][1]["private_endpoint"] = True  # no public endpoint to restrict: only
-    # the private endpoint itself is refused on EKS (issue 20 item 12, fleet/eks_rules.py)
+    # the private endpoint itself is refused on EKS (issue 20 item 12, fleet/rules/eks.py)
     assert [p.where for p in problems(spec)] == ["clusters 'eks'.private_endpoint"]
     spec["clusters"][1] = {"name": "eks", "cloud": "aws"}
     spec["clusters"][0]["authorized_cidrs"] = ["10.0.0.0/8"]  # GKE takes private ranges

@@ -17,7 +17,7 @@ import pytest
 from fleet import load_fleet, validate_fleet
 from fleet.catalog import HOURS_PER_MONTH, Catalog, load_catalog
 from fleet.errors import Problem
-from fleet.stackfile import EXAMPLE_STACK
+from fleet.stack.read import EXAMPLE_STACK
 from tests.fleet.conftest import pool, problems
 
 

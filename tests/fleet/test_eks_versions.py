@@ -19,7 +19,7 @@ from fleet.catalog import HOURS_PER_MONTH, Catalog, load_catalog
 from fleet.control_planes import control_plane_costs
 from fleet.errors import Problem
 from fleet.model import PLATFORM_TEAM
-from fleet.spec import FleetSpec
+from fleet.spec.fields import FleetSpec
 from tests.fleet.conftest import only
 
 DAY = date(2026, 11, 24)  # the day the calendar and prices were read

@@ -8,7 +8,7 @@ import pytest
 from fleet import load_fleet, read_stack_file
 from fleet.errors import InputError, StackFileError
 from fleet.inventory import Inventory, build_inventory
-from fleet.stackfile import EXAMPLE_STACK, stack_name
+from fleet.stack.read import EXAMPLE_STACK, stack_name
 
 
 def test_inventory_of_example():

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from fleet.errors import SpecError, StackFileError
-from fleet.stackfile import read_stack_file
+from fleet.stack.read import read_stack_file
 from tests.fleet.conftest import pool
 from tests.fleet.test_rules import only, problems
 

@@ -1,6 +1,6 @@
-"""Pool requests as decisions (fleet.requests): what a request becomes on the example fleet, and
-every refusal naming why and the variants that pass every rule; resize and removal; the request
-metadata a pool carries and the expired-pool warnings of `fleet validate`."""
+"""Pool requests as decisions (fleet.requests.request): what a request becomes on the example
+fleet, and every refusal naming why and the variants that pass every rule; resize and removal;
+the request metadata a pool carries and the expired-pool warnings of `fleet validate`."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 
 from fleet.catalog import load_catalog
 from fleet.errors import InputError, RequestRefused, SpecError
-from fleet.requests import PoolRequest, parse_until, remove_pool, request_pool, resize_pool
-from fleet.rules import validate_fleet
-from fleet.stackfile import EXAMPLE_STACK, read_stack_file
+from fleet.requests.request import PoolRequest, parse_until, remove_pool, request_pool, resize_pool
+from fleet.rules.validate import validate_fleet
+from fleet.stack.read import EXAMPLE_STACK, read_stack_file
 
 TODAY = date(2026, 11, 23)
 CAT = load_catalog()

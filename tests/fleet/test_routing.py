@@ -1,4 +1,4 @@
-"""Kueue routing from the fleet (fleet.routing, fleet.routing_rules): a flavor per pool, a
+"""Kueue routing from the fleet (fleet.routing, fleet.rules.routing): a flavor per pool, a
 queue per team and cluster, quotas worked out by hand, and every rule of `routing:` one by
 one, each with the fix it proposes."""
 
@@ -22,7 +22,7 @@ from fleet.routing import (
     percent_of,
     quantity,
 )
-from fleet.stackfile import EXAMPLE_STACK
+from fleet.stack.read import EXAMPLE_STACK
 from tests.fleet.conftest import problems
 
 GIB = 1024  # memory amounts are MiB

@@ -6,7 +6,7 @@ import pytest
 
 from fleet import load_fleet, validate_fleet
 from fleet.errors import SpecError
-from fleet.stackfile import EXAMPLE_STACK
+from fleet.stack.read import EXAMPLE_STACK
 from tests.fleet.conftest import only, pool, problems
 
 

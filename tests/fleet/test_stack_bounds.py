@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleet.errors import StackFileError
-from fleet.stackfile import MAX_DEPTH, MAX_POOLS, MAX_STACK_BYTES, check_bounds, read_stack_file
+from fleet.stack.read import MAX_DEPTH, MAX_POOLS, MAX_STACK_BYTES, check_bounds, read_stack_file
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAD = "config:\n  accelfleet:fleet:\n"

@@ -1,4 +1,4 @@
-"""Writing pool changes into stack files (fleet.stack_edit): every comment, key order and quoting
+"""Writing pool changes into stack files (fleet.stack.edit): every comment, key order and quoting
 of the example survive request, resize and remove; the file is replaced atomically under a
 lock, so that 50 concurrent requests all land while a reader never sees a half-written file."""
 
@@ -16,10 +16,10 @@ import pytest
 from benchmarks.bench_pool_requests import comment_lines, concurrent_requests
 from fleet.catalog import load_catalog
 from fleet.errors import InputError, RequestRefused
-from fleet.requests import PoolRequest, remove_pool, request_pool, resize_pool
-from fleet.rules import validate_fleet
-from fleet.stack_edit import edit_stack, lock_path
-from fleet.stackfile import EXAMPLE_STACK, read_stack_file
+from fleet.requests.request import PoolRequest, remove_pool, request_pool, resize_pool
+from fleet.rules.validate import validate_fleet
+from fleet.stack.edit import edit_stack, lock_path
+from fleet.stack.read import EXAMPLE_STACK, read_stack_file
 
 CAT = load_catalog()
 TODAY = date(2026, 11, 23)

@@ -21,7 +21,7 @@ import pytest
 from fleet import load_fleet, validate_fleet
 from fleet.catalog import HOURS_PER_MONTH, load_catalog
 from fleet.model import ACCELERATOR_LABEL, PLATFORM_TEAM, POOL_LABEL, SYSTEM_POOL
-from fleet.stackfile import EXAMPLE_STACK
+from fleet.stack.read import EXAMPLE_STACK
 from tests.fleet.conftest import only
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from fleet.catalog import load_catalog
-from fleet.rules import validate_fleet
+from fleet.rules.validate import validate_fleet
 from tests.fleet.conftest import pool, problems
 
 RESTRICTED = {"us-central2"}  # Cloud TPU v4's region: offered by request, not in regions.yaml

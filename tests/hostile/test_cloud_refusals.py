@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from fleet import validate_fleet
-from fleet.cloud_values import GKE_CONTROL_PLANE_CIDR
 from fleet.errors import SpecError
+from fleet.rules.cloud_values import GKE_CONTROL_PLANE_CIDR
 from tests.fleet.test_hostile_corpus import BASE
 
 Mutate = Callable[[dict[str, Any]], None]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.stackfile import EXAMPLE_STACK, read_stack_file
+from fleet.stack.read import EXAMPLE_STACK, read_stack_file
 from tests.hostile.conftest import invoke
 
 REQUEST = ("--team", "vision", "--accelerator", "h100", "--nodes", "1", "--requested-by",

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from fleet.errors import InputError
-from fleet.stack_choice import choose_stack, stack_for_write
-from fleet.stackfile import EXAMPLE_STACK
+from fleet.stack.choice import choose_stack, stack_for_write
+from fleet.stack.read import EXAMPLE_STACK
 from tests.hostile.conftest import invoke
 
 REQUEST = ("--team", "vision", "--accelerator", "h100", "--nodes", "1", "--requested-by",

@@ -45,7 +45,7 @@ def test_a_million_tiny_values_are_refused_before_they_are_built(tmp_path: Path)
     """2 MiB of `0,` is about a million values: counted by libyaml's event parser and refused
     at 200,001 instead of ~40 s of building them (timing shown by the benchmark, not here)."""
     from fleet.errors import StackFileError
-    from fleet.stackfile import MAX_STACK_BYTES, read_stack_file
+    from fleet.stack.read import MAX_STACK_BYTES, read_stack_file
 
     head = "config:\n  accelfleet:fleet:\n    x: ["
     body = "0," * ((MAX_STACK_BYTES - len(head) - 4) // 2)

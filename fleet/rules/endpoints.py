@@ -14,7 +14,7 @@ from __future__ import annotations
 import ipaddress
 
 from fleet.errors import Problem
-from fleet.spec import Cluster, FleetSpec
+from fleet.spec.fields import Cluster, FleetSpec
 
 # GKE, "Add authorized networks for control plane access"
 # (https://cloud.google.com/kubernetes-engine/docs/how-to/authorized-networks; issue 20 item 4

@@ -1,6 +1,6 @@
 """Pool requests as decisions: a stack's fleet mapping (plain data, as the stack file holds it)
 and a request in; the new fleet mapping and what the change does out, or a refusal that says
-why and what would work. No I/O here: `fleet.stack_edit` reads and writes the stack file and
+why and what would work. No I/O here: `fleet.stack.edit` reads and writes the stack file and
 `cli.pool` puts the change into words.
 
 Every change is checked the way `fleet validate` checks a stack: the whole resulting fleet,
@@ -33,9 +33,9 @@ from fleet.errors import (
 )
 from fleet.model import Fleet, ResolvedPool
 from fleet.names import fixed_name
-from fleet.request_options import alternatives, pool_usd, topology_options
-from fleet.rules import validate_fleet
-from fleet.spec import Cluster
+from fleet.requests.options import alternatives, pool_usd, topology_options
+from fleet.rules.validate import validate_fleet
+from fleet.spec.fields import Cluster
 
 Action = Literal["add", "resize", "remove"]
 CAPACITIES = ("on-demand", "spot", "flex-start", "queued")

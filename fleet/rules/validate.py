@@ -14,21 +14,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from fleet.catalog import Catalog, Cloud, GpuNetworking, Shape, load_catalog
-from fleet.cloud_limits import (
-    check_cluster_count,
-    check_cluster_nodes,
-    check_pool_bounds,
-    check_zone_offers,
-    check_zones,
-    known_regions,
-)
-from fleet.cloud_values import check_cloud_values
 from fleet.control_planes import control_plane_costs
-from fleet.costs import check_budgets, priced, stack_rates
-from fleet.eks_rules import check_eks_cluster
-from fleet.endpoint_rules import endpoint_checks
 from fleet.errors import AccelfleetError, Problem, SpecError, suggest
-from fleet.expiry import expiry_warnings
 from fleet.model import PLATFORM_TEAM, ControlPlaneCost, Fleet, ResolvedPool
 from fleet.names import (
     POOL_PLACES,
@@ -42,12 +29,25 @@ from fleet.names import (
     check_team_names,
     check_unique,
 )
-from fleet.network_rules import check_capacity, check_cluster_ranges
-from fleet.routing_rules import routing_checks
-from fleet.spec import Cluster, FleetSpec, Pool
-from fleet.spec_errors import from_pydantic, readme_words, records
+from fleet.pricing import check_budgets, priced, stack_rates
+from fleet.rules.cloud_values import check_cloud_values
+from fleet.rules.eks import check_eks_cluster
+from fleet.rules.endpoints import endpoint_checks
+from fleet.rules.expiry import expiry_warnings
+from fleet.rules.limits import (
+    check_cluster_count,
+    check_cluster_nodes,
+    check_pool_bounds,
+    check_zone_offers,
+    check_zones,
+    known_regions,
+)
+from fleet.rules.network import check_capacity, check_cluster_ranges
+from fleet.rules.routing import routing_checks
+from fleet.rules.tpu_vms import tpu_vm_limits
+from fleet.spec.errors import from_pydantic, readme_words, records
+from fleet.spec.fields import Cluster, FleetSpec, Pool
 from fleet.system_pools import check_cpu_pool, system_pools
-from fleet.tpu_vm_rules import tpu_vm_limits
 
 
 def validate_fleet(
@@ -275,8 +275,8 @@ class _Checker:
         return resolved
 
     def _limits(self, pools: list[ResolvedPool]) -> None:
-        """Upper bounds and address ranges, every pool at its largest (fleet.cloud_limits,
-        fleet.network_rules); a default quota the account can raise is a warning."""
+        """Upper bounds and address ranges, every pool at its largest (fleet.rules.limits,
+        fleet.rules.network); a default quota the account can raise is a warning."""
         warnings: list[Problem] = []
         check_cluster_count(self, self.spec, warnings)
         for p in pools:

@@ -4,8 +4,8 @@ pool of another cluster than the queue's, a pool outside Kubernetes (the system 
 Cloud TPU VM), a flavor that would give the team no quota, a namespace Kubernetes refuses or
 another team or an add-on already uses, more flavors or tolerations than Kueue takes.
 
-`fleet.rules` adds these problems to `fleet validate`'s; `fleet.routing.fleet_routing` is the
-checked form the components and `accelfleet queue show` use.
+`fleet.rules.validate` adds these problems to `fleet validate`'s;
+`fleet.routing.fleet_routing` is the checked form the components and `accelfleet queue show` use.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from fleet.routing import (
     pool_flavor,
     smoke_queue,
 )
-from fleet.spec import FleetSpec, RoutingTeam
+from fleet.spec.fields import FleetSpec, RoutingTeam
 
 # Namespaces a team's cannot be: Kubernetes' own and those of accelfleet's add-ons
 # (components/k8s/_charts.py; the smoke namespace is added from the stack).

@@ -16,7 +16,7 @@ from fleet.catalog import CLOUDS, Bound, Cloud, Shape
 from fleet.errors import Problem, suggest
 from fleet.model import ResolvedPool
 from fleet.names import Reporter
-from fleet.spec import FleetSpec, Pool
+from fleet.spec.fields import FleetSpec, Pool
 
 
 def known_regions(r: Reporter, spec: FleetSpec) -> set[Cloud]:

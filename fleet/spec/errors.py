@@ -13,7 +13,7 @@ from typing import Any, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from fleet.errors import Problem, suggest
-from fleet.spec import PATTERN_WORDS, FleetSpec, SpecValueError
+from fleet.spec.fields import PATTERN_WORDS, FleetSpec, SpecValueError
 
 _NUMBER = {"int_type": "a whole number", "int_parsing": "a whole number",
            "int_from_float": "a whole number", "float_type": "a number",
@@ -95,7 +95,7 @@ def _problem(err: Any, raw: object) -> Problem:
 
 def _regions_near(pattern: str, value: object) -> list[str]:
     """The catalog's regions closest to a malformed region (`us-central` -> us-central1)."""
-    from fleet.spec import AWS_REGION, GCP_REGION
+    from fleet.spec.fields import AWS_REGION, GCP_REGION
 
     cloud = {GCP_REGION: "gcp", AWS_REGION: "aws"}.get(pattern)
     if cloud is None or not isinstance(value, str) or len(value) > 60:

@@ -8,7 +8,7 @@ from typing import Any
 from fleet.errors import InputError, StackFileError
 
 CONFIG_KEY = "accelfleet:fleet"
-EXAMPLE_STACK = Path(__file__).resolve().parent.parent / "stacks" / "Pulumi.example.yaml"
+EXAMPLE_STACK = Path(__file__).resolve().parents[2] / "stacks" / "Pulumi.example.yaml"
 
 # What a stack file may hold: far beyond any real fleet (a 1,000-pool stack is about 150 KB,
 # 15,000 values and 6 levels deep), close enough that a hostile file is refused in well under
@@ -44,7 +44,7 @@ def read_stack_document(path: str | Path) -> dict[str, Any]:
 
 def parse_stack_text(text: str, source: str) -> dict[str, Any]:
     """A stack file's text parsed, within the bounds above (`read_stack_document` without the
-    reading: `fleet.stack_edit` parses the very text it edits)."""
+    reading: `fleet.stack.edit` parses the very text it edits)."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 

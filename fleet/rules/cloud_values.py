@@ -21,7 +21,7 @@
   google provider's container_cluster takes (https://cloud.google.com/kubernetes-engine/versioning).
 
 The smoke image names, the project id's restricted strings and `smoke.timeout_s` are checked by
-the spec itself (`fleet.spec`).
+the spec itself (`fleet.spec.fields`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 from fleet.model import ResolvedPool
 from fleet.names import Reporter
-from fleet.spec import FleetSpec
+from fleet.spec.fields import FleetSpec
 
 GKE_CONTROL_PLANE_CIDR = "172.16.0.0/28"  # == components.gcp._cluster.MASTER_CIDR (a test holds it)
 GKE_PROHIBITED = tuple(ipaddress.ip_network(n) for n in

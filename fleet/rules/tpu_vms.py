@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from fleet.spec import Pool
+from fleet.spec.fields import Pool
 
 
 class _Reporter(Protocol):

@@ -1,7 +1,7 @@
 """What a stack declares: the fleet spec, parsed strictly with pydantic.
 
 The models here check types and single fields. Rules that span fields, pools and the catalog
-live in `fleet.rules`; `fleet.validate_fleet` runs both and returns a `fleet.model.Fleet`.
+live in `fleet.rules.validate`; `fleet.validate_fleet` runs both and returns a `fleet.model.Fleet`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class _Model(BaseModel):
 
 
 class SpecValueError(ValueError):
-    """A value a field refuses, with the fix in words (`fleet.spec_errors` shows both)."""
+    """A value a field refuses, with the fix in words (`fleet.spec.errors` shows both)."""
 
     def __init__(self, message: str, fix: str) -> None:
         super().__init__(message)
@@ -365,7 +365,7 @@ class StackRate(_Model):
     """A rate the stack pays (negotiated, committed-use), which wins over the catalog's list
     price: `usd_per_hour` for a machine type, or `usd_per_chip_hour` for a TPU generation;
     `capacity` limits it to on-demand, spot or reservation pools (default: all of them).
-    `fleet.costs` checks the names and the figures against the catalog."""
+    `fleet.pricing` checks the names and the figures against the catalog."""
 
     machine_type: str | None = None
     tpu: str | None = None

@@ -9,7 +9,7 @@
                       Kueue objects through its endpoint; with no public endpoint that is a VPC
                       the program has just created and the deployer is not in (refused)
 
-`fleet.rules` calls `check_eks_cluster` for every cluster; it reports through the checker's
+`fleet.rules.validate` calls `check_eks_cluster` for every cluster; it reports through the checker's
 `add` and appends warnings to the list it is given.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from fleet.errors import Problem
-from fleet.spec import Cluster
+from fleet.spec.fields import Cluster
 
 # https://docs.aws.amazon.com/eks/latest/userguide/access-entries.html (read 2026-11-24):
 # access entries with the AmazonEKSClusterAdminPolicy access policy, cluster scope.

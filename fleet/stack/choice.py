@@ -5,7 +5,7 @@
    `--stack`): a stack name (`prod`, or Pulumi's `org/project/prod`) whose file is
    `stacks/Pulumi.<name>.yaml`, or the path of a stack file;
 3. the stack `pulumi stack select` chose for the Pulumi project around the working directory
-   (fleet.pulumi_workspace);
+   (fleet.stack.pulumi_workspace);
 4. the only stack file in `stacks/` besides the example;
 5. otherwise the example stack, which a command may read (list, validate, a dry run) but never
    write: a write without a chosen stack is refused, naming the ways to choose one.
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fleet.errors import InputError
-from fleet.pulumi_workspace import selected_stack
-from fleet.stackfile import EXAMPLE_STACK
+from fleet.stack.pulumi_workspace import selected_stack
+from fleet.stack.read import EXAMPLE_STACK
 
 ENV_VARS = ("ACCELFLEET_STACK", "PULUMI_STACK")
 

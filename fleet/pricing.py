@@ -10,7 +10,8 @@ A pool's rate per node-hour comes from, in this order:
 4. else none: the pool is "unpriced", never $0.
 A pool costs its rate times its nodes, from its fewest to its most (`ResolvedPool.node_range`).
 Budgets check the most a team's pools can cost, and a budgeted team's pool with no price at all
-is an error naming the fix. `fleet.rules` calls `stack_rates`, `priced` and `check_budgets`.
+is an error naming the fix. `fleet.rules.validate` calls `stack_rates`, `priced` and
+`check_budgets`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Literal, Protocol
 from fleet.catalog import Catalog, Shape
 from fleet.errors import AccelfleetError, suggest
 from fleet.model import PoolCost, PriceSource, ResolvedPool
-from fleet.spec import Capacity, FleetSpec, StackRate
+from fleet.spec.fields import Capacity, FleetSpec, StackRate
 
 CapacityKind = Literal["on-demand", "spot", "reservation"]
 

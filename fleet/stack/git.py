@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from fleet.errors import InputError, SetupError
-from fleet.requests import Change
-from fleet.stack_edit import Edit, edit_stack
+from fleet.requests.request import Change
+from fleet.stack.edit import Edit, edit_stack
 
 GIT_TIMEOUT_S = 60
 

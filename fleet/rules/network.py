@@ -18,10 +18,10 @@ import math
 from collections.abc import Sequence
 
 from fleet.catalog import Cloud
-from fleet.cloud_limits import most_nodes
 from fleet.model import ResolvedPool
 from fleet.names import Reporter
-from fleet.spec import Cluster, FleetSpec
+from fleet.rules.limits import most_nodes
+from fleet.spec.fields import Cluster, FleetSpec
 
 Net = ipaddress.IPv4Network | ipaddress.IPv6Network
 # accelfleet's EKS layout (components/aws/_layout.py): the VPC in 8 blocks, one private block

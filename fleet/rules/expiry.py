@@ -1,6 +1,6 @@
-"""Pools past their `expires` date (request metadata, `fleet.spec.Pool`): `fleet validate` warns
-about each, and `accelfleet pool expired` lists them with what they cost, for the platform team
-to reclaim. A pool's `expires` is the last day it is needed: it has expired the day after."""
+"""Pools past their `expires` date (request metadata, `fleet.spec.fields.Pool`): `fleet validate`
+warns about each, and `accelfleet pool expired` lists them with what they cost, for the platform
+team to reclaim. A pool's `expires` is the last day it is needed: it has expired the day after."""
 
 from __future__ import annotations
 

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from fleet.errors import InputError, StackFileError
-from fleet.requests import REMOVE, Change
-from fleet.stackfile import CONFIG_KEY, MAX_STACK_BYTES, fleet_config, parse_stack_text
+from fleet.requests.request import REMOVE, Change
+from fleet.stack.read import CONFIG_KEY, MAX_STACK_BYTES, fleet_config, parse_stack_text
 
 LOCK_TIMEOUT_S = 120.0
 
