@@ -87,10 +87,10 @@ def one_run(stack: Path, url: str, *, trace: bool = False) -> tuple[float, int, 
     run: load the stack, render, connect, launch."""
     from fleet import load_fleet
     from fleet.inventory import build_inventory
+    from smoke import expectations as _expect
     from smoke.cluster.access import ClusterRef, connect
     from smoke.cluster.launcher import launch, new_run_id
     from smoke.cluster.workload import RenderOptions, render_run
-    from smoke.probes import expect as _expect
 
     kc = stack.parent / "kubeconfig"
     kc.write_text(json.dumps({

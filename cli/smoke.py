@@ -210,7 +210,7 @@ def _render(stack_file: Path | None, outputs: Path | None, pools: str | None, ti
             sustain_s: float | None = None, live: dict[str, int] | None = None,
             ) -> tuple[RenderedRun, RunSource, int]:
     """The run's manifests; `live` sizes GPU pools to the nodes they have now."""
-    import smoke.probes.expect as expect
+    import smoke.expectations as expect
     from smoke.cluster.launcher import new_run_id
     from smoke.cluster.sources import load_source
     from smoke.cluster.workload import RenderOptions, render_run

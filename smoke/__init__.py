@@ -15,7 +15,19 @@ Importing `smoke` imports neither pulumi nor torch nor jax: a backend's package 
 only when its probes run.
 """
 
+from typing import Any
+
 from smoke.probes.results import SCHEMA_VERSION, HostReport, ProbeResult, Verdict
-from smoke.probes.runner import Progress, run_local
+from smoke.probes.runner import Progress
+
+
+def run_local(**options: Any) -> HostReport:
+    """`smoke.probes.runner.run_local` with names resolved through the catalog (`--expect`
+    words, device names): what `accelfleet smoke local` runs. Takes the same options."""
+    from smoke.expectations import CATALOG
+    from smoke.probes.runner import run_local as run
+
+    return run(resolver=CATALOG, **options)
+
 
 __all__ = ["SCHEMA_VERSION", "HostReport", "ProbeResult", "Progress", "Verdict", "run_local"]

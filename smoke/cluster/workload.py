@@ -36,10 +36,10 @@ from fleet.catalog import image_ref_problem
 from fleet.errors import CatalogError, InputError, UnknownNameError
 from fleet.inventory import Inventory, InventoryPool
 from fleet.model import POOL_LABEL
+from smoke import expectations as _expect
 from smoke.cluster._bundle import MOUNT_PATH, configmap_data
 from smoke.cluster._queue import through_kueue
 from smoke.cluster._templates import _render, dump_yaml
-from smoke.probes import expect as _expect
 
 if TYPE_CHECKING:
     from fleet.catalog import Catalog, Fabric, FabricDaemon, HostMount

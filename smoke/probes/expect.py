@@ -1,9 +1,9 @@
-"""What a host should have: from `--expect` through the catalog, from a pool of the inventory,
-or guessed from device names.
+"""What a host should have (`Expectation`), as the node side holds it.
 
-The in-pod agent receives its expectation as JSON (`Expectation.to_dict`) from the launcher, so
-this module imports the catalog's loader only where it resolves names (`from_catalog`,
-`for_pool`, `detect` on an accelerator): the agent never loads the catalog, pydantic or YAML.
+The in-pod agent receives its expectation as JSON (`Expectation.to_dict`) from the launcher;
+names become expectations through the catalog outside the pod (`smoke.expectations`: from
+`--expect`, from a pool of the inventory, or guessed from device names), handed to the runner
+as a `Resolver`. This module never loads the catalog, pydantic or YAML.
 """
 
 from __future__ import annotations
@@ -11,15 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from fleet.catalog._records import Accelerator
 from fleet.errors import InputError
 from smoke.probes.backend import Device
-
-if TYPE_CHECKING:
-    from fleet.catalog import Shape
-    from fleet.inventory import InventoryPool
 
 # How each accelerator names itself to the backends (torch.cuda.get_device_name, JAX's
 # device_kind), matched on word boundaries of the lower-cased name. A mismatch only warns:
@@ -95,62 +91,17 @@ class Expectation:
                              "version; re-render the workload") from None
 
 
-def from_catalog(words: str, backend: str) -> Expectation:
-    """`--expect` words -> the catalog's shape; raises UnknownNameError with suggestions."""
-    from fleet.catalog import load_catalog
-
-    return _from_shape(load_catalog().resolve(words), backend, words)
-
-
-def _from_shape(shape: Shape, backend: str, words: str) -> Expectation:
-    acc = shape.accelerator
-    if shape.kind == "tpu" and backend != "jax":
-        raise InputError(f"{words!r} is a Cloud TPU, which only the JAX backend can drive",
-                         hint="run with --backend jax")
-    per_host = shape.jax_devices_per_host if backend == "jax" else shape.devices_per_host
-    share = acc.jax_devices_per_chip if backend == "jax" else 1
-    return Expectation(accelerator=acc, devices=per_host, memory_gib=acc.memory_gib / share,
-                       words=words, machine=shape.machine_type, chips=shape.devices_per_host,
-                       devices_per_chip=share)
-
-
-def for_pool(pool: InventoryPool, backend: str) -> Expectation:
-    """What every node of an inventory pool should show its agent: the pool's machine shape
-    (a TPU pool by generation and topology, so a slice's per-host chips are right)."""
-    from fleet.catalog import load_catalog
-
-    cat = load_catalog()
-    if pool.kind == "gpu":
-        return _from_shape(cat.resolve(pool.machine_type), backend, pool.machine_type)
-    shape = cat.resolve(pool.accelerator, topology=pool.topology,
-                        single_host=pool.hosts_per_slice == 1)
-    return _from_shape(shape, backend, f"{pool.accelerator} {pool.topology}")
-
-
 def matches(accelerator_key: str, kind: str) -> bool:
     pattern = KIND_PATTERNS.get(accelerator_key)
     return pattern is not None and re.search(pattern, kind.lower()) is not None
 
 
-def detect(devices: Sequence[Device], backend: str) -> Expectation:
-    """Guess the accelerator from the first device's name (memory breaks ties, e.g. A100
-    40 GB vs 80 GB). The device count is not checked without `--expect`."""
-    if not devices or devices[0].platform == "cpu":
-        return Expectation()
-    from fleet.catalog import load_catalog
+class Resolver(Protocol):
+    """Where names become expectations: the catalog, outside the pod (`smoke.expectations`).
+    The in-pod agent has none: the launcher hands it a ready `Expectation`."""
 
-    first = devices[0]
-    cat = load_catalog()
-    hits = [cat.accelerator(k) for k in KIND_PATTERNS if matches(k, first.kind)
-            and k in cat.accelerators]
-    if not hits:
-        return Expectation()
-    per = 1 if backend != "jax" else None
+    def is_tpu(self, words: str) -> bool: ...
 
-    def per_device(acc: Accelerator) -> float:
-        return acc.memory_gib / (per or acc.jax_devices_per_chip)
+    def from_catalog(self, words: str, backend: str) -> Expectation: ...
 
-    mem = first.memory_gib
-    acc = min(hits, key=lambda a: abs(per_device(a) - mem) if mem else 0.0)
-    return Expectation(accelerator=acc, memory_gib=per_device(acc),
-                       devices_per_chip=per or acc.jax_devices_per_chip)
+    def detect(self, devices: Sequence[Device], backend: str) -> Expectation: ...

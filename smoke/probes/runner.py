@@ -11,7 +11,7 @@ from typing import Protocol
 
 from smoke.probes import verdict as V
 from smoke.probes.backend import Backend, Device, KnownAnswer, Sizes, choose, load
-from smoke.probes.expect import Expectation, detect, from_catalog
+from smoke.probes.expect import Expectation, Resolver
 from smoke.probes.results import HostReport, ProbeResult, Verdict
 
 SEED = 20261122
@@ -39,12 +39,6 @@ def host_name() -> str:
     return os.environ.get("NODE_NAME") or socket.gethostname()
 
 
-def _is_tpu(words: str) -> bool:
-    from fleet.catalog import load_catalog
-
-    return load_catalog().resolve(words).kind == "tpu"
-
-
 def _error(device: str, probe: str, exc: Exception) -> ProbeResult:
     return ProbeResult(device, probe, V.TIERS[probe], Verdict.FAIL,
                        f"probe error: {type(exc).__name__}: {exc}", unit=V.UNITS[probe])
@@ -61,11 +55,13 @@ def run_local(
     sizes: Sizes | None = None,
     expectation: Expectation | None = None,
     sustain_s: float | None = None,
+    resolver: Resolver | None = None,
 ) -> HostReport:
     """Run tiers 0..`tier` on this machine with `backend` and return the judged report.
 
-    `expect` names what the host should be (catalog words); the in-pod agent passes a ready
-    `expectation` instead, so it never loads the catalog. Bad input (an unknown `expect`, a
+    `expect` names what the host should be (catalog words, resolved by `resolver`:
+    `smoke.run_local` passes the catalog's); the in-pod agent passes a ready `expectation`
+    instead and no resolver, so it never loads the catalog. Bad input (an unknown `expect`, a
     missing backend package) raises before any probe runs.
     """
     if expect is not None and not expect.strip():
@@ -82,14 +78,21 @@ def run_local(
                          "accelerator), or 0 to skip it")
     started = time.perf_counter()
     when = datetime.now(UTC).isoformat(timespec="seconds")
-    tpu = expectation.platform == "tpu" if expectation else bool(expect) and _is_tpu(expect or "")
+    if expect and resolver is None:
+        from fleet.errors import InputError
+
+        raise InputError(f"--expect {expect!r} needs the catalog, which this runner was not "
+                         "given", hint="call smoke.run_local (it resolves names through the "
+                         "catalog), or pass a ready expectation")
+    tpu = expectation.platform == "tpu" if expectation else \
+        bool(expect) and resolver is not None and resolver.is_tpu(expect or "")
     name = choose(backend, tpu=tpu)
     exp = expectation if expectation and expectation.accelerator else (
-        from_catalog(expect, name) if expect else None)
+        resolver.from_catalog(expect, name) if expect and resolver else None)
     be = load(name)
     prog = progress or _Silent()
     devices = be.devices()
-    exp = exp or detect(devices, name)
+    exp = exp or (resolver.detect(devices, name) if resolver else expectation or Expectation())
     sizes = sizes or Sizes.for_platform(devices[0].platform if devices else "cpu")
     platforms = {d.id: d.platform for d in devices}
     n = len(devices)

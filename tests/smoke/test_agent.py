@@ -14,10 +14,11 @@ import pytest
 
 from smoke.cluster._bundle import agent_modules, configmap_data, digest
 from smoke.cluster._rejudge import host_documents
+from smoke.expectations import for_pool, from_catalog
 from smoke.probes import verdict as V
 from smoke.probes._fabric import CrossNode, env_profile, nccl_networks
 from smoke.probes.backend import AllReduce
-from smoke.probes.expect import Expectation, for_pool, from_catalog
+from smoke.probes.expect import Expectation
 from smoke.probes.results import HostReport, Verdict
 
 # Only the standard library and the framework may be imported by the agent in the pod.

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import smoke.probes.expect
+import smoke.expectations
 from cli.main import app
 from smoke.probes.expect import Expectation
 from smoke.probes.results import HostReport, ProbeResult, Verdict
@@ -59,7 +59,7 @@ def stack(tmp_path: Path) -> Path:
 def cpu_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fake cluster's nodes are this machine's CPU: judge them as CPUs (no catalog
     expectation), as `accelfleet smoke local` does here."""
-    monkeypatch.setattr(smoke.probes.expect, "for_pool", lambda pool, backend: Expectation())
+    monkeypatch.setattr(smoke.expectations, "for_pool", lambda pool, backend: Expectation())
 
 
 def stack_pools(text: str) -> dict[str, Any]:

@@ -376,16 +376,3 @@ def test_help_documents_every_new_option(command: str, options: tuple[str, ...])
     assert result.exit_code == 0, result.output
     for opt in options:
         assert opt in result.output, opt
-
-
-def test_the_new_smoke_modules_import_no_pulumi() -> None:
-    import subprocess
-    import sys
-
-    code = ("import sys\nimport smoke.cluster.quarantine, smoke.cluster.release, smoke.history, "
-            "smoke.reports.html, smoke.reports.metrics, cli.smoke_nodes, cli.smoke_history, "
-            "cli.smoke_options\n"
-            "print(sorted(m for m in ('pulumi', 'torch', 'jax') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=60, cwd=Path(__file__).resolve().parents[2])
-    assert out.stdout.strip() == "[]"

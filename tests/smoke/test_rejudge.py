@@ -14,7 +14,7 @@ from typing import Any
 from smoke.cluster import launcher
 from smoke.cluster._rejudge import PoolPlan, rejudge
 from smoke.cluster.run import NodeOutcome, PoolReport, PoolStatus, RunReport
-from smoke.probes.expect import from_catalog
+from smoke.expectations import from_catalog
 from smoke.probes.results import HostReport, ProbeResult, Verdict
 
 A3 = PoolPlan(from_catalog("a3-highgpu-8g", "torch"), tier=3, cross_node=True,

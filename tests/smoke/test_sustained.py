@@ -24,9 +24,10 @@ from fleet.errors import InputError
 from fleet.inventory import Inventory
 from smoke import Verdict, run_local
 from smoke.cluster.workload import RenderOptions, render_run
+from smoke.expectations import from_catalog
 from smoke.probes._telemetry import DeviceTelemetry, open_telemetry
 from smoke.probes.backend import Device, Sizes, SustainedLoad
-from smoke.probes.expect import Expectation, from_catalog
+from smoke.probes.expect import Expectation
 from smoke.probes.sustain import judge_sustained, run_sustained
 from smoke.probes.verdict import SUSTAINED, TIERS, UNITS, threshold
 from tests.smoke.workload_stack import agent_of, arg_of, inventory, job_of, pod_of

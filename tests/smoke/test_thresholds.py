@@ -12,9 +12,10 @@ import math
 
 import pytest
 
+from smoke.expectations import from_catalog
 from smoke.probes._fabric import CrossNode
 from smoke.probes.backend import AllReduce, Sizes
-from smoke.probes.expect import Expectation, from_catalog
+from smoke.probes.expect import Expectation
 from smoke.probes.results import Verdict
 from smoke.probes.thresholds import BANDWIDTH_BYTES, MATMUL_N, fabric_threshold
 from smoke.probes.verdict import (

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from smoke.expectations import detect, from_catalog
 from smoke.probes.backend import AllReduce, Device, KnownAnswer
-from smoke.probes.expect import Expectation, detect, from_catalog
+from smoke.probes.expect import Expectation
 from smoke.probes.results import Verdict
 from smoke.probes.verdict import (
     MATMUL,

@@ -1,0 +1,95 @@
+"""What a host should have, resolved through the catalog: from `--expect` words, from a pool
+of the inventory, or guessed from device names. Outside the pod only (`smoke local`, the
+launcher): the in-pod agent is handed a ready `Expectation` and never loads the catalog."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from fleet.catalog._records import Accelerator
+from fleet.errors import InputError
+from smoke.probes.backend import Device
+from smoke.probes.expect import KIND_PATTERNS, Expectation, matches
+
+if TYPE_CHECKING:
+    from fleet.catalog import Shape
+    from fleet.inventory import InventoryPool
+
+
+def from_catalog(words: str, backend: str) -> Expectation:
+    """`--expect` words -> the catalog's shape; raises UnknownNameError with suggestions."""
+    from fleet.catalog import load_catalog
+
+    return _from_shape(load_catalog().resolve(words), backend, words)
+
+
+def _from_shape(shape: Shape, backend: str, words: str) -> Expectation:
+    acc = shape.accelerator
+    if shape.kind == "tpu" and backend != "jax":
+        raise InputError(f"{words!r} is a Cloud TPU, which only the JAX backend can drive",
+                         hint="run with --backend jax")
+    per_host = shape.jax_devices_per_host if backend == "jax" else shape.devices_per_host
+    share = acc.jax_devices_per_chip if backend == "jax" else 1
+    return Expectation(accelerator=acc, devices=per_host, memory_gib=acc.memory_gib / share,
+                       words=words, machine=shape.machine_type, chips=shape.devices_per_host,
+                       devices_per_chip=share)
+
+
+def for_pool(pool: InventoryPool, backend: str) -> Expectation:
+    """What every node of an inventory pool should show its agent: the pool's machine shape
+    (a TPU pool by generation and topology, so a slice's per-host chips are right)."""
+    from fleet.catalog import load_catalog
+
+    cat = load_catalog()
+    if pool.kind == "gpu":
+        return _from_shape(cat.resolve(pool.machine_type), backend, pool.machine_type)
+    shape = cat.resolve(pool.accelerator, topology=pool.topology,
+                        single_host=pool.hosts_per_slice == 1)
+    return _from_shape(shape, backend, f"{pool.accelerator} {pool.topology}")
+
+
+def detect(devices: Sequence[Device], backend: str) -> Expectation:
+    """Guess the accelerator from the first device's name (memory breaks ties, e.g. A100
+    40 GB vs 80 GB). The device count is not checked without `--expect`."""
+    if not devices or devices[0].platform == "cpu":
+        return Expectation()
+    from fleet.catalog import load_catalog
+
+    first = devices[0]
+    cat = load_catalog()
+    hits = [cat.accelerator(k) for k in KIND_PATTERNS if matches(k, first.kind)
+            and k in cat.accelerators]
+    if not hits:
+        return Expectation()
+    per = 1 if backend != "jax" else None
+
+    def per_device(acc: Accelerator) -> float:
+        return acc.memory_gib / (per or acc.jax_devices_per_chip)
+
+    mem = first.memory_gib
+    acc = min(hits, key=lambda a: abs(per_device(a) - mem) if mem else 0.0)
+    return Expectation(accelerator=acc, memory_gib=per_device(acc),
+                       devices_per_chip=per or acc.jax_devices_per_chip)
+
+
+def is_tpu(words: str) -> bool:
+    from fleet.catalog import load_catalog
+
+    return load_catalog().resolve(words).kind == "tpu"
+
+
+class _Catalog:
+    """`smoke.probes.expect.Resolver` through the catalog."""
+
+    def is_tpu(self, words: str) -> bool:
+        return is_tpu(words)
+
+    def from_catalog(self, words: str, backend: str) -> Expectation:
+        return from_catalog(words, backend)
+
+    def detect(self, devices: Sequence[Device], backend: str) -> Expectation:
+        return detect(devices, backend)
+
+
+CATALOG = _Catalog()
