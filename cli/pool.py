@@ -28,8 +28,8 @@ app = typer.Typer(rich_markup_mode="markdown", no_args_is_help=True,
 
 StackOpt = Annotated[Path | None, typer.Option(
     "--stack", metavar="FILE", show_default=False,
-    help="The stack file (default: $ACCELFLEET_STACK, $PULUMI_STACK, or the only stack "
-    "besides the example; writes never default to the example).")]
+    help="The stack file (default: $ACCELFLEET_STACK, $PULUMI_STACK, the selected Pulumi "
+    "stack, or the only stack besides the example; writes never default to the example).")]
 DryRun = Annotated[bool, typer.Option(
     "--dry-run", help="Show what the change does and the diff; write nothing.")]
 PatchOpt = Annotated[Path | None, typer.Option(
