@@ -28,8 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from fleet.catalog import Catalog
-from fleet.catalog._load import read_yaml
+from fleet.catalog import Catalog, read_yaml
 from fleet.errors import CatalogError
 from fleet.model import ResolvedPool
 

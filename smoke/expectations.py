@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from fleet.catalog._records import Accelerator
+from fleet.catalog.records import Accelerator
 from fleet.errors import InputError
 from smoke.probes.backend import Device
 from smoke.probes.expect import KIND_PATTERNS, Expectation, matches

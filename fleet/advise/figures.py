@@ -91,8 +91,7 @@ def _links(items: list[dict[str, Any]], key: str, value: str) -> dict[str, Link]
 @cache
 def advise_data() -> AdviseData:
     """fleet/catalog/data/advise.yaml, checked: every accelerator it names is in the catalog."""
-    from fleet.catalog import load_catalog
-    from fleet.catalog._load import read_yaml
+    from fleet.catalog import load_catalog, read_yaml
 
     raw = read_yaml("advise.yaml")
     eff = {kind: KindEfficiency(

@@ -328,7 +328,7 @@ def read_profile(path: Path) -> Workload:
 @cache
 def presets() -> dict[str, Preset]:
     """Every preset by name (the catalog's workloads.yaml), checked once per process."""
-    from fleet.catalog._load import read_yaml
+    from fleet.catalog import read_yaml
 
     out: dict[str, Preset] = {}
     for raw in read_yaml("workloads.yaml").get("presets") or []:

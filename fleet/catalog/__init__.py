@@ -43,7 +43,8 @@ from fleet.catalog._load import (
     load_tpus,
     read_yaml,
 )
-from fleet.catalog._records import (
+from fleet.catalog._zones import ZoneAnswer, ZoneOffers, load_zone_offers
+from fleet.catalog.records import (
     CLOUDS,
     HOURS_PER_MONTH,
     Accelerator,
@@ -62,7 +63,6 @@ from fleet.catalog._records import (
     Taint,
     TpuGeneration,
 )
-from fleet.catalog._zones import ZoneAnswer, ZoneOffers, load_zone_offers
 from fleet.errors import CatalogError, InputError, UnknownNameError, suggest
 
 __all__ = [
@@ -96,6 +96,7 @@ __all__ = [
     "ZoneOffers",
     "image_ref_problem",
     "load_catalog",
+    "read_yaml",
 ]
 
 _SLICE_BY_COUNT = re.compile(r"^(?P<gen>[a-z0-9-]+?)-(?P<count>\d+)$")

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from fleet.catalog._load import read_yaml
-from fleet.catalog._records import CLOUDS, Cloud
+from fleet.catalog import read_yaml
+from fleet.catalog.records import CLOUDS, Cloud
 from fleet.errors import CatalogError
 
 BoundKind = Literal["limit", "quota", "accelfleet"]

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Mapping
 from importlib import resources
 from typing import Any, TypeVar, cast
 
-from fleet.catalog._records import (
+from fleet.catalog.records import (
     CLOUDS,
     Accelerator,
     Cloud,

@@ -6,7 +6,7 @@ import re
 from functools import cache
 from math import prod
 
-from fleet.catalog._records import TpuGeneration
+from fleet.catalog.records import TpuGeneration
 
 _TOPOLOGY = re.compile(r"^\d+(x\d+){1,2}$")
 

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fleet.catalog._load import read_yaml
-from fleet.catalog._records import Cloud, Shape
+from fleet.catalog import read_yaml
+from fleet.catalog.records import Cloud, Shape
 from fleet.errors import CatalogError
 
 _GCP_SUFFIX = re.compile(r"^(?:[a-z]|ai\d+[a-z])$")

@@ -20,7 +20,7 @@ from importlib import resources
 # kubernetes, pydantic, ruamel and the rest of smoke), and the two fleet modules it reads.
 PROBES = "smoke.probes"
 FLEET_MODULES: tuple[tuple[str, str], ...] = (("fleet", "errors.py"),
-                                              ("fleet.catalog", "_records.py"))
+                                              ("fleet.catalog", "records.py"))
 _STUB = '"""accelfleet agent bundle: only the modules the in-pod agent imports."""\n'
 STUBS: dict[str, str] = {"fleet/__init__.py": _STUB, "fleet/catalog/__init__.py": _STUB}
 MOUNT_PATH = "/opt/accelfleet"

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from fleet.catalog._records import Accelerator
+from fleet.catalog.records import Accelerator
 from fleet.errors import InputError
 from smoke.probes.backend import Device
 

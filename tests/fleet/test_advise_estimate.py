@@ -133,7 +133,7 @@ def test_a_model_whose_activations_never_fit_is_excluded_with_the_reason() -> No
 
 
 def _profile(name: str) -> dict[str, Any]:
-    from fleet.catalog._load import read_yaml
+    from fleet.catalog import read_yaml
 
     raw = next(p for p in read_yaml("workloads.yaml")["presets"] if p["name"] == name)
     return copy.deepcopy(dict(raw["workload"]))
