@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from fleet.catalog import read_yaml
+from fleet.catalog._load import read_yaml
 from fleet.errors import CatalogError
 
 FILE = "hosts.yaml"

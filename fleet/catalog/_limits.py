@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from fleet.catalog import read_yaml
+from fleet.catalog._load import read_yaml
 from fleet.catalog.records import CLOUDS, Cloud
 from fleet.errors import CatalogError
 

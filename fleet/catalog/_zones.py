@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fleet.catalog import read_yaml
+from fleet.catalog._load import read_yaml
 from fleet.catalog.records import Cloud, Shape
 from fleet.errors import CatalogError
 
