@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from smoke.cluster.quarantine import Cap
+    from smoke.cluster.run import RunReport
     from smoke.cluster.session import SmokeRequest, SmokeResult
 
 app = typer.Typer(rich_markup_mode="markdown",
@@ -148,7 +149,7 @@ def local(
                          "paths for --junit, --html, --metrics and --history next time")
 
 
-class _LiveTable:
+class LiveTable:
     """The run on stderr: one row per pool (state, pods done, the latest detail), live while
     the pods run when stderr is a terminal."""
 
@@ -157,7 +158,7 @@ class _LiveTable:
         self._console = console
         self._live: Live | None = None
 
-    def __enter__(self) -> _LiveTable:
+    def __enter__(self) -> LiveTable:
         if self._console.is_terminal:
             from rich.live import Live
 
@@ -329,7 +330,7 @@ def run(
                        contexts=parse_contexts(context or []), junit=junit, out=out,
                        html=html, metrics=metrics, history=history,
                        record_history=not no_history)
-    result = run_smoke(request, progress=_LiveTable(Console(stderr=True)))
+    result = run_smoke(request, progress=LiveTable(Console(stderr=True)))
     show_run(result, as_json=as_json)
     _exit_as(result)
 
@@ -356,16 +357,22 @@ def show_run(result: SmokeResult, *, as_json: bool = False) -> None:
     show_drift(result.drifted)
 
 
-def _exit_as(result: SmokeResult) -> None:
-    """Exit 130 when interrupted, 1 when something failed, 2 when a file was not written."""
-    from fleet.errors import CheckFailed, InputError
-
-    report = result.report
+def exit_if_interrupted(report: RunReport) -> None:
+    """Exit 130 when the run was interrupted, saying that what it created is gone (or what
+    could not be deleted)."""
     if report.cancelled:
         typer.echo(f"interrupted: run {report.run_id} stopped; every object it created was "
                    "deleted" if not report.cleanup_errors else "; ".join(report.cleanup_errors),
                    err=True)
         raise typer.Exit(130)
+
+
+def _exit_as(result: SmokeResult) -> None:
+    """Exit 130 when interrupted, 1 when something failed, 2 when a file was not written."""
+    from fleet.errors import CheckFailed, InputError
+
+    report = result.report
+    exit_if_interrupted(report)
     if not result.ok:
         lines = result.problems()
         raise CheckFailed(f"{len(lines)} smoke check(s) failed in run {report.run_id}:\n  "
