@@ -5,6 +5,8 @@ torch and jax are imported only inside the command, by the chosen backend.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from smoke.cluster.quarantine import Cap
     from smoke.cluster.run import RunReport
     from smoke.cluster.session import SmokeRequest, SmokeResult
+    from smoke.probes.results import HostReport
 
 app = typer.Typer(rich_markup_mode="markdown",
                   help="Prove accelerators perform: run smoke probes here (local) or on every "
@@ -104,40 +107,23 @@ def local(
     Exit 0 when nothing failed (warnings are fine), 1 when a probe failed (each failure is
     named: device and probe), 2 for bad input or a missing backend package.
     """
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
     from cli._output import writable
+    from cli.smoke_options import show_drift
     from fleet.errors import CheckFailed, InputError
     from smoke import run_local
-    from smoke.reports.text import junit as junit_xml
-    from smoke.reports.text import summary, table
+    from smoke.reports.files import keep_host
 
     writable(junit)
     check_outputs(html, metrics, history, no_history)
-    err = Console(stderr=True)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  console=err, transient=True, disable=not err.is_terminal) as bar:
+    with _progress_bar() as bar:
         report = run_local(backend=backend.value, tier=tier, expect=expect,
-                           min_tflops=min_tflops, min_gbps=min_gbps, progress=_Bar(bar),
+                           min_tflops=min_tflops, min_gbps=min_gbps, progress=bar,
                            sustain_s=sustain_s)
-    if as_json:
-        typer.echo(report.to_json())
-    else:
-        from cli._output import console
-
-        out = console()
-        out.print(table(report, out.width))
-        out.print(summary(report), markup=False)  # reasons are text, never markup
-    from cli._output import save
-    from cli.smoke_options import keep
-    from smoke.cluster.launcher import new_run_id
-    from smoke.cluster.run import RunReport
-
-    unsaved = save(junit, junit_xml(report)) if junit is not None else None
-    kept = keep(RunReport.of_host(report, "l" + new_run_id()[1:]), kind="local", html=html,
-                metrics=metrics, history=history, no_history=no_history)
-    unsaved = "; ".join([unsaved, *kept] if unsaved else kept) or None
+    _show_host(report, as_json)
+    kept = keep_host(report, junit=junit, html=html, metrics=metrics, history=history,
+                     record_history=not no_history)
+    show_drift(kept.drifted)
+    unsaved = "; ".join(kept.problems) or None
     if not report.ok:
         names = ", ".join(f"{r.device} {r.probe}" for r in report.failures)
         raise CheckFailed(f"{len(report.failures)} smoke check(s) failed on {report.host}: "
@@ -147,6 +133,31 @@ def local(
     if unsaved:
         raise InputError(unsaved, hint="the results are printed above; choose writable "
                          "paths for --junit, --html, --metrics and --history next time")
+
+
+@contextmanager
+def _progress_bar() -> Iterator[_Bar]:
+    """A progress bar on stderr while the probes run (none when stderr is no terminal)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    err = Console(stderr=True)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  console=err, transient=True, disable=not err.is_terminal) as bar:
+        yield _Bar(bar)
+
+
+def _show_host(report: HostReport, as_json: bool) -> None:
+    """The host's JSON document, or its table and summary."""
+    if as_json:
+        typer.echo(report.to_json())
+        return
+    from cli._output import console
+    from smoke.reports.text import summary, table
+
+    out = console()
+    out.print(table(report, out.width))
+    out.print(summary(report), markup=False)  # reasons are text, never markup
 
 
 class LiveTable:

@@ -1,5 +1,6 @@
-"""Options the `accelfleet smoke` commands share, and what every run keeps afterwards: the
-HTML report, the OpenMetrics file and the history record."""
+"""Options the `accelfleet smoke` commands share, the check of their output paths before any
+work, and the words for what the history says drifted (what a run keeps afterwards is
+`smoke.reports.files`)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ import typer
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from smoke.cluster.quarantine import ActionReport
-    from smoke.cluster.run import RunReport
     from smoke.history import Trend
 
 StackArg = Annotated[Path | None, typer.Argument(
@@ -63,20 +62,6 @@ def check_outputs(html: Path | None, metrics: Path | None, history: Path | None,
         from smoke.history import default_path
 
         writable(history or default_path())
-
-
-def keep(run: RunReport, *, kind: str, html: Path | None, metrics: Path | None,
-         history: Path | None, no_history: bool,
-         quarantine: ActionReport | None = None) -> list[str]:
-    """Write the HTML report and metrics, append to the history, and print on stderr what the
-    history says drifted. Returns what could not be kept, in words (the results are shown
-    already, so nothing measured is lost)."""
-    from smoke.reports.files import keep as keep_files
-
-    kept = keep_files(run, kind=kind, html=html, metrics=metrics, history=history,
-                      record_history=not no_history, quarantine=quarantine)
-    show_drift(kept.drifted)
-    return list(kept.problems)
 
 
 def show_drift(drifted: Sequence[Trend]) -> None:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from smoke.cluster.quarantine import ActionReport
     from smoke.cluster.run import RunReport
     from smoke.history import Trend
+    from smoke.probes.results import HostReport
 
 
 @dataclass(frozen=True)
@@ -81,3 +82,17 @@ def keep(run: RunReport, *, kind: str, html: Path | None, metrics: Path | None,
         else:
             written.append(where)
     return Kept(tuple(written), tuple(problems), tuple(drifted))
+
+
+def keep_host(report: HostReport, *, junit: Path | None, html: Path | None,
+              metrics: Path | None, history: Path | None, record_history: bool = True) -> Kept:
+    """What `smoke local` keeps of one host's report: its JUnit XML, then (as a run of one
+    pool, `local`, of one node) the HTML report, the metrics and the history record."""
+    from smoke.cluster.launcher import new_run_id
+    from smoke.cluster.run import RunReport
+    from smoke.reports.text import junit as junit_xml
+
+    saved = save_all({junit: junit_xml(report)} if junit is not None else {})
+    kept = keep(RunReport.of_host(report, "l" + new_run_id()[1:]), kind="local", html=html,
+                metrics=metrics, history=history, record_history=record_history)
+    return Kept(saved.written + kept.written, saved.problems + kept.problems, kept.drifted)
