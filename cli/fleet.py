@@ -10,6 +10,7 @@ import typer
 from cli._args import StackArg, StackOpt, one_stack
 from cli._errors import command
 from cli._output import console, print_json, print_table
+from cli._typer import App
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from fleet.errors import Problem, SpecError
     from fleet.model import Fleet, ResolvedPool
 
-app = typer.Typer(rich_markup_mode="markdown",
+app = App(rich_markup_mode="markdown",
                   help="Validate and describe a stack's fleet.", no_args_is_help=True)
 
 def _row(p: ResolvedPool) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import typer
 from cli._args import StackArg, one_stack
 from cli._errors import command
 from cli._output import console, print_json, print_table
+from cli._typer import App
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from fleet.requests.request import Change
     from fleet.stack.edit import Edit
 
-app = typer.Typer(rich_markup_mode="markdown", no_args_is_help=True,
+app = App(rich_markup_mode="markdown", no_args_is_help=True,
                   help="Ask for accelerator pools, resize them and give them back: each a "
                   "change of the stack file checked against every rule and budget.")
 

@@ -15,6 +15,7 @@ import typer
 
 from cli._args import StackOpt, one_stack
 from cli._errors import command
+from cli._typer import App
 from cli.smoke_options import (
     ContextOpt,
     HistoryOpt,
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from smoke.cluster.session import SmokeRequest, SmokeResult
     from smoke.probes.results import HostReport
 
-app = typer.Typer(rich_markup_mode="markdown",
+app = App(rich_markup_mode="markdown",
                   help="Prove accelerators perform: run smoke probes here (local) or on every "
                   "node of a deployed fleet (run, render); act on the verdict (release, "
                   "status) and follow each node over time (history).", no_args_is_help=True)
