@@ -186,11 +186,14 @@ def _prove(name: str, path: Path, outputs: dict[str, Any], pools: list[str], *,
     """`smoke run` on `pools`, in this process, reaching the clusters through the outputs'
     kubeconfigs (kept in memory, never written); shown as `smoke run` shows it. Exit 130 when
     interrupted; a failed check, or a smoke that could not run, fails the command (exit 1)."""
+    import json
+
     from cli.smoke import exit_if_interrupted, show_run
     from fleet.errors import AccelfleetError, CheckFailed
     from smoke.cluster.session import SmokeRequest
 
-    request = SmokeRequest(stack_file=path, outputs=outputs, pools=pools, junit=junit, out=out)
+    plain = json.loads(json.dumps(outputs, default=str))  # as `pulumi stack output --json`
+    request = SmokeRequest(stack_file=path, outputs=plain, pools=pools, junit=junit, out=out)
     try:
         result = (smoke_runner or _smoke)(request)
     except AccelfleetError as exc:
