@@ -89,3 +89,29 @@ def test_a_stopped_run_is_cancelled_cleaned_up_and_keeps_no_history(
     assert result.quarantine is None
     assert (tmp_path / "smoke.xml").exists() and not (tmp_path / "h.sqlite").exists()
     assert_nothing_left(fake_cluster, result.report.run_id)
+
+
+def test_outputs_in_memory_reach_the_cluster_and_are_checked(
+        fake_cluster: Any, stack: Path, tmp_path: Path) -> None:  # noqa: F811
+    """What `accelfleet up` hands over: the stack's outputs as a mapping, no file holding the
+    kubeconfigs; outputs that are not an accelfleet stack's, or hide a kubeconfig, are
+    refused with what to do."""
+    from fleet import load_fleet
+    from fleet.errors import InputError
+    from fleet.inventory import build_inventory
+    from smoke.cluster.sources import load_source
+
+    nodes = add_pool_nodes(fake_cluster, "gpu-a", 3)
+    for node in nodes:
+        fake_cluster.set_node_output(node, _recorded(node, 800.0))
+    inventory = build_inventory(load_fleet(str(stack)), "fake").to_dict()
+    kc = fake_cluster.kubeconfig(tmp_path / "kc", context="c1").read_text(encoding="utf-8")
+    result = run_smoke(SmokeRequest(
+        outputs={"inventory": inventory, "kubeconfigs": {"c1": kc}}, pools=["gpu-a"],
+        kubeconfig=tmp_path / "missing", timeout_s=60, record_history=False))
+    assert result.ok, result.problems()
+    assert result.report.tested == 3 and result.written == ()
+    with pytest.raises(InputError, match="the stack's outputs have no `inventory` output"):
+        load_source(None, {"kubeconfigs": {"c1": kc}})
+    with pytest.raises(InputError, match="the stack's outputs: the kubeconfig of c1 is hidden"):
+        load_source(None, {"inventory": inventory, "kubeconfigs": {"c1": "[secret]"}})
