@@ -3,8 +3,6 @@ from the smoke history's measured figures where it has them, else from the datas
 
 from __future__ import annotations
 
-import statistics
-from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -18,9 +16,6 @@ if TYPE_CHECKING:
 
     from fleet.advise import Advice, Estimate, MeasuredFigures, Offer
     from fleet.catalog import Catalog
-    from smoke.history import Trend
-
-HISTORY_WINDOW = 10  # each node's last runs the measured medians are over
 
 
 @command
@@ -129,58 +124,15 @@ def _history(path: Path | None, off: bool
     is none to read (datasheet figures everywhere)."""
     if off:
         return None, None
-    from smoke.history import History, default_path
+    from smoke.measured import read_measured
 
-    where = path or default_path()
-    if path is None and not where.exists():
-        return None, None
-    with History.open(where, create=False) as h:
-        trends = h.trends(window=HISTORY_WINDOW)
-    return measured_medians(trends), str(where)
-
-
-def measured_medians(trends: list[Trend]) -> dict[str, MeasuredFigures]:
-    """Per accelerator: the median of its nodes' figures over their recent runs (each point a
-    node's median over its devices in one run), and how many runs they come from. Figures
-    of one backend only (torch's and JAX's are not one series): the backend with the most
-    runs of the accelerator."""
-    from fleet.advise import MeasuredFigures
-
-    by_backend: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for trend in trends:
-        if trend.probe == "matmul_tflops":
-            by_backend[(str(trend.accelerator).lower(), trend.backend)].update(
-                p.run_id for p in trend.points if p.value is not None)
-    chosen: dict[str, str] = {}
-    for (key, backend), got in sorted(by_backend.items()):
-        best = chosen.get(key)
-        if best is None or len(got) > len(by_backend[(key, best)]):
-            chosen[key] = backend
-    values: dict[tuple[str, str], list[float]] = defaultdict(list)
-    runs: dict[str, set[str]] = defaultdict(set)
-    for trend in trends:
-        key = str(trend.accelerator).lower()
-        if chosen.setdefault(key, trend.backend) != trend.backend:
-            continue
-        for point in trend.points:
-            if point.value is None:
-                continue
-            values[(key, trend.probe)].append(float(point.value))
-            if trend.probe == "matmul_tflops":
-                runs[key].add(point.run_id)
-
-    def median(key: str, probe: str) -> float | None:
-        got = values.get((key, probe))
-        return statistics.median(got) if got else None
-
-    keys = {k for k, _ in values}
-    return {k: MeasuredFigures(median(k, "matmul_tflops"), median(k, "memory_gbps"),
-                               len(runs[k]), median(k, "allreduce_busbw"))
-            for k in keys if median(k, "matmul_tflops") or median(k, "memory_gbps")}
+    return read_measured(path)
 
 
 def _document(result: Advice, shown: tuple[Estimate, ...], where: str | None,
               measured: dict[str, MeasuredFigures]) -> dict[str, Any]:
+    from smoke.measured import HISTORY_WINDOW
+
     return {
         "workload": result.workload.summary(),
         "candidates": [{"rank": i, **e.to_dict()} for i, e in enumerate(shown, 1)],
@@ -243,6 +195,7 @@ def _table(out: Console, result: Advice, shown: tuple[Estimate, ...], where: str
     from rich.table import Table
 
     from cli._output import print_table
+    from smoke.measured import HISTORY_WINDOW
 
     w = result.workload
     out.print(f"[bold]{escape(w.name)}[/bold]: {escape(_headline(result))}")

@@ -9,11 +9,12 @@ import typer
 
 from cli._errors import command
 from cli._output import console, num, print_json, print_table
+from cli._typer import App
 
 if TYPE_CHECKING:
     from fleet.catalog import Catalog, Shape
 
-app = typer.Typer(rich_markup_mode="markdown",
+app = App(rich_markup_mode="markdown",
                   help="Browse the accelerator catalog.", no_args_is_help=True)
 
 

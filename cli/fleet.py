@@ -10,14 +10,15 @@ import typer
 from cli._args import StackArg, StackOpt, one_stack
 from cli._errors import command
 from cli._output import console, print_json, print_table
+from cli._typer import App
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from fleet.errors import Problem, SpecError
-    from fleet.model import ResolvedPool
+    from fleet.model import Fleet, ResolvedPool
 
-app = typer.Typer(rich_markup_mode="markdown",
+app = App(rich_markup_mode="markdown",
                   help="Validate and describe a stack's fleet.", no_args_is_help=True)
 
 def _row(p: ResolvedPool) -> dict[str, Any]:
@@ -70,50 +71,65 @@ def validate(
     prices or the stack's own `prices:`; a pool with no price says "unpriced".
     """
     stack_file = one_stack(stack_file, stack)
-    from cli._costs import (
-        control_plane_words,
-        platform_pays,
-        pool_usd,
-        price_source,
-        team_words,
-    )
     from fleet import load_fleet
-    from fleet.model import PLATFORM_TEAM
 
     path = stack_path(stack_file)
-    if as_json:
-        from fleet.errors import EXIT_BAD_INPUT, InputError, SpecError
-
-        try:
-            fleet = load_fleet(str(path))
-        except SpecError as exc:
-            print_json(_invalid(str(path), exc))
-            raise typer.Exit(EXIT_BAD_INPUT) from None
-        except InputError as exc:  # the file itself: missing, not YAML, over a bound
-            print_json({"stack": str(path), "valid": False, "teams": None,
-                        "teams_note": "the stack file could not be read", "warnings": [],
-                        "problems": [{"where": "file", "section": None, "name": None,
-                                      "pool": None, "field": None, "value": None,
-                                      "message": exc.message, "accepted": [],
-                                      "fix": exc.hint}]})
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(EXIT_BAD_INPUT) from None
-    else:
-        fleet = load_fleet(str(path))
+    fleet = _load_as_json(path) if as_json else load_fleet(str(path))
     user = [_row(p) for p in fleet.pools]
     system = [_row(p) for p in fleet.system_pools]
-    rows = user + system
-    platform_usd, _ = fleet.team_monthly_usd(PLATFORM_TEAM)
-    teams = {t.name: t.summary() for t in fleet.team_costs()}
     if as_json:
-        print_json({"stack": str(path), "valid": True, "pools": user, "system_pools": system,
-                    "platform_monthly_usd": round(platform_usd, 2),
-                    "control_planes": [c.summary() for c in fleet.control_planes],
-                    "teams": list(teams.values()),
-                    "warnings": [w.render() for w in fleet.warnings]})
-        return
+        print_json(_document(str(path), fleet, user, system))
+    else:
+        _show(str(path), fleet, user, system)
+
+
+def _load_as_json(path: Path) -> Fleet:
+    """The fleet; an invalid stack or an unreadable file is printed as the `--json` document
+    (every problem named), then exits 2."""
+    from fleet import load_fleet
+    from fleet.errors import EXIT_BAD_INPUT, InputError, SpecError
+
+    try:
+        return load_fleet(str(path))
+    except SpecError as exc:
+        print_json(_invalid(str(path), exc))
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    except InputError as exc:  # the file itself: missing, not YAML, over a bound
+        print_json({"stack": str(path), "valid": False, "teams": None,
+                    "teams_note": "the stack file could not be read", "warnings": [],
+                    "problems": [{"where": "file", "section": None, "name": None,
+                                  "pool": None, "field": None, "value": None,
+                                  "message": exc.message, "accepted": [],
+                                  "fix": exc.hint}]})
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+
+
+def _document(path: str, fleet: Fleet, user: list[dict[str, Any]],
+              system: list[dict[str, Any]]) -> dict[str, Any]:
+    """A valid stack as `--json` reports it."""
+    from fleet.model import PLATFORM_TEAM
+
+    platform_usd, _ = fleet.team_monthly_usd(PLATFORM_TEAM)
+    return {"stack": path, "valid": True, "pools": user, "system_pools": system,
+            "platform_monthly_usd": round(platform_usd, 2),
+            "control_planes": [c.summary() for c in fleet.control_planes],
+            "teams": list({t.name: t.summary() for t in fleet.team_costs()}.values()),
+            "warnings": [w.render() for w in fleet.warnings]}
+
+
+def _show(path: str, fleet: Fleet, user: list[dict[str, Any]],
+          system: list[dict[str, Any]]) -> None:
+    """The pools' table, each team's costs, the control planes, what the platform pays, and
+    every warning."""
     from rich.table import Table
 
+    from cli._compact import COMPACT_MIN_WIDTH, compact_table
+    from cli._costs import control_plane_words, platform_pays, pool_usd, price_source, team_words
+    from fleet.model import PLATFORM_TEAM
+
+    rows = user + system
+    teams = {t.name: t.summary() for t in fleet.team_costs()}
     table = Table(title=f"{path}: {len(user)} pools and {len(system)} system pools, valid")
     for col in ("pool", "team", "cluster", "machine", "accelerator", "topology", "nodes",
                 "devices", "zones", "capacity", "fabric", "$/month", "price"):
@@ -126,8 +142,6 @@ def validate(
                       ",".join(r["zones"]) or "(account's, at deploy)", r["capacity"],
                       r["gpu_networking"] or "-", pool_usd(r),
                       price_source(r, r["region"], provenance=True))
-    from cli._compact import COMPACT_MIN_WIDTH, compact_table
-
     marks = [_warned(r, fleet.warnings) for r in rows]
     out = console()
     print_table(out, table, compact_table(str(table.title), rows, marks), COMPACT_MIN_WIDTH)

@@ -11,26 +11,9 @@ import typer
 
 from cli import advise, catalog, fleet, plan, pool, queue, smoke, up
 from cli._examples import add_examples
+from cli._typer import App
 
-
-def _flags_take_no_value() -> None:
-    """Typer shows a value type (`<bool>`) beside every flag, `--help` included; a flag takes no
-    value, so its help row shows none. Presentation only, idempotent."""
-    from typer.core import TyperOption
-
-    shown = TyperOption.display_type_rich
-    if getattr(shown, "accelfleet", False):
-        return
-
-    def display_type_rich(self: TyperOption, ctx: typer.Context) -> str | None:
-        return None if self.is_flag and self.metavar is None else shown(self, ctx)
-
-    display_type_rich.accelfleet = True  # type: ignore[attr-defined]
-    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign,assignment]
-
-
-_flags_take_no_value()
-app = typer.Typer(
+app = App(
     name="accelfleet",
     rich_markup_mode="markdown",  # docstrings and help wrap as paragraphs, `code` shows as code
     help="Accelerator fleets as code: declare TPU slices and GPU pools, build them with Pulumi, "

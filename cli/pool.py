@@ -15,6 +15,7 @@ import typer
 from cli._args import StackArg, one_stack
 from cli._errors import command
 from cli._output import console, print_json, print_table
+from cli._typer import App
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -22,14 +23,15 @@ if TYPE_CHECKING:
     from fleet.requests.request import Change
     from fleet.stack.edit import Edit
 
-app = typer.Typer(rich_markup_mode="markdown", no_args_is_help=True,
+app = App(rich_markup_mode="markdown", no_args_is_help=True,
                   help="Ask for accelerator pools, resize them and give them back: each a "
                   "change of the stack file checked against every rule and budget.")
 
 StackOpt = Annotated[Path | None, typer.Option(
     "--stack", metavar="FILE", show_default=False,
     help="The stack file (default: $ACCELFLEET_STACK, $PULUMI_STACK, the selected Pulumi "
-    "stack, or the only stack besides the example; writes never default to the example).")]
+    "stack, or the only stack besides the example). A write never goes to the example by "
+    "default.")]
 DryRun = Annotated[bool, typer.Option(
     "--dry-run", help="Show what the change does and the diff; write nothing.")]
 PatchOpt = Annotated[Path | None, typer.Option(

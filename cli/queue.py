@@ -9,11 +9,12 @@ import typer
 from cli._args import StackArg, StackOpt, one_stack
 from cli._errors import command
 from cli._output import console, print_json
+from cli._typer import App
 
 if TYPE_CHECKING:
     from fleet.routing import ClusterRouting, QueueFlavor, TeamQueue
 
-app = typer.Typer(rich_markup_mode="markdown", no_args_is_help=True,
+app = App(rich_markup_mode="markdown", no_args_is_help=True,
                   help="The Kueue queues of a stack: where each team's jobs go.")
 
 # Devices first: they are what a flavor is chosen for.

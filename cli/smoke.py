@@ -5,15 +5,17 @@ torch and jax are imported only inside the command, by the chosen backend.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from cli._args import StackOpt, one_stack
 from cli._errors import command
+from cli._typer import App
 from cli.smoke_options import (
     ContextOpt,
     HistoryOpt,
@@ -29,15 +31,17 @@ from cli.smoke_options import (
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.live import Live
     from rich.progress import Progress as RichProgress
     from rich.progress import TaskID
     from rich.table import Table
 
     from smoke.cluster.quarantine import Cap
-    from smoke.cluster.sources import RunSource
-    from smoke.cluster.workload import RenderedRun
+    from smoke.cluster.run import RunReport
+    from smoke.probes.results import HostReport
+    from smoke.session import SmokeRequest, SmokeResult
 
-app = typer.Typer(rich_markup_mode="markdown",
+app = App(rich_markup_mode="markdown",
                   help="Prove accelerators perform: run smoke probes here (local) or on every "
                   "node of a deployed fleet (run, render); act on the verdict (release, "
                   "status) and follow each node over time (history).", no_args_is_help=True)
@@ -104,40 +108,23 @@ def local(
     Exit 0 when nothing failed (warnings are fine), 1 when a probe failed (each failure is
     named: device and probe), 2 for bad input or a missing backend package.
     """
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
     from cli._output import writable
+    from cli.smoke_options import show_drift
     from fleet.errors import CheckFailed, InputError
     from smoke import run_local
-    from smoke.reports.text import junit as junit_xml
-    from smoke.reports.text import summary, table
+    from smoke.reports.files import keep_host
 
     writable(junit)
     check_outputs(html, metrics, history, no_history)
-    err = Console(stderr=True)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  console=err, transient=True, disable=not err.is_terminal) as bar:
+    with _progress_bar() as bar:
         report = run_local(backend=backend.value, tier=tier, expect=expect,
-                           min_tflops=min_tflops, min_gbps=min_gbps, progress=_Bar(bar),
+                           min_tflops=min_tflops, min_gbps=min_gbps, progress=bar,
                            sustain_s=sustain_s)
-    if as_json:
-        typer.echo(report.to_json())
-    else:
-        from cli._output import console
-
-        out = console()
-        out.print(table(report, out.width))
-        out.print(summary(report), markup=False)  # reasons are text, never markup
-    from cli._output import save
-    from cli.smoke_options import keep
-    from smoke.cluster.launcher import new_run_id
-    from smoke.cluster.run import RunReport
-
-    unsaved = save(junit, junit_xml(report)) if junit is not None else None
-    kept = keep(RunReport.of_host(report, "l" + new_run_id()[1:]), kind="local", html=html,
-                metrics=metrics, history=history, no_history=no_history)
-    unsaved = "; ".join([unsaved, *kept] if unsaved else kept) or None
+    _show_host(report, as_json)
+    kept = keep_host(report, junit=junit, html=html, metrics=metrics, history=history,
+                     record_history=not no_history)
+    show_drift(kept.drifted)
+    unsaved = "; ".join(kept.problems) or None
     if not report.ok:
         names = ", ".join(f"{r.device} {r.probe}" for r in report.failures)
         raise CheckFailed(f"{len(report.failures)} smoke check(s) failed on {report.host}: "
@@ -149,12 +136,54 @@ def local(
                          "paths for --junit, --html, --metrics and --history next time")
 
 
-class _LiveTable:
-    """The run on stderr: one row per pool (state, pods done, the latest detail)."""
+@contextmanager
+def _progress_bar() -> Iterator[_Bar]:
+    """A progress bar on stderr while the probes run (none when stderr is no terminal)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    err = Console(stderr=True)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  console=err, transient=True, disable=not err.is_terminal) as bar:
+        yield _Bar(bar)
+
+
+def _show_host(report: HostReport, as_json: bool) -> None:
+    """The host's JSON document, or its table and summary."""
+    if as_json:
+        typer.echo(report.to_json())
+        return
+    from cli._output import console
+    from smoke.reports.text import summary, table
+
+    out = console()
+    out.print(table(report, out.width))
+    out.print(summary(report), markup=False)  # reasons are text, never markup
+
+
+class LiveTable:
+    """The run on stderr: one row per pool (state, pods done, the latest detail), live while
+    the pods run when stderr is a terminal."""
 
     def __init__(self, console: Console) -> None:
         self._rows: dict[str, tuple[str, int, int, str]] = {}
         self._console = console
+        self._live: Live | None = None
+
+    def __enter__(self) -> LiveTable:
+        if self._console.is_terminal:
+            from rich.live import Live
+
+            self._live = Live(self, console=self._console, transient=False,
+                              refresh_per_second=4, redirect_stdout=False,
+                              redirect_stderr=False)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._live is not None:
+            self._live.__exit__(*exc)
+            self._live = None
 
     def update(self, pool: str, state: str, done: int, total: int, detail: str) -> None:
         self._rows[pool] = (state, done, total, detail)
@@ -205,31 +234,15 @@ ImageOpt = Annotated[list[str] | None, typer.Option(
     "for KEY (torch, torch-efa or jax). Repeatable.", show_default=False)]
 
 
-def _render(stack_file: Path | None, outputs: Path | None, pools: str | None, tier: int | None,
-            timeout_s: int | None, image: list[str] | None, run_id: str | None = None,
-            sustain_s: float | None = None, live: dict[str, int] | None = None,
-            ) -> tuple[RenderedRun, RunSource, int]:
-    """The run's manifests; `live` sizes GPU pools to the nodes they have now."""
-    import smoke.expectations as expect
-    from smoke.cluster.launcher import new_run_id
-    from smoke.cluster.sources import load_source
-    from smoke.cluster.workload import RenderOptions, render_run
+def _request(stack_file: Path | None, outputs: Path | None, pools: str | None,
+             tier: int | None, timeout_s: int | None, image: list[str] | None,
+             sustain_s: float | None, **more: Any) -> SmokeRequest:
+    """The run the options ask for; `more`: the rest of SmokeRequest's fields."""
+    from smoke.session import SmokeRequest
 
-    source = load_source(stack_file, outputs)
-    s = source.settings
-    timeout = timeout_s or s.timeout_s
-    options = RenderOptions(run_id=run_id or new_run_id(), namespace=s.namespace,
-                            tier=s.max_tier if tier is None else tier, timeout_s=timeout,
-                            images={**s.images, **_images(image or [])}, sustain_s=sustain_s)
-    inventory = source.inventory
-    if live:
-        from dataclasses import replace
-
-        inventory = replace(inventory, pools=tuple(
-            replace(p, nodes=live[p.name]) if p.name in live else p for p in inventory.pools))
-    run = render_run(inventory, options, pools=_pool_names(pools),
-                     expectation=expect.for_pool)
-    return run, source, timeout
+    return SmokeRequest(stack_file=stack_file, outputs=outputs, pools=_pool_names(pools),
+                        tier=tier, timeout_s=timeout_s, images=_images(image or []),
+                        sustain_s=sustain_s, **more)
 
 
 @app.command()
@@ -251,9 +264,10 @@ def render(
     review and for CI. Exit 0, or 2 for a bad stack or option."""
     stack_file = one_stack(stack_file, stack)
     from smoke.cluster.workload import write_manifests
+    from smoke.session import plan_run
 
-    run, _, _ = _render(stack_file, outputs, pools, tier, timeout_s, image, run_id="render",
-                        sustain_s=sustain_s)
+    run, _, _ = plan_run(_request(stack_file, outputs, pools, tier, timeout_s, image, sustain_s),
+                         run_id="render")
     if out is not None:
         paths = write_manifests(run, out)
         for w in run.pools:
@@ -314,100 +328,71 @@ def run(
     is deleted first).
     """
     stack_file = one_stack(stack_file, stack)
-    import signal
-    import threading
-
     from rich.console import Console
-    from rich.live import Live
 
     from cli._output import writable
-    from fleet.errors import CheckFailed, InputError
-    from smoke.cluster.access import connect, parse_contexts
-    from smoke.cluster.launcher import launch
-    from smoke.cluster.run import junit as junit_xml
-    from smoke.cluster.workload import write_manifests
+    from smoke.cluster.access import parse_contexts
+    from smoke.session import run_smoke
 
     writable(junit)
     writable(out, directory=True)
     check_outputs(html, metrics, history, no_history)
-    cap = _cap(quarantine, max_quarantine)
-    rendered, source, timeout = _render(stack_file, outputs, pools, tier, timeout_s, image,
-                                        sustain_s=sustain_s)
-    used = sorted({w.cluster for w in rendered.pools if w.kind != "skipped"})
-    clients = connect([source.clusters[c] for c in used], kubeconfig=kubeconfig,
-                      contexts=parse_contexts(context or []),
-                      outputs_kubeconfigs=source.kubeconfigs)
-    from smoke.cluster.live import live_pools
+    request = _request(stack_file, outputs, pools, tier, timeout_s, image, sustain_s,
+                       quarantine=_cap(quarantine, max_quarantine), kubeconfig=kubeconfig,
+                       contexts=parse_contexts(context or []), junit=junit, out=out,
+                       html=html, metrics=metrics, history=history,
+                       record_history=not no_history)
+    result = run_smoke(request, progress=LiveTable(Console(stderr=True)))
+    show_run(result, as_json=as_json)
+    _exit_as(result)
 
-    live = live_pools(rendered.pools, clients)
-    sizes = {name: lp.size for name, lp in live.items()}
-    if any(lp.size != lp.declared for lp in live.values()):
-        rendered, _, _ = _render(stack_file, outputs, pools, tier, timeout_s, image,
-                                 run_id=rendered.run_id, sustain_s=sustain_s, live=sizes)
-    if out is not None:
-        write_manifests(rendered, out / "manifests")
-    stop = threading.Event()
-    previous = {s: signal.signal(s, lambda *_: stop.set())
-                for s in (signal.SIGINT, signal.SIGTERM)}
-    err = Console(stderr=True)
-    live_table = _LiveTable(err)
-    try:
-        with Live(live_table, console=err, transient=False, refresh_per_second=4,
-                  redirect_stdout=False, redirect_stderr=False) if err.is_terminal else \
-                _Null():
-            report = launch(rendered, clients, stack=source.inventory.stack, timeout_s=timeout,
-                            stop=stop, display=live_table,
-                            notes={name: lp.checks() for name, lp in live.items()})
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-    taken = None
-    if cap is not None and not report.cancelled:
-        from smoke.cluster.quarantine import quarantine as take_out
 
-        taken = take_out(report, clients, pools={p.name: p for p in source.inventory.pools},
-                         cap=cap)
-    doc = json.dumps({**report.to_dict(), **({"quarantine": taken.to_dict()} if taken else {})},
-                     indent=2, sort_keys=True)
+def show_run(result: SmokeResult, *, as_json: bool = False) -> None:
+    """The run's table and summary (or its JSON document), what quarantine did, and what the
+    history says drifted."""
+    from cli.smoke_options import show_drift
+
+    lines = result.quarantine.lines() if result.quarantine else []
     if as_json:
-        typer.echo(doc)
-        for line in taken.lines() if taken else []:
+        typer.echo(result.to_json())
+        for line in lines:
             typer.echo(line, err=True)
     else:
         from cli._output import console
         from smoke.reports.text import run_summary, run_table
 
         c = console()
-        c.print(run_table(report))
-        c.print(run_summary(report), markup=False)  # pod reasons are text, never markup
-        for line in taken.lines() if taken else []:
+        c.print(run_table(result.report))
+        c.print(run_summary(result.report), markup=False)  # pod reasons are text, not markup
+        for line in lines:
             c.print(line, markup=False)
-    from cli._output import save
-    from cli.smoke_options import keep
+    show_drift(result.drifted)
 
-    files = {junit: junit_xml(report)} if junit is not None else {}
-    if out is not None:
-        files |= {out / "run.json": doc, out / "junit.xml": junit_xml(report)}
-    unsaved = [p for p in (save(path, text) for path, text in files.items()) if p]
-    if not report.cancelled:
-        unsaved += keep(report, kind="cluster", html=html, metrics=metrics, history=history,
-                        no_history=no_history, quarantine=taken)
+
+def exit_if_interrupted(report: RunReport) -> None:
+    """Exit 130 when the run was interrupted, saying that what it created is gone (or what
+    could not be deleted)."""
     if report.cancelled:
         typer.echo(f"interrupted: run {report.run_id} stopped; every object it created was "
                    "deleted" if not report.cleanup_errors else "; ".join(report.cleanup_errors),
                    err=True)
         raise typer.Exit(130)
-    if not report.ok or (taken is not None and not taken.ok):
-        lines = [f.line() for f in report.failures] + list(report.cleanup_errors) + unsaved
-        lines += [report.nothing_tested] if report.nothing_tested else []
-        if taken is not None:
-            lines += [a.line() for a in taken.of("error")] + [f"CAP {c}" for c in taken.capped]
+
+
+def _exit_as(result: SmokeResult) -> None:
+    """Exit 130 when interrupted, 1 when something failed, 2 when a file was not written."""
+    from fleet.errors import CheckFailed, InputError
+
+    report = result.report
+    exit_if_interrupted(report)
+    if not result.ok:
+        lines = result.problems()
         raise CheckFailed(f"{len(lines)} smoke check(s) failed in run {report.run_id}:\n  "
                           + "\n  ".join(lines[:50]), hint="read each reason above; rerun one "
                           "pool with --pools, or lower --tier to narrow it down")
-    if unsaved:
-        raise InputError("; ".join(unsaved), hint="the results are printed above; choose a "
-                         "writable path for --junit / --out next time")
+    if result.unsaved:
+        raise InputError("; ".join(result.unsaved), hint="the results are printed above; "
+                         "choose a writable path for --junit / --out next time")
 
 
 def _cap(quarantine: bool, max_quarantine: str | None) -> Cap | None:
@@ -418,14 +403,6 @@ def _cap(quarantine: bool, max_quarantine: str | None) -> Cap | None:
         raise InputError("--max-quarantine only applies with --quarantine",
                          hint="add --quarantine, or leave --max-quarantine out")
     return Cap.parse(max_quarantine or DEFAULT_CAP) if quarantine else None
-
-
-class _Null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 # The commands that act on a run's verdict and read the history live beside this module.

@@ -5,11 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cli._errors import command
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from smoke.history import Trend
 
 SPARKS = "▁▂▃▄▅▆▇█"
 SPARK_FLOOR = 0.7  # the sparkline's bottom, as a fraction of the series' top
@@ -72,9 +77,6 @@ def history(
 
     Exit 0; 2 for a missing or unreadable history.
     """
-    from rich.markup import escape
-    from rich.table import Table
-
     from cli._output import console, print_json, print_table
     from smoke.history import History, default_path
 
@@ -90,6 +92,17 @@ def history(
         out.print(f"no recorded run in {where} matches" if pool or node or accelerator
                   else f"no run recorded in {where} yet", markup=False)
         return
+    print_table(out, _trend_table(trends, where, last))
+    drifting = sum(1 for tr in trends if tr.drift)
+    if drifting:
+        out.print(f"{drifting} figure(s) drifting: below 0.9 of the node's own recent median")
+
+
+def _trend_table(trends: Sequence[Trend], where: Path, last: int) -> Table:
+    """One row per node and figure: its sparkline, last value, recent median, verdict."""
+    from rich.markup import escape
+    from rich.table import Table
+
     colour = {"pass": "green", "warn": "yellow", "fail": "bold red", "skipped": "dim"}
     t = Table(title=escape(f"accelfleet smoke history ({where}): last {last} runs per node"))
     for col, just in (("pool", "left"), ("node", "left"), ("figure", "left"),
@@ -97,13 +110,11 @@ def history(
                       ("change", "right"), ("runs", "right"), ("verdict", "left"),
                       ("note", "left")):
         t.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
-    drifting = 0
     for tr in trends:
         values = [p.value for p in tr.points]
         c = colour.get(tr.verdict, "white")
         change = f"{tr.change - 1:+.0%}" if tr.change is not None else "-"
         note = "drift: " + "; ".join(tr.drift) if tr.drift else ""
-        drifting += bool(tr.drift)
         last_v = f"{tr.last.value:,.4g} {tr.unit}" if tr.last.value is not None else "-"
         median = f"{tr.recent_median:,.4g}" if tr.recent_median is not None else "-"
         verdict = tr.verdict + (f" (was {tr.last.verdict})" if tr.verdict != tr.last.verdict
@@ -114,6 +125,4 @@ def history(
                   sparkline(values), escape(last_v),
                   median, change,
                   str(len(values)), f"[{c}]{verdict}[/{c}]", escape(note))
-    print_table(out, t)
-    if drifting:
-        out.print(f"{drifting} figure(s) drifting: below 0.9 of the node's own recent median")
+    return t

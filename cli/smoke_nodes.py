@@ -18,25 +18,6 @@ if TYPE_CHECKING:
     from smoke.cluster.sources import RunSource
 
 
-def _arguments_show_their_metavar() -> None:
-    """Typer shows a variadic argument's Python type (`<list[str]>`) beside its name; an
-    argument given a metavar (`NODE`) says it all. Presentation only, idempotent."""
-    from typer.core import TyperArgument
-
-    shown = TyperArgument.display_type_rich
-    if getattr(shown, "accelfleet", False):
-        return
-
-    def display_type_rich(self: TyperArgument, ctx: typer.Context) -> str | None:
-        return None if self.metavar is not None else shown(self, ctx)
-
-    display_type_rich.accelfleet = True  # type: ignore[attr-defined]
-    TyperArgument.display_type_rich = display_type_rich  # type: ignore[method-assign,assignment]
-
-
-_arguments_show_their_metavar()
-
-
 def _clients(stack_file: Path | None, outputs: Path | None, kubeconfig: Path | None,
              context: list[str] | None, clusters: list[str] | None = None
              ) -> tuple[RunSource, dict[str, ApiClient]]:

@@ -1,5 +1,6 @@
-"""Options the `accelfleet smoke` commands share, and what every run keeps afterwards: the
-HTML report, the OpenMetrics file and the history record."""
+"""Options the `accelfleet smoke` commands share, the check of their output paths before any
+work, and the words for what the history says drifted (what a run keeps afterwards is
+`smoke.reports.files`)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from smoke.cluster.quarantine import ActionReport
-    from smoke.cluster.run import RunReport
+    from collections.abc import Sequence
+
+    from smoke.history import Trend
 
 StackArg = Annotated[Path | None, typer.Argument(
     metavar="STACK_FILE",
@@ -62,38 +64,9 @@ def check_outputs(html: Path | None, metrics: Path | None, history: Path | None,
         writable(history or default_path())
 
 
-def keep(run: RunReport, *, kind: str, html: Path | None, metrics: Path | None,
-         history: Path | None, no_history: bool,
-         quarantine: ActionReport | None = None) -> list[str]:
-    """Write the HTML report and metrics, append to the history, and print on stderr what the
-    history says drifted. Returns what could not be kept, in words (the results are shown
-    already, so nothing measured is lost)."""
-    from cli._output import save
-    from fleet.errors import AccelfleetError
-
-    problems = []
-    if html is not None:
-        from smoke.reports.html import render_html
-
-        problem = save(html, render_html(run, quarantine=quarantine))
-        if problem:
-            problems.append(problem)
-    if metrics is not None:
-        from smoke.reports.metrics import write_metrics
-
-        problem = write_metrics(run, metrics)
-        if problem:
-            problems.append(problem)
-    if not no_history:
-        from smoke.history import default_path, record
-
-        try:
-            drifted = record(run, history or default_path(), kind=kind)
-        except AccelfleetError as exc:
-            problems.append(f"not recorded in the history: {exc.message}")
-        else:
-            for t in drifted:
-                typer.echo(f"DRIFT {t.pool} {t.node} {t.probe}: " + "; ".join(t.drift)
-                           + " (still judged by the catalog floor; `accelfleet smoke history "
-                           f"--node {t.node}` shows the trend)", err=True)
-    return problems
+def show_drift(drifted: Sequence[Trend]) -> None:
+    """What the history says drifted, one line each on stderr."""
+    for t in drifted:
+        typer.echo(f"DRIFT {t.pool} {t.node} {t.probe}: " + "; ".join(t.drift)
+                   + " (still judged by the catalog floor; `accelfleet smoke history "
+                   f"--node {t.node}` shows the trend)", err=True)

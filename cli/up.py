@@ -3,7 +3,7 @@ smoke on the pools that changed. Pulumi is imported only inside the commands."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -14,6 +14,7 @@ from cli._errors import command
 
 if TYPE_CHECKING:
     from components.engine.deploy import Engine
+    from smoke.session import SmokeRequest, SmokeResult
 
 StackArg = Annotated[Path | None, typer.Argument(
     metavar="STACK_FILE",
@@ -22,9 +23,9 @@ StackArg = Annotated[Path | None, typer.Argument(
 PolicyOpt = Annotated[bool, typer.Option(
     "--policy-pack", help="Run accelfleet's CrossGuard pack (policies/, needs the `policy` "
     "extra) with the engine.")]
-# Tests swap these: an engine that replays recorded events, a smoke runner that records argv.
+# Tests swap these: an engine that replays recorded events, a smoke run that records its request.
 engine_factory: Callable[[str, list[str]], Engine] | None = None
-smoke_runner: Callable[[Sequence[str]], int] | None = None
+smoke_runner: Callable[[SmokeRequest], SmokeResult] | None = None
 
 
 def _engine(stack: str, packs: list[str]) -> Engine:
@@ -130,20 +131,37 @@ def up(
     (pass --yes); 130 when interrupted.
     """
     stack_file = one_stack(stack_file, stack)
-    import json
-    import sys
-    import tempfile
-
     from cli._output import writable
-    from components.engine.deploy import changed_pools, engine_error, pools_to_smoke, smoke_argv
-    from fleet.errors import CheckFailed, InputError
+    from components.engine.deploy import changed_pools, pools_to_smoke
 
     pools_to_smoke(smoke, set(), [])  # the choice is checked before any work
     writable(junit)
     writable(out, directory=True)
     _cli_ready()
     path, name, plan = _stack(stack_file)
-    engine = _engine(name, _packs(policy_pack))
+    deployed = _deploy(_engine(name, _packs(policy_pack)), name, yes)
+    if deployed is None:
+        return
+    outputs, events = deployed
+    every = [str(p["name"]) for p in plan.get("pools") or []]
+    chosen = pools_to_smoke(smoke, changed_pools(events, plan), every)
+    if not chosen:
+        typer.echo("smoke: nothing to prove" + (" (--smoke none)" if smoke == "none" else
+                                                " (no pool changed)"))
+        return
+    typer.echo(f"smoke: {', '.join(chosen)}")
+    _prove(name, path, outputs, chosen, junit=junit, out=out)
+    typer.echo(f"stack {name}: deployed and proven ({len(chosen)} pool(s))")
+
+
+def _deploy(engine: Engine, name: str, yes: bool) -> tuple[dict[str, Any], list[Any]] | None:
+    """Preview, confirm (unless `yes`) and update: the stack's outputs and the engine's
+    events; None when the person said no."""
+    import sys
+
+    from components.engine.deploy import engine_error
+    from fleet.errors import InputError
+
     events: list[Any] = []
     try:
         counts = engine.preview(on_event=_printer([]), on_output=typer.echo)
@@ -154,33 +172,46 @@ def up(
                                  hint="pass --yes to deploy without asking (CI)")
             if not typer.confirm(f"deploy stack {name}?", default=False):
                 typer.echo("not deployed")
-                return
+                return None
         outputs = engine.up(on_event=_printer(events), on_output=typer.echo)
     except Exception as exc:
         if type(exc).__module__.startswith("pulumi.automation"):
             raise engine_error(exc) from None
         raise
-    every = [str(p["name"]) for p in plan.get("pools") or []]
-    chosen = pools_to_smoke(smoke, changed_pools(events, plan), every)
-    if not chosen:
-        typer.echo("smoke: nothing to prove" + (" (--smoke none)" if smoke == "none" else
-                                                " (no pool changed)"))
-        return
-    typer.echo(f"smoke: {', '.join(chosen)}")
-    with tempfile.TemporaryDirectory(prefix="accelfleet-up-") as tmp:
-        saved = Path(tmp) / "outputs.json"  # secrets (kubeconfigs): never left behind
-        saved.write_text(json.dumps(outputs, default=str), encoding="utf-8")
-        extra = [*(["--junit", str(junit)] if junit else []), *(["--out", str(out)] if out
-                                                                 else [])]
-        argv = smoke_argv(path, saved, chosen, extra)
-        code = (smoke_runner or _run)(argv)
-    if code != 0:
-        raise CheckFailed(f"smoke failed on stack {name} (exit {code})",
+    return outputs, events
+
+
+def _prove(name: str, path: Path, outputs: dict[str, Any], pools: list[str], *,
+           junit: Path | None, out: Path | None) -> None:
+    """`smoke run` on `pools`, in this process, reaching the clusters through the outputs'
+    kubeconfigs (kept in memory, never written); shown as `smoke run` shows it. Exit 130 when
+    interrupted; a failed check, or a smoke that could not run, fails the command (exit 1)."""
+    import json
+
+    from cli.smoke import exit_if_interrupted, show_run
+    from fleet.errors import AccelfleetError, CheckFailed
+    from smoke.session import SmokeRequest
+
+    plain = json.loads(json.dumps(outputs, default=str))  # as `pulumi stack output --json`
+    request = SmokeRequest(stack_file=path, outputs=plain, pools=pools, junit=junit, out=out)
+    try:
+        result = (smoke_runner or _smoke)(request)
+    except AccelfleetError as exc:
+        raise CheckFailed(f"smoke could not run on stack {name}: {exc.message}",
+                          hint=exc.hint) from None
+    show_run(result)
+    exit_if_interrupted(result.report)
+    problems = result.problems()
+    if problems:
+        raise CheckFailed(f"smoke failed on stack {name} ({len(problems)} problem(s)):\n  "
+                          + "\n  ".join(problems[:50]),
                           hint="the smoke report above names each failing node and probe")
-    typer.echo(f"stack {name}: deployed and proven ({len(chosen)} pool(s))")
 
 
-def _run(argv: Sequence[str]) -> int:
-    import subprocess
+def _smoke(request: SmokeRequest) -> SmokeResult:
+    from rich.console import Console
 
-    return subprocess.run(list(argv), check=False).returncode
+    from cli.smoke import LiveTable
+    from smoke.session import run_smoke
+
+    return run_smoke(request, progress=LiveTable(Console(stderr=True)))

@@ -3,8 +3,9 @@
 
 The engine's part needs the Pulumi CLI and credentials. What surrounds it is pure and tested
 here with recorded engine events: which pools a deployment touched (`changed_pools`, from the
-engine's resource events and the offline plan's parent tree), what the summary says, and the
-`accelfleet smoke run` command that proves them.
+engine's resource events and the offline plan's parent tree), what the summary says, and
+which of them `accelfleet up` proves (`pools_to_smoke`; the smoke run itself is the library call
+`smoke.session.run_smoke`, in the same process).
 
     >>> events = [EngineEvent.from_json(line) for line in recorded]  # or live, from on_event
     >>> changed_pools(events, plan_dict)   # {"h100-train", "v5p-slice"}
@@ -13,8 +14,7 @@ engine's resource events and the offline plan's parent tree), what the summary s
 from __future__ import annotations
 
 import shutil
-import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -125,16 +125,6 @@ def _cluster_of(key: str, parent: Mapping[str, str | None]) -> str | None:
             return name
         cur = parent.get(cur)
     return None
-
-
-def smoke_argv(stack_file: Path, outputs: Path, pools: Sequence[str] | None,
-               extra: Sequence[str] = ()) -> list[str]:
-    """`accelfleet smoke run` for these pools (None: every pool), as argv (never a shell)."""
-    argv = [sys.executable, "-m", "cli", "smoke", "run", str(stack_file),
-            "--outputs", str(outputs)]
-    if pools is not None:
-        argv += ["--pools", ",".join(sorted(pools))]
-    return [*argv, *extra]
 
 
 def pools_to_smoke(choice: str, changed: set[str], every: Iterable[str]) -> list[str]:

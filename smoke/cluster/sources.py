@@ -7,6 +7,7 @@ exports it) or from `--outputs`, a saved `pulumi stack output --json --show-secr
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,9 +50,20 @@ def _read_outputs(path: Path) -> dict[str, Any]:
     return data
 
 
-def load_source(stack_file: Path | None, outputs: Path | None) -> RunSource:
+def _outputs(outputs: Path | Mapping[str, Any]) -> tuple[Mapping[str, Any], str]:
+    """The outputs, and how errors name them."""
+    if isinstance(outputs, Path):
+        return _read_outputs(outputs), f"outputs file {outputs}"
+    if "inventory" not in outputs:
+        raise InputError("the stack's outputs have no `inventory` output",
+                         hint="these are not the outputs of an accelfleet stack")
+    return outputs, "the stack's outputs"
+
+
+def load_source(stack_file: Path | None, outputs: Path | Mapping[str, Any] | None) -> RunSource:
     """The run's facts from a stack file, an outputs file, or both (outputs' inventory wins:
-    it is what was deployed; the stack file adds the smoke settings and the clusters' places)."""
+    it is what was deployed; the stack file adds the smoke settings and the clusters' places).
+    `outputs` may be the outputs themselves, as the Automation API returns them."""
     from fleet import load_fleet
     from fleet.stack.choice import stack_to_read
     from fleet.stack.read import stack_name
@@ -80,18 +92,18 @@ def load_source(stack_file: Path | None, outputs: Path | None) -> RunSource:
         inventory = build_inventory(fleet, stack_name(stack_file))
     kubeconfigs: dict[str, str] = {}
     if outputs is not None:
-        data = _read_outputs(outputs)
+        data, label = _outputs(outputs)
         try:
             inventory = Inventory.from_dict(data["inventory"])
         except InputError as exc:
-            raise InputError(f"outputs file {outputs}: {exc.message}", hint=exc.hint) from None
+            raise InputError(f"{label}: {exc.message}", hint=exc.hint) from None
         raw = data.get("kubeconfigs") or {}
         if not isinstance(raw, dict):
-            raise InputError(f"outputs file {outputs}: `kubeconfigs` is not a mapping",
+            raise InputError(f"{label}: `kubeconfigs` is not a mapping",
                              hint="save the outputs with --show-secrets")
         for name, value in raw.items():
             if not isinstance(value, str) or value in ("[secret]", "<secret>"):
-                raise InputError(f"outputs file {outputs}: the kubeconfig of {name} is "
+                raise InputError(f"{label}: the kubeconfig of {name} is "
                                  "hidden", hint="save the outputs with `pulumi stack output "
                                  "--json --show-secrets`")
             kubeconfigs[str(name)] = value

@@ -200,3 +200,20 @@ def test_durations_read_as_people_read_them() -> None:
     assert duration(35 * 60) == "35 min"
     assert duration(18.3 * 3600) == "18.3 h"
     assert duration(30 * 86400) == "30.0 d"
+
+
+def test_the_medians_are_a_library_call(tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 22: advise's measured figures come from the smoke library, no CLI needed."""
+    from smoke.measured import read_measured
+
+    monkeypatch.setenv("ACCELFLEET_HISTORY", str(tmp_path / "absent.sqlite"))
+    assert read_measured(None) == (None, None)  # no default history yet: datasheet figures
+    path = tmp_path / "history.sqlite"
+    _history(path, 3)
+    _history(path, 2, backend="jax", scale=0.1, first=3)
+    figures, where = read_measured(path)
+    assert where == str(path) and figures is not None
+    h100 = figures["h100-80gb"]
+    assert h100.runs == 3 and h100.gbps == pytest.approx(2901.5)  # torch's series alone
+    assert h100.tflops == pytest.approx(701.5)

@@ -1,12 +1,14 @@
 """`accelfleet up` / `accelfleet preview` around the engine: no Pulumi CLI exists here, so the
 engine is a recording (real engine events, parsed by the Automation API's own EngineEvent) and
-the smoke run a recorder; what is real is everything accelfleet decides (which pools changed,
-confirmation, the smoke command, exit codes)."""
+the smoke run (the library call `smoke.session.run_smoke`, in this process) a recorder
+that answers with a recorded run; what is real is everything accelfleet decides (which pools
+changed, confirmation, the smoke request, what is shown, exit codes)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +17,12 @@ from typer.testing import CliRunner
 
 from cli import up as up_cli
 from cli.main import app
-from components.engine.deploy import changed_pools, smoke_argv, summary_of, urn_key
+from components.engine.deploy import changed_pools, summary_of, urn_key
+from fleet.errors import SetupError
 from fleet.stack.read import EXAMPLE_STACK
+from smoke.cluster.run import RunReport
+from smoke.session import SmokeRequest, SmokeResult
+from tests.smoke.recorded import BAD_NODE, recorded_run
 
 runner = CliRunner()
 EVENTS = (Path(__file__).parent.parent / "components" / "fixtures"
@@ -63,14 +69,19 @@ def engine(monkeypatch: pytest.MonkeyPatch) -> Iterator[Recording]:
     yield rec
 
 
-@pytest.fixture
-def smoke(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], dict[str, Any]]]:
-    seen: list[tuple[list[str], dict[str, Any]]] = []
+def passing_run() -> RunReport:
+    """The recorded run without its failing pool: two healthy v5p slices, an idle pool."""
+    run = recorded_run()
+    return replace(run, pools=tuple(p for p in run.pools if p.name != "h100-train"))
 
-    def run(argv: Sequence[str], code: int = 0) -> int:
-        outputs = Path(argv[argv.index("--outputs") + 1])
-        seen.append((list(argv), json.loads(outputs.read_text())))
-        return code
+
+@pytest.fixture
+def smoke(monkeypatch: pytest.MonkeyPatch) -> list[SmokeRequest]:
+    seen: list[SmokeRequest] = []
+
+    def run(request: SmokeRequest) -> SmokeResult:
+        seen.append(request)
+        return SmokeResult(passing_run())
 
     monkeypatch.setattr(up_cli, "smoke_runner", run)
     return seen
@@ -96,35 +107,83 @@ def test_urn_key() -> None:
         "gcp:container/nodePool:NodePool::x-pool"
 
 
-def test_up_smokes_the_changed_pools(engine: Recording, smoke: list[Any],
+def test_up_smokes_the_changed_pools(engine: Recording, smoke: list[SmokeRequest],
                                      tmp_path: Path) -> None:
     result = runner.invoke(app, ["up", str(EXAMPLE_STACK), "--yes",
                                  "--junit", str(tmp_path / "smoke.xml")])
     assert result.exit_code == 0, result.output
     assert engine.calls == ["preview", "up"]
     assert "preview of stack example: 1 to replace, 2 to update" in result.output
-    argv, outputs = smoke[0]
-    assert argv[1:5] == ["-m", "cli", "smoke", "run"]
-    assert argv[argv.index("--pools") + 1] == ",".join(CHANGED)
-    assert argv[argv.index("--junit") + 1] == str(tmp_path / "smoke.xml")
-    assert outputs["kubeconfigs"] == {"ml-gke": "apiVersion: v1"}
-    assert not Path(argv[argv.index("--outputs") + 1]).exists()  # secrets not left behind
+    [request] = smoke
+    assert request.stack_file is not None
+    assert request.stack_file.resolve() == EXAMPLE_STACK.resolve()
+    assert list(request.pools or []) == CHANGED
+    assert request.junit == tmp_path / "smoke.xml" and request.out is None
+    # the outputs, kubeconfigs included, are handed over in memory: no file holds the secrets
+    assert isinstance(request.outputs, dict)
+    assert request.outputs["kubeconfigs"] == {"ml-gke": "apiVersion: v1"}
+    assert request.record_history and request.quarantine is None  # as `smoke run` does
+    assert "v5p-ms" in result.output  # the smoke report is shown, as `smoke run` shows it
     assert "deployed and proven (4 pool(s))" in result.output
 
 
-def test_up_smoke_all_none_and_failure(engine: Recording, smoke: list[Any],
+def test_up_smoke_all_none_and_failure(engine: Recording, smoke: list[SmokeRequest],
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     every = sorted(p["name"] for p in json.loads(SNAPSHOT.read_text())["pools"])
     result = runner.invoke(app, ["up", "--yes", "--smoke", "all"])
     assert result.exit_code == 0, result.output
-    assert smoke[-1][0][smoke[-1][0].index("--pools") + 1] == ",".join(every)
+    assert list(smoke[-1].pools or []) == every
     count = len(smoke)
     none = runner.invoke(app, ["up", "--yes", "--smoke", "none"])
     assert none.exit_code == 0 and len(smoke) == count and "--smoke none" in none.output
-    monkeypatch.setattr(up_cli, "smoke_runner", lambda argv: 1)
+    monkeypatch.setattr(up_cli, "smoke_runner", lambda request: SmokeResult(recorded_run()))
     failed = runner.invoke(app, ["up", "--yes"])
-    assert failed.exit_code == 1
-    assert "smoke failed on stack example (exit 1)" in failed.output
+    assert failed.exit_code == 1, failed.output
+    assert "smoke failed on stack example" in failed.output
+    assert BAD_NODE in failed.output and "deployed and proven" not in failed.output
+
+
+def test_up_smoke_that_cannot_run_or_is_interrupted(engine: Recording,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    def unreachable(request: SmokeRequest) -> SmokeResult:
+        raise SetupError("cannot reach cluster ml-gke", hint="check the kubeconfig")
+
+    monkeypatch.setattr(up_cli, "smoke_runner", unreachable)
+    result = runner.invoke(app, ["up", "--yes"])
+    assert result.exit_code == 1, result.output  # deployed, not proven: the smoke failed
+    assert "smoke could not run on stack example: cannot reach cluster ml-gke" in result.output
+    assert "check the kubeconfig" in result.output
+    stopped = replace(passing_run(), cancelled=True)
+    monkeypatch.setattr(up_cli, "smoke_runner", lambda request: SmokeResult(stopped))
+    interrupted = runner.invoke(app, ["up", "--yes"])
+    assert interrupted.exit_code == 130, interrupted.output
+    assert "every object it created was deleted" in interrupted.output
+
+
+def test_up_runs_smoke_in_this_process(engine: Recording,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """No `accelfleet smoke run` subprocess: the library call, with the live table."""
+    import subprocess
+
+    import smoke.session as session
+
+    calls: list[tuple[SmokeRequest, object]] = []
+
+    def run_smoke(request: SmokeRequest, *, progress: object = None) -> SmokeResult:
+        calls.append((request, progress))
+        return SmokeResult(passing_run())
+
+    def no_subprocess(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("smoke ran as a subprocess")
+
+    monkeypatch.setattr(up_cli, "smoke_runner", None)
+    monkeypatch.setattr(session, "run_smoke", run_smoke)
+    monkeypatch.setattr(subprocess, "run", no_subprocess)
+    monkeypatch.setattr(subprocess, "Popen", no_subprocess)
+    result = runner.invoke(app, ["up", "--yes"])
+    assert result.exit_code == 0, result.output
+    [(request, progress)] = calls
+    assert list(request.pools or []) == CHANGED and hasattr(progress, "update")
 
 
 def test_up_without_a_terminal_needs_yes(engine: Recording, smoke: list[Any]) -> None:
@@ -163,11 +222,6 @@ def test_bad_stack_and_options_exit_2(engine: Recording, tmp_path: Path) -> None
     bad = runner.invoke(app, ["up", "--yes", "--smoke", "some"])
     assert bad.exit_code == 2 and "unknown --smoke" in bad.output
     assert engine.calls == []
-
-
-def test_smoke_argv_is_a_list() -> None:
-    argv = smoke_argv(Path("stacks/Pulumi.x.yaml"), Path("/t/o.json"), ["b", "a"])
-    assert argv[-2:] == ["--pools", "a,b"] and all(isinstance(a, str) for a in argv)
 
 
 def test_help() -> None:

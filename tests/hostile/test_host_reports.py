@@ -90,12 +90,13 @@ def test_openmetrics_parses_with_repeated_device_and_probe(run: RunReport) -> No
 
 
 def test_every_writer_keeps_the_run(run: RunReport, tmp_path: Path) -> None:
-    from cli.smoke_options import keep
     from smoke.history import History
+    from smoke.reports.files import keep
 
-    problems = keep(run, kind="local", html=tmp_path / "r.html", metrics=tmp_path / "m.prom",
-                    history=tmp_path / "h.sqlite", no_history=False)
-    assert problems == []
+    kept = keep(run, kind="local", html=tmp_path / "r.html", metrics=tmp_path / "m.prom",
+                history=tmp_path / "h.sqlite")
+    assert kept.problems == ()
+    assert set(kept.written) == {tmp_path / "r.html", tmp_path / "m.prom", tmp_path / "h.sqlite"}
     assert (tmp_path / "r.html").stat().st_size > 0 and (tmp_path / "m.prom").stat().st_size
     with History.open(tmp_path / "h.sqlite", create=False) as h:
         assert h.count() == (1, 5)
