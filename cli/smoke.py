@@ -26,6 +26,7 @@ from cli.smoke_options import (
     SustainOpt,
     check_outputs,
 )
+from fleet.labels import SMOKE_FAILED, SMOKE_KEY
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -291,7 +292,7 @@ def run(
         "submitted manifests.",
         show_default=False)] = None,
     quarantine: Annotated[bool, typer.Option(
-        "--quarantine", help="Cordon, taint (accelfleet.io/smoke=failed:NoSchedule), label "
+        "--quarantine", help=f"Cordon, taint ({SMOKE_KEY}={SMOKE_FAILED}:NoSchedule), label "
         "and annotate every node that failed, with an Event saying why; a TPU slice goes "
         "whole. Never on warn or skipped.")] = False,
     max_quarantine: Annotated[str | None, typer.Option(

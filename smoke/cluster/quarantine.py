@@ -34,19 +34,21 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from fleet.errors import InputError
+from fleet.labels import SMOKE_ANNOTATION_PREFIX, SMOKE_FAILED, SMOKE_KEY
 from smoke.cluster.access import with_retries
 from smoke.cluster.run import PoolReport, RunReport
 from smoke.probes.results import ProbeResult, Verdict
+from smoke.probes.verdict import POOL_OUTLIER_FAIL
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient, CoreV1Api
 
     from fleet.inventory import InventoryPool
 
-KEY = "accelfleet.io/smoke"  # the taint's and the label's key
-VALUE = "failed"
+KEY = SMOKE_KEY  # the taint's and the label's key
+VALUE = SMOKE_FAILED
 EFFECT = "NoSchedule"
-PREFIX = "accelfleet.io/smoke-"
+PREFIX = SMOKE_ANNOTATION_PREFIX
 UNDO = PREFIX + "undo"
 FIELDS = ("run", "pool", "cluster", "host", "probe", "device", "figure", "threshold", "reason",
           "since")
@@ -215,7 +217,7 @@ def threshold_of(r: ProbeResult) -> str:
     if d.get("min") is not None and r.measured is not None and r.measured < d["min"]:
         return f"--min {_num(d['min'])} {r.unit}"
     if r.probe.endswith("_vs_pool") and r.expected is not None:
-        return f"0.85 x peers' median {_num(r.expected)} {r.unit}"
+        return f"{POOL_OUTLIER_FAIL:g} x peers' median {_num(r.expected)} {r.unit}"
     if r.expected is not None:
         return f"expected {_num(r.expected)} {r.unit}".strip()
     return "-"

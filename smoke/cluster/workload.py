@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from fleet.catalog import image_ref_problem
 from fleet.errors import CatalogError, InputError, UnknownNameError
 from fleet.inventory import Inventory, InventoryPool
-from fleet.model import POOL_LABEL
+from fleet.labels import POOL_LABEL, RUN_LABEL
 from smoke.cluster._bundle import MOUNT_PATH, configmap_data
 from smoke.cluster._queue import through_kueue
 from smoke.cluster._templates import _render, dump_yaml
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
     from fleet.catalog import Catalog, Fabric, FabricDaemon, HostMount
     from smoke.probes.expect import Expectation
 
-RUN_LABEL = "accelfleet.io/run"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "accelfleet"}
 DEFAULT_NAMESPACE = "accelfleet-smoke"
 RENDEZVOUS_PORT = 29500  # + the pool's index among the rendered pools of its cluster

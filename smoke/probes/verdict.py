@@ -306,11 +306,13 @@ def judge_fabric(cross: CrossNode | None, expected_networks: Sequence[str] = (),
 
 
 # -- across the nodes of a pool ------------------------------------------------------------
+POOL_OUTLIER_FAIL = 0.85  # the one home of the pool-outlier limits: messages format these
+POOL_OUTLIER_WARN = 0.93
 POOL_OUTLIER = Threshold(
-    outlier_fail=0.85, outlier_warn=0.93,
-    source="a node below 0.85 of the median of its pool's other nodes fails (a node 20% slower "
-    "than its peers is the one bad node AWS's and Google's health checks hunt for), below "
-    "0.93 warns; the same ratios as the host outlier rule")
+    outlier_fail=POOL_OUTLIER_FAIL, outlier_warn=POOL_OUTLIER_WARN,
+    source=f"a node below {POOL_OUTLIER_FAIL:g} of the median of its pool's other nodes fails (a "
+    "node 20% slower than its peers is the one bad node AWS's and Google's health checks hunt "
+    f"for), below {POOL_OUTLIER_WARN:g} warns; the same ratios as the host outlier rule")
 
 
 def judge_pool_outliers(probe: str, by_node: Mapping[str, float]) -> list[tuple[str, ProbeResult]]:

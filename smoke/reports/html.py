@@ -65,7 +65,7 @@ class Group:
     height: float
     verdict: str
     note: str = ""
-    limit: float | None = None  # x of 0.85 x the peers' median
+    limit: float | None = None  # x of POOL_OUTLIER_FAIL x the peers' median
     limit_label: str = ""
 
 

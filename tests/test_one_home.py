@@ -1,0 +1,97 @@
+"""One home for each fact (issue 22): a fact spelled in one module, every other module
+importing it. Each test reads the packages' source and fails when a second spelling of its
+fact reappears outside the fact's home."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("fleet", "smoke", "cli", "components")
+
+
+def _sources(*packages: str) -> Iterator[tuple[str, ast.Module]]:
+    for package in packages:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            yield rel, ast.parse(path.read_text(), rel)
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                out.add(id(body[0].value))
+    return out
+
+
+def literals(*packages: str) -> Iterator[tuple[str, int, str]]:
+    """Every string constant in code (docstrings left out: prose may name a key), with its
+    file and line; an f-string's constant parts count."""
+    for rel, tree in _sources(*packages):
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    and id(node) not in docs):
+                yield rel, node.lineno, node.value
+
+
+def test_every_accelfleet_io_key_is_spelled_in_fleet_labels() -> None:
+    stray = [f"{rel}:{line}: {text!r}" for rel, line, text in literals(*PACKAGES)
+             if "accelfleet.io/" in text and rel != "fleet/labels.py"]
+    assert stray == [], "spell these with fleet.labels' names:\n" + "\n".join(stray)
+
+
+def test_gcp_resource_labels_are_spelled_in_fleet_labels() -> None:
+    stray = [f"{rel}:{line}: {text!r}" for rel, line, text in literals(*PACKAGES)
+             if text in {"accelfleet-pool", "accelfleet-team"} and rel != "fleet/labels.py"]
+    assert stray == [], "\n".join(stray)
+
+
+def test_labels_keep_their_spelling() -> None:
+    """What clusters already carry: a renamed key strands every labelled node."""
+    from fleet import labels as L
+    assert (L.POOL_LABEL, L.TEAM_LABEL, L.ACCELERATOR_LABEL, L.AMI_LABEL) == (
+        "accelfleet.io/pool", "accelfleet.io/team", "accelfleet.io/accelerator",
+        "accelfleet.io/ami")
+    assert (L.CLUSTER_TAG, L.ZONE_TAG, L.RUN_LABEL) == (
+        "accelfleet.io/cluster", "accelfleet.io/zone", "accelfleet.io/run")
+    assert f"{L.SMOKE_KEY}={L.SMOKE_FAILED}" == "accelfleet.io/smoke=failed"
+    assert L.SMOKE_ANNOTATION_PREFIX + "undo" == "accelfleet.io/smoke-undo"
+
+
+_LIMIT = re.compile(r"\b0\.(85|93)\b")
+
+
+def test_pool_outlier_limit_is_written_once() -> None:
+    """The pool-outlier limits live in smoke.probes.verdict (POOL_OUTLIER_*); the host
+    outlier defaults in smoke.probes.thresholds. Messages format the constants."""
+    homes = {"smoke/probes/verdict.py", "smoke/probes/thresholds.py"}
+    stray = [f"{rel}:{line}: {text!r}" for rel, line, text in literals("smoke", "cli")
+             if _LIMIT.search(text) and rel not in homes]
+    for package in ("smoke", "cli"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel in homes:
+                continue
+            for n, line in enumerate(path.read_text().splitlines(), 1):
+                code = line.split("#")[0]
+                if _LIMIT.search(code) or ("#" in line and "peers" in line and _LIMIT.search(line)):
+                    stray.append(f"{rel}:{n}: {line.strip()}")
+    assert stray == [], "\n".join(stray)
+
+
+def test_quarantine_names_the_limit_it_used() -> None:
+    from smoke.cluster.quarantine import threshold_of
+    from smoke.probes.results import ProbeResult, Verdict
+    from smoke.probes.verdict import POOL_OUTLIER, POOL_OUTLIER_FAIL
+    r = ProbeResult("host", "matmul_tflops_vs_pool", 2, Verdict.FAIL, "x", 600.0, 800.0,
+                    "TFLOP/s")
+    assert threshold_of(r) == f"{POOL_OUTLIER_FAIL:g} x peers' median 800 TFLOP/s"
+    assert POOL_OUTLIER.outlier_fail == POOL_OUTLIER_FAIL
+    assert f"below {POOL_OUTLIER_FAIL:g} of the median" in POOL_OUTLIER.source
