@@ -49,12 +49,13 @@ from smoke._history_schema import (
     columns_of,
 )
 from smoke.cluster.run import RunReport
+from smoke.probes.names import FIGURES, base_probe, pool_probe
 from smoke.probes.results import Verdict
 
 DEFAULT_PATH = Path(".accelfleet") / "history.sqlite"
 ENV = "ACCELFLEET_HISTORY"  # overrides the default path (tests, CI runners)
 BUSY_TIMEOUT_S = 30.0
-TREND_PROBES = ("matmul_tflops", "memory_gbps", "allreduce_busbw", "fabric_busbw")
+TREND_PROBES = FIGURES
 DRIFT_RATIO = 0.90  # below this fraction of its own recent median: drift
 DRIFT_RUNS = 5  # the recent median is over at most this many previous runs ...
 DRIFT_MIN_RUNS = 3  # ... and needs at least this many
@@ -402,7 +403,7 @@ class History:
                accelerator: Sequence[str] = (), window: int = DEFAULT_WINDOW) -> list[Trend]:
         """Per node and figure, its last `window` runs; filters combine (AND). `accelerator`
         lists the spellings to match (a catalog key and the words the user gave)."""
-        probes = [*TREND_PROBES, *(f"{p}_vs_pool" for p in TREND_PROBES)]
+        probes = [*TREND_PROBES, *(pool_probe(p) for p in TREND_PROBES)]
         where = [f"r.probe IN ({', '.join('?' * len(probes))})"]
         args: list[Any] = list(probes)
         if pool:
@@ -437,7 +438,7 @@ class History:
                                  f"(run {run_id!r}, probe {probe!r}: a value of the wrong "
                                  "type)", hint="it was written by something other than "
                                  "accelfleet: move it aside, or pass another --history PATH")
-            base = probe.removesuffix("_vs_pool")
+            base = base_probe(probe)
             # one series per backend and device kind: a CPU run is not the GPU's series,
             # and torch's figures are not JAX's
             key = (cluster, pool_, node_, base, be, acc)

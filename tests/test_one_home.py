@@ -95,3 +95,32 @@ def test_quarantine_names_the_limit_it_used() -> None:
     assert threshold_of(r) == f"{POOL_OUTLIER_FAIL:g} x peers' median 800 TFLOP/s"
     assert POOL_OUTLIER.outlier_fail == POOL_OUTLIER_FAIL
     assert f"below {POOL_OUTLIER_FAIL:g} of the median" in POOL_OUTLIER.source
+
+
+# literals equal to a probe name that are not that probe: (file, text) -> what they are
+_NOT_PROBES = {("smoke/cluster/sources.py", "inventory"): "the stack's `inventory` output",
+               ("cli/catalog.py", "memory_gbps"): "the catalog's accelerator field"}
+
+
+def test_every_probe_name_comes_from_the_registry() -> None:
+    """The agent, runner, verdicts, launcher, re-judging, reports, metrics and history spell a
+    probe name only through smoke.probes.names."""
+    from smoke.probes import names as P
+    stray = [f"{rel}:{line}: {text!r}" for rel, line, text in literals("smoke", "cli")
+             if rel != "smoke/probes/names.py" and (rel, text) not in _NOT_PROBES
+             and (text in P.AGENT_PROBES or P.POOL_SUFFIX in text)]
+    assert stray == [], "take these from smoke.probes.names:\n" + "\n".join(stray)
+
+
+def test_the_registry_keeps_the_stored_spellings() -> None:
+    """Run documents, JUnit files and history databases hold these names."""
+    from smoke.probes import names as P
+    from smoke.probes import thresholds as T
+    from smoke.probes import verdict as V
+    assert P.AGENT_PROBES == ("inventory", "known_answer", "psum", "matmul_tflops",
+                              "memory_gbps", "sustained_tflops", "allreduce_busbw",
+                              "fabric_busbw")
+    assert P.pool_probe(P.MATMUL) == "matmul_tflops_vs_pool"
+    assert P.base_probe(P.pool_probe(P.FABRIC)) == P.FABRIC and P.is_pool_probe("x_vs_pool")
+    assert set(V.UNITS) == set(V.TIERS) == set(P.AGENT_PROBES)
+    assert (T.MATMUL, V.MATMUL, V.FABRIC) == (P.MATMUL, P.MATMUL, P.FABRIC)

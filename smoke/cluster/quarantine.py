@@ -37,6 +37,7 @@ from fleet.errors import InputError
 from fleet.labels import SMOKE_ANNOTATION_PREFIX, SMOKE_FAILED, SMOKE_KEY
 from smoke.cluster.access import with_retries
 from smoke.cluster.run import PoolReport, RunReport
+from smoke.probes import names as P
 from smoke.probes.results import ProbeResult, Verdict
 from smoke.probes.verdict import POOL_OUTLIER_FAIL
 
@@ -55,7 +56,7 @@ FIELDS = ("run", "pool", "cluster", "host", "probe", "device", "figure", "thresh
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"  # a multi-host TPU slice is one node pool
 EVENT_NAMESPACE = "default"  # where events about cluster-scoped objects live
 COMPONENT = "accelfleet-smoke"
-FABRIC = "fabric_busbw"  # the pool-wide collective: names no node
+FABRIC = P.FABRIC  # the pool-wide collective: names no node
 DEFAULT_CAP = "10%"
 REQUEST_TIMEOUT_S = (5.0, 30.0)
 CONFLICT_RETRIES = 5
@@ -216,7 +217,7 @@ def threshold_of(r: ProbeResult) -> str:
         return f"floor {_num(d['floor'])} {r.unit}"
     if d.get("min") is not None and r.measured is not None and r.measured < d["min"]:
         return f"--min {_num(d['min'])} {r.unit}"
-    if r.probe.endswith("_vs_pool") and r.expected is not None:
+    if P.is_pool_probe(r.probe) and r.expected is not None:
         return f"{POOL_OUTLIER_FAIL:g} x peers' median {_num(r.expected)} {r.unit}"
     if r.expected is not None:
         return f"expected {_num(r.expected)} {r.unit}".strip()

@@ -20,11 +20,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from smoke.probes.names import POD as POD  # the launcher's checks' probe names
+from smoke.probes.names import REPORT as REPORT
+from smoke.probes.names import WORKLOAD as WORKLOAD
 from smoke.probes.results import HostReport, ProbeResult, Verdict
 
 RUN_KIND = "accelfleet.smoke/run"
 RUN_SCHEMA_VERSION = 1
-POD, WORKLOAD, REPORT = "pod", "workload", "report"  # probe names of the launcher's checks
 
 
 class PoolStatus(StrEnum):

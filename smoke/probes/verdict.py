@@ -26,6 +26,17 @@ from smoke.probes import thresholds as _th
 from smoke.probes._fabric import CrossNode
 from smoke.probes.backend import AllReduce, Device, KnownAnswer
 from smoke.probes.expect import Expectation, matches
+
+# the probe names' home is smoke.probes.names; re-exported here, where they are judged
+from smoke.probes.names import ALLREDUCE as ALLREDUCE
+from smoke.probes.names import FABRIC as FABRIC
+from smoke.probes.names import INVENTORY as INVENTORY
+from smoke.probes.names import KNOWN_ANSWER as KNOWN_ANSWER
+from smoke.probes.names import MATMUL as MATMUL
+from smoke.probes.names import MEMORY as MEMORY
+from smoke.probes.names import PSUM as PSUM
+from smoke.probes.names import SUSTAINED as SUSTAINED
+from smoke.probes.names import pool_probe
 from smoke.probes.nccl_log import Expect as FabricExpect
 from smoke.probes.nccl_log import base_name as base_network
 from smoke.probes.nccl_log import judge_ranks as judge_nccl_ranks
@@ -36,10 +47,6 @@ from smoke.probes.thresholds import Threshold as Threshold
 THRESHOLDS_VERSION = "2026-11-24.1"
 
 T0, T1, T2, T3 = 0, 1, 2, 3
-INVENTORY, KNOWN_ANSWER, PSUM = "inventory", "known_answer", "psum"
-MATMUL, MEMORY, ALLREDUCE = _th.MATMUL, _th.MEMORY, _th.ALLREDUCE
-FABRIC = _th.FABRIC  # T3 across the nodes of a pool
-SUSTAINED = _th.SUSTAINED  # T2: the matmul on every device at once, for a window
 UNITS = {INVENTORY: "GiB", KNOWN_ANSWER: "rel err", PSUM: "sum", MATMUL: "TFLOP/s",
          MEMORY: "GB/s", ALLREDUCE: "GB/s", FABRIC: "GB/s", SUSTAINED: "TFLOP/s"}
 TIERS = {INVENTORY: T0, KNOWN_ANSWER: T1, PSUM: T1, MATMUL: T2, MEMORY: T2, ALLREDUCE: T3,
@@ -335,7 +342,7 @@ def judge_pool_outliers(probe: str, by_node: Mapping[str, float]) -> list[tuple[
         verdict = Verdict.FAIL if ratio < th.outlier_fail else Verdict.WARN
         limit = th.outlier_fail if verdict is Verdict.FAIL else th.outlier_warn
         out.append((node, ProbeResult(
-            HOST, f"{probe}_vs_pool", TIERS[probe], verdict,
+            HOST, pool_probe(probe), TIERS[probe], verdict,
             f"node outlier: {value:,.4g} {UNITS[probe]} is {ratio:.2f} of its peers' median "
             f"{peers:,.4g} (< {limit:g})", value, peers, UNITS[probe],
             details={"ratio": ratio, "threshold_source": th.source})))

@@ -21,14 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 from smoke.cluster.quarantine import figure, threshold_of
 from smoke.cluster.run import PoolReport, RunReport
+from smoke.probes import names as P
 from smoke.probes.results import ProbeResult, Verdict
 from smoke.reports.text import missing_cause, nccl_used, number
 
 if TYPE_CHECKING:
     from smoke.cluster.quarantine import ActionReport
 
-CHART_PROBES = (("matmul_tflops", "bf16 matmul", "TFLOP/s"),
-                ("memory_gbps", "memory bandwidth", "GB/s"))
+CHART_PROBES = ((P.MATMUL, "bf16 matmul", "TFLOP/s"),
+                (P.MEMORY, "memory bandwidth", "GB/s"))
 WIDTH, LEFT, RIGHT, TOP, ROW, GAP = 960, 250, 120, 34, 17, 8  # chart geometry, px
 COLOURS = {"pass": "#2e7d32", "warn": "#e0a000", "fail": "#c62828", "skipped": "#9e9e9e"}
 
@@ -158,7 +159,7 @@ def _chart(pool: PoolReport, rows: dict[str, list[ProbeResult]], probe: str, tit
         return round(plot * v / top, 1)
 
     verdicts = {n: _worst(r.verdict for r in rows[n]).value for n in order}
-    outliers = {n: r for n in order for r in rows[n] if r.probe == f"{probe}_vs_pool"
+    outliers = {n: r for n in order for r in rows[n] if r.probe == P.pool_probe(probe)
                 and r.verdict in (Verdict.FAIL, Verdict.WARN)}
     out_rows: list[Row] = []
     groups: list[Group] = []
@@ -235,9 +236,9 @@ def _pool_view(pool: PoolReport) -> PoolView:
             why = "; ".join(f"{r.device} {r.probe}: {r.reason}" for r in rs
                             if r.verdict is Verdict.WARN)
         s = slices.get(n)
-        nodes.append(NodeView(n, worst.value, _median(rs, "matmul_tflops"),
-                              _median(rs, "memory_gbps"), _median(rs, "allreduce_busbw"),
-                              _median(rs, "fabric_busbw"), why,
+        nodes.append(NodeView(n, worst.value, _median(rs, P.MATMUL),
+                              _median(rs, P.MEMORY), _median(rs, P.ALLREDUCE),
+                              _median(rs, P.FABRIC), why,
                               "" if s is None else str(s), nccl_used(rs)))
     charts = [c for probe, title, unit in CHART_PROBES
               if (c := _chart(pool, rows, probe, title, unit)) is not None]
@@ -253,7 +254,7 @@ def _pool_view(pool: PoolReport) -> PoolView:
 
 def _fabric(rows: dict[str, list[ProbeResult]]) -> tuple[str, str]:
     """The pool-wide collective, as every node saw it: bus bandwidth and transports."""
-    seen = [r for rs in rows.values() for r in rs if r.probe == "fabric_busbw"]
+    seen = [r for rs in rows.values() for r in rs if r.probe == P.FABRIC]
     if not seen:
         return "", ""
     worst = _worst(r.verdict for r in seen)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from smoke.cluster.run import Failure, RunReport, xml_safe
+from smoke.probes import names as P
 from smoke.probes.results import HostReport, ProbeResult, Verdict
 
 if TYPE_CHECKING:
@@ -217,7 +218,7 @@ def run_table(run: RunReport) -> Table:
             why = "; ".join(f"{r.device} {r.probe}: {r.reason}" for r in rows
                             if r.verdict is Verdict.FAIL) or ("no report" if not rows else "")
             t.add_row(_text(pool.name), _text(n.node or n.pod), pool.status.value,
-                      fig("matmul_tflops"), fig("memory_gbps"), fig("fabric_busbw"),
+                      fig(P.MATMUL), fig(P.MEMORY), fig(P.FABRIC),
                       _text(nccl_used(rows) or "-"), f"[{STYLE[worst]}]{worst.value}[/]",
                       _text(why))
         for c in pool.checks:
