@@ -50,7 +50,7 @@ from smoke._history_schema import (
 )
 from smoke.cluster.run import RunReport
 from smoke.probes.names import FIGURES, base_probe, pool_probe
-from smoke.probes.results import Verdict
+from smoke.probes.results import Verdict, median_figure, worst
 
 DEFAULT_PATH = Path(".accelfleet") / "history.sqlite"
 ENV = "ACCELFLEET_HISTORY"  # overrides the default path (tests, CI runners)
@@ -153,8 +153,8 @@ class _Series:
             measured: float | None, verdict: str) -> None:
         self.runs[seq] = (run_id, when)
         old = self.verdicts.get(seq)
-        if old is None or Verdict(verdict).rank > Verdict(old).rank:
-            self.verdicts[seq] = verdict
+        self.verdicts[seq] = verdict if old is None else worst(
+            (Verdict(old), Verdict(verdict)), default=Verdict.SKIPPED).value
         if probe != self.probe:  # the pool-outlier check: its verdict counts, not its figure
             return
         self.unit = self.unit or unit
@@ -164,8 +164,7 @@ class _Series:
 
     def trend(self) -> Trend:
         seqs = sorted(self.runs)
-        node_values = [statistics.median(self.values[s]) if s in self.values else None
-                       for s in seqs]
+        node_values = [median_figure(self.values.get(s, ())) for s in seqs]
         points = tuple(Point(self.runs[s][0], self.runs[s][1], v, self.verdicts[s])
                        for s, v in zip(seqs, node_values, strict=True))
         before = [v for v in node_values[:-1] if v is not None][-DRIFT_RUNS:]

@@ -124,3 +124,66 @@ def test_the_registry_keeps_the_stored_spellings() -> None:
     assert P.base_probe(P.pool_probe(P.FABRIC)) == P.FABRIC and P.is_pool_probe("x_vs_pool")
     assert set(V.UNITS) == set(V.TIERS) == set(P.AGENT_PROBES)
     assert (T.MATMUL, V.MATMUL, V.FABRIC) == (P.MATMUL, P.MATMUL, P.FABRIC)
+
+
+_RANK_MAX = re.compile(r"max\(.*key=lambda \w+: \w+(\[0\])?\.rank")
+
+
+def test_worst_verdict_is_computed_in_one_place() -> None:
+    """smoke.probes.results.worst (and verdict.worst_check for (verdict, reason) pairs); no
+    second `max(..., key=...rank)` elsewhere."""
+    stray = []
+    for package in ("smoke", "cli"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel == "smoke/probes/results.py":
+                continue
+            stray += [f"{rel}:{n}: {line.strip()}"
+                      for n, line in enumerate(path.read_text().splitlines(), 1)
+                      if _RANK_MAX.search(line)]
+    assert stray == [], "\n".join(stray)
+
+
+def _eight_gpu_run() -> object:
+    from smoke.cluster.run import NodeOutcome, PoolReport, PoolStatus, RunReport
+    from smoke.probes.names import MATMUL
+    from smoke.probes.results import HostReport, ProbeResult, Verdict
+
+    def host(name: str, figures: list[float]) -> NodeOutcome:
+        rs = tuple(ProbeResult(f"cuda{i}", MATMUL, 2, Verdict.PASS, "ok", v, 989.0, "TFLOP/s")
+                   for i, v in enumerate(figures))
+        return NodeOutcome(0, f"pod-{name}", name, report=HostReport(
+            host=name, backend="torch", platform="gpu", versions={}, tier=2, results=rs))
+
+    # 8 GPUs, one reading 0: the middle two are 680 and 700, so the node's median is 690
+    a = host("n1", [600.0, 650.0, 680.0, 700.0, 720.0, 730.0, 740.0, 0.0])
+    b = host("n2", [800.0] * 8)
+    c = host("n3", [800.0] * 8)
+    pool = PoolReport(name="p", cluster="c1", accelerator="h100-80gb", workload="job",
+                      expected_pods=3, status=PoolStatus.DONE, nodes=(a, b, c))
+    return RunReport(run_id="r1", stack="s", started_at="", duration_s=1.0,
+                     thresholds_version="t", agent_digest="d", pools=(pool,))
+
+
+def test_text_html_and_the_pool_check_agree_on_a_nodes_median() -> None:
+    """Before, the text table took the upper middle of the non-zero figures (700 here), the
+    HTML report and the pool-outlier check the median of all of them (690)."""
+    from rich.console import Console
+
+    from smoke.cluster._rejudge import pool_outliers
+    from smoke.probes.names import MATMUL
+    from smoke.probes.results import node_median
+    from smoke.reports.html import context
+    from smoke.reports.text import run_table
+
+    run = _eight_gpu_run()
+    n1 = run.pools[0].nodes[0]  # type: ignore[attr-defined]
+    assert node_median(n1.report.results, MATMUL) == 690.0
+    out = Console(width=300, record=True)
+    out.print(run_table(run))  # type: ignore[arg-type]
+    row = next(line for line in out.export_text().splitlines() if " n1 " in line)
+    assert " 690 " in row, row
+    view = context(run)["pools"][0]  # type: ignore[arg-type]
+    assert next(n.tflops for n in view.nodes if n.name == "n1") == "690"
+    (check,) = [c for c in pool_outliers(run.pools[0].nodes) if c.node == "n1"]  # type: ignore[attr-defined]
+    assert check.result.measured == 690.0

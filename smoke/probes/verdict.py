@@ -40,7 +40,7 @@ from smoke.probes.names import pool_probe
 from smoke.probes.nccl_log import Expect as FabricExpect
 from smoke.probes.nccl_log import base_name as base_network
 from smoke.probes.nccl_log import judge_ranks as judge_nccl_ranks
-from smoke.probes.results import ProbeResult, Verdict
+from smoke.probes.results import ProbeResult, Verdict, worst
 from smoke.probes.thresholds import REGISTRY as REGISTRY  # re-exported: the registry's home
 from smoke.probes.thresholds import Threshold as Threshold
 
@@ -64,8 +64,9 @@ def threshold(accelerator: str | None, probe: str, machine: str | None = None) -
     return _th.threshold(accelerator, probe, machine)
 
 
-def _worst(checks: Sequence[tuple[Verdict, str]]) -> tuple[Verdict, str]:
-    verdict = max((v for v, _ in checks), key=lambda v: v.rank, default=Verdict.PASS)
+def worst_check(checks: Sequence[tuple[Verdict, str]]) -> tuple[Verdict, str]:
+    """The worst check's verdict and the reasons of every check that has it."""
+    verdict = worst((v for v, _ in checks), default=Verdict.PASS)
     reasons = [r for v, r in checks if v is verdict] or [r for _, r in checks]
     return verdict, "; ".join(reasons)
 
@@ -94,7 +95,7 @@ def judge_inventory(devices: Sequence[Device], exp: Expectation) -> list[ProbeRe
                 v = Verdict.FAIL if exp.verified else Verdict.WARN
                 checks.append((v, f"{d.memory_gib:.1f} GiB < {MEMORY_TOLERANCE:.2f} x "
                                f"{exp.memory_gib:g} GiB expected"))
-        verdict, reason = _worst(checks)
+        verdict, reason = worst_check(checks)
         out.append(result(d.id, verdict, reason, d.memory_gib, kind=d.kind))
     want = exp.devices
     if want is not None:
@@ -131,7 +132,7 @@ def judge_known_answer(answers: Mapping[str, KnownAnswer]) -> list[ProbeResult]:
         if abs(a.checksum - ref) > CHECKSUM_TOLERANCE * max(abs(ref), 1.0):
             checks.append((Verdict.FAIL, f"checksum {a.checksum:.9g} differs from the other "
                            f"devices' {ref:.9g}"))
-        verdict, reason = _worst(checks)
+        verdict, reason = worst_check(checks)
         out.append(ProbeResult(dev, KNOWN_ANSWER, T1, verdict, reason, a.max_rel_error,
                                KNOWN_ANSWER_TOLERANCE, UNITS[KNOWN_ANSWER],
                                details={"checksum": a.checksum}))
@@ -195,7 +196,7 @@ def judge_perf(probe: str, values: Mapping[str, float], exp: Expectation,
                          f"{th.unenforced or 'catalog figures unverified'}")
         if not math.isfinite(v):
             checks.append((Verdict.FAIL, f"the figure is not a number ({v})"))
-        verdict, reason = _worst(checks)
+        verdict, reason = worst_check(checks)
         out.append(ProbeResult(dev, probe, T2, verdict, reason, v, peak if ours else None, unit,
                                attempts=(attempts or {}).get(dev, 1),
                                details={"floor": floor if ours else None,
@@ -253,7 +254,7 @@ def judge_allreduce(result: AllReduce | None, devices: int, exp: Expectation) ->
     checks: list[tuple[Verdict, str]] = [(Verdict.PASS, text)]
     if not result.correct:
         checks.append((Verdict.FAIL, f"wrong sum; {text}"))
-    verdict, reason = _worst([*checks, *floor_checks])
+    verdict, reason = worst_check([*checks, *floor_checks])
     if verdict is Verdict.PASS:
         reason = "; ".join([text, *(r for _, r in floor_checks)])
     return ProbeResult(HOST, ALLREDUCE, T3, verdict, reason, result.busbw_gbps,
@@ -307,7 +308,7 @@ def judge_fabric(cross: CrossNode | None, expected_networks: Sequence[str] = (),
         floor_checks, floor_details = bandwidth_checks(r.busbw_gbps, r.bytes_per_device, floor)
         checks += [c for c in floor_checks if c[0] is not Verdict.PASS]
         details |= floor_details
-    verdict, reason = _worst(checks)
+    verdict, reason = worst_check(checks)
     return ProbeResult(FABRIC_DEVICE, FABRIC, T3, verdict, reason, r.busbw_gbps,
                        None if floor is None else floor.floor_abs, unit, details=details)
 

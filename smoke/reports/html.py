@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from smoke.cluster.quarantine import figure, threshold_of
 from smoke.cluster.run import PoolReport, RunReport
 from smoke.probes import names as P
-from smoke.probes.results import ProbeResult, Verdict
+from smoke.probes.results import ProbeResult, Verdict, node_median, worst
 from smoke.reports.text import missing_cause, nccl_used, number
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ COLOURS = {"pass": "#2e7d32", "warn": "#e0a000", "fail": "#c62828", "skipped": "
 
 
 def _worst(verdicts: Iterable[Verdict]) -> Verdict:
-    return max(verdicts, key=lambda v: v.rank, default=Verdict.SKIPPED)
+    return worst(verdicts, default=Verdict.SKIPPED)
 
 
 @dataclass
@@ -219,8 +219,8 @@ def _nice_step(top: float) -> float:
 
 
 def _median(rs: list[ProbeResult], probe: str) -> str:
-    vals = [r.measured for r in rs if r.probe == probe and r.measured is not None]
-    return number(statistics.median(vals)) if vals else "-"
+    value = node_median(rs, probe)
+    return "-" if value is None else number(value)
 
 
 def _pool_view(pool: PoolReport) -> PoolView:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from smoke.cluster.run import Failure, RunReport, xml_safe
 from smoke.probes import names as P
-from smoke.probes.results import HostReport, ProbeResult, Verdict
+from smoke.probes.results import HostReport, ProbeResult, Verdict, node_median, worst
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -208,18 +208,17 @@ def run_table(run: RunReport) -> Table:
         for n in pool.nodes:
             rows = list(n.report.results) if n.report else []
             rows += [c.result for c in pool.checks if c.node == (n.node or n.pod)]
-            worst = max((r.verdict for r in rows), key=lambda v: v.rank,
-                        default=Verdict.FAIL)
+            node_worst = worst((r.verdict for r in rows), default=Verdict.FAIL)
 
             def fig(probe: str, rows: list[ProbeResult] = rows) -> str:
-                vals = sorted(r.measured for r in rows if r.probe == probe and r.measured)
-                return number(vals[len(vals) // 2]) if vals else "-"
+                value = node_median(rows, probe)
+                return "-" if value is None else number(value)
 
             why = "; ".join(f"{r.device} {r.probe}: {r.reason}" for r in rows
                             if r.verdict is Verdict.FAIL) or ("no report" if not rows else "")
             t.add_row(_text(pool.name), _text(n.node or n.pod), pool.status.value,
                       fig(P.MATMUL), fig(P.MEMORY), fig(P.FABRIC),
-                      _text(nccl_used(rows) or "-"), f"[{STYLE[worst]}]{worst.value}[/]",
+                      _text(nccl_used(rows) or "-"), f"[{STYLE[node_worst]}]{node_worst.value}[/]",
                       _text(why))
         for c in pool.checks:
             if c.node is None:
