@@ -111,7 +111,7 @@ def local(
     from cli._output import writable
     from fleet.errors import CheckFailed, InputError
     from smoke import run_local
-    from smoke.reports.text import junit as junit_xml
+    from smoke.reports.junit import host_junit as junit_xml
     from smoke.reports.text import summary, table
 
     writable(junit)
@@ -325,8 +325,8 @@ def run(
     from fleet.errors import CheckFailed, InputError
     from smoke.cluster.access import connect, parse_contexts
     from smoke.cluster.launcher import launch
-    from smoke.cluster.run import junit as junit_xml
     from smoke.cluster.workload import write_manifests
+    from smoke.reports.junit import junit as junit_xml
 
     writable(junit)
     writable(out, directory=True)

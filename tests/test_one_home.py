@@ -187,3 +187,11 @@ def test_text_html_and_the_pool_check_agree_on_a_nodes_median() -> None:
     assert next(n.tflops for n in view.nodes if n.name == "n1") == "690"
     (check,) = [c for c in pool_outliers(run.pools[0].nodes) if c.node == "n1"]  # type: ignore[attr-defined]
     assert check.result.measured == 690.0
+
+
+def test_one_junit_writer() -> None:
+    """smoke.reports.junit writes every JUnit document (host and run alike)."""
+    stray = [f"{rel}:{line}" for rel, line, text in literals("smoke", "cli")
+             if text in {"testcase", "testsuite", "testsuites"}
+             and rel != "smoke/reports/junit.py"]
+    assert stray == [], "\n".join(stray)

@@ -5,12 +5,10 @@ probe), and a cluster run's (one row per node).
 from __future__ import annotations
 
 import math
-import xml.etree.ElementTree as ET
 from collections.abc import Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from smoke.cluster.run import Failure, RunReport, xml_safe
+from smoke.cluster.run import Failure, RunReport
 from smoke.probes import names as P
 from smoke.probes.results import HostReport, ProbeResult, Verdict, node_median, worst
 
@@ -141,53 +139,6 @@ def missing_cause(reason: str) -> str:
     return ("the accelerator runtime or its device plugin is not running on the node"
             if none else "some devices are not visible to the runtime: check the node's "
             "device plugin and the runtime's logs")
-
-
-def _case(suite: ET.Element, report: HostReport, r: ProbeResult) -> None:
-    case = ET.SubElement(suite, "testcase", {
-        "classname": f"accelfleet.smoke.{report.host}.{r.device}",
-        "name": f"T{r.tier} {r.probe}",
-        "time": "0",
-    })
-    measured = f"measured={number(r.measured)} {r.unit} expected={number(r.expected)}"
-    if r.verdict is Verdict.FAIL:
-        ET.SubElement(case, "failure", {"message": r.reason, "type": "fail"}).text = measured
-    elif r.verdict is Verdict.SKIPPED:
-        ET.SubElement(case, "skipped", {"message": r.reason})
-    else:
-        ET.SubElement(case, "system-out").text = f"{r.verdict.value}: {r.reason}; {measured}"
-
-
-def junit(report: HostReport) -> str:
-    """JUnit XML text: one <testcase> per device and probe; warn passes with its reason."""
-    c = report.counts()
-    root = ET.Element("testsuites")
-    suite = ET.SubElement(root, "testsuite", {
-        "name": f"accelfleet smoke {report.host}",
-        "tests": str(len(report.results)),
-        "failures": str(c["fail"]),
-        "errors": "0",
-        "skipped": str(c["skipped"]),
-        "time": f"{report.duration_s:.3f}",
-        "timestamp": report.started_at,
-        "hostname": report.host,
-    })
-    props = ET.SubElement(suite, "properties")
-    for key, value in {"backend": report.backend, "platform": report.platform,
-                       "accelerator": report.accelerator or "", "expect": report.expect or "",
-                       "thresholds_version": report.thresholds_version,
-                       **{f"version.{k}": v for k, v in report.versions.items()}}.items():
-        ET.SubElement(props, "property", {"name": key, "value": value})
-    for r in report.results:
-        _case(suite, report, r)
-    xml_safe(root)
-    ET.indent(root)
-    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
-
-
-def write_junit(report: HostReport, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(junit(report), encoding="utf-8")
 
 
 def run_table(run: RunReport) -> Table:
