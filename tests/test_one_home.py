@@ -195,3 +195,48 @@ def test_one_junit_writer() -> None:
              if text in {"testcase", "testsuite", "testsuites"}
              and rel != "smoke/reports/junit.py"]
     assert stray == [], "\n".join(stray)
+
+
+def test_smoke_defaults_have_one_home() -> None:
+    """The stack's Smoke model, a run without a stack file, the rendered workload, the agent,
+    `smoke local` and the CLI's help all say what fleet.smoke_defaults says."""
+    import typer.main
+
+    from cli.main import app
+    from fleet import smoke_defaults as SD
+    from fleet.spec.fields import Smoke
+    from smoke.cluster._bundle import bundle_files
+    from smoke.cluster.sources import SmokeSettings
+    from smoke.cluster.workload import RenderOptions
+    from smoke.probes.agent import parse_args
+    from smoke.probes.backend import Sizes
+
+    spec, settings, options = Smoke(), SmokeSettings(), RenderOptions(run_id="r1")
+    assert (spec.max_tier, spec.namespace, spec.timeout_s) == (
+        SD.MAX_TIER, SD.NAMESPACE, SD.TIMEOUT_S)
+    assert (settings.max_tier, settings.namespace, settings.timeout_s) == (
+        SD.MAX_TIER, SD.NAMESPACE, SD.TIMEOUT_S)
+    assert (options.tier, options.namespace, options.timeout_s) == (
+        SD.MAX_TIER, SD.NAMESPACE, SD.TIMEOUT_S)
+    assert parse_args([]).tier == SD.MAX_TIER
+    assert (Sizes.for_platform("gpu").sustain_s, Sizes.for_platform("cpu").sustain_s) == (
+        SD.SUSTAIN_S, SD.SUSTAIN_S_CPU)
+    assert "fleet/smoke_defaults.py" in bundle_files()  # the agent imports it in the pod
+    smoke = typer.main.get_command(app).commands["smoke"]  # type: ignore[attr-defined]
+    local = {p.name: p for p in smoke.commands["local"].params}
+    assert local["tier"].default == SD.LOCAL_TIER
+    assert f"Default {SD.SUSTAIN_S:g} on an accelerator" in local["sustain_s"].help
+
+
+_DEFAULT_LITERALS = re.compile(r"\b(900|3600|7 \* 24 \* 3600)\b|\"accelfleet-smoke\"")
+
+
+def test_smoke_default_literals_only_in_their_home() -> None:
+    homes = {"fleet/smoke_defaults.py"}
+    files = ["fleet/spec/fields.py", "smoke/cluster/sources.py", "smoke/cluster/workload.py",
+             "smoke/probes/backend.py", "smoke/probes/runner.py", "smoke/probes/agent.py",
+             "cli/smoke.py", "cli/smoke_options.py"]
+    stray = [f"{rel}:{n}: {line.strip()}" for rel in files if rel not in homes
+             for n, line in enumerate((ROOT / rel).read_text().splitlines(), 1)
+             if _DEFAULT_LITERALS.search(line.split("#")[0])]
+    assert stray == [], "\n".join(stray)

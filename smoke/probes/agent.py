@@ -23,6 +23,7 @@ import traceback
 from dataclasses import replace
 from typing import Any
 
+from fleet import smoke_defaults as SD
 from fleet.errors import AccelfleetError
 from smoke.probes import verdict as V
 from smoke.probes._fabric import CrossNode, Rendezvous
@@ -53,7 +54,7 @@ class _StderrProgress:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m smoke.probes.agent", description=__doc__.split(
         "\n\n")[0])
-    ap.add_argument("--tier", type=int, choices=range(4), default=2)
+    ap.add_argument("--tier", type=int, choices=range(SD.TOP_TIER + 1), default=SD.MAX_TIER)
     ap.add_argument("--backend", choices=("auto", "torch", "jax"), default="auto")
     ap.add_argument("--expect-json", default="", help="the Expectation document (JSON)")
     ap.add_argument("--pool", default="", help="the pool this node belongs to")
@@ -78,7 +79,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="a shell env profile whose `export` lines set NCCL's variables")
     ap.add_argument("--sustain-s", type=float, default=None,
                     help="window of the sustained phase (every device at once, tier 2 and "
-                    "up) in seconds; default 20 on an accelerator, 0 skips it")
+                    f"up) in seconds; default {SD.SUSTAIN_S:g} on an accelerator, 0 skips it")
     ap.add_argument("--timeout-s", type=int, default=600,
                     help="bound on joining and running the cross-node collective")
     return ap.parse_args(argv)
