@@ -12,6 +12,7 @@ import typer
 
 from cli._args import StackOpt, one_stack
 from cli._errors import command
+from fleet.words import usd
 from smoke.probes import names as P
 
 if TYPE_CHECKING:
@@ -216,9 +217,7 @@ def count(value: float) -> str:
 
 
 def _usd(value: float | None, unpriced: str = "unpriced") -> str:
-    if value is None:
-        return unpriced
-    return f"${value:,.0f}" if value >= 10 else f"${value:,.2f}"
+    return usd(value, unpriced=unpriced, cents_below=10)
 
 
 def _headline(result: Advice) -> str:

@@ -76,6 +76,7 @@ def history(
     from rich.table import Table
 
     from cli._output import console, print_json, print_table
+    from fleet.words import precise
     from smoke.history import History, default_path
 
     where = path or default_path()
@@ -104,8 +105,8 @@ def history(
         change = f"{tr.change - 1:+.0%}" if tr.change is not None else "-"
         note = "drift: " + "; ".join(tr.drift) if tr.drift else ""
         drifting += bool(tr.drift)
-        last_v = f"{tr.last.value:,.4g} {tr.unit}" if tr.last.value is not None else "-"
-        median = f"{tr.recent_median:,.4g}" if tr.recent_median is not None else "-"
+        last_v = f"{precise(tr.last.value)} {tr.unit}" if tr.last.value is not None else "-"
+        median = precise(tr.recent_median)
         verdict = tr.verdict + (f" (was {tr.last.verdict})" if tr.verdict != tr.last.verdict
                                 else "")
         t.add_row(escape(f"{tr.cluster + '/' if tr.cluster else ''}{tr.pool}"),

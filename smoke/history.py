@@ -40,6 +40,7 @@ from types import TracebackType
 from typing import Any
 
 from fleet.errors import InputError
+from fleet.words import precise
 from smoke._history_schema import (
     COLUMNS,
     MIGRATE_1_TO_2,
@@ -173,12 +174,12 @@ class _Series:
         hit = None if is_cpu(self.accelerator) else _drifted(node_values)
         if hit is not None:
             drift.append(f"the node's median fell to {hit[0]:.2f} of its recent median "
-                         f"{hit[1]:,.4g} {self.unit}")
+                         f"{precise(hit[1])} {self.unit}")
         for device, by_seq in sorted(self.devices.items()):
             hit = None if is_cpu(self.accelerator) else _drifted([by_seq.get(s) for s in seqs])
             if hit is not None:
                 drift.append(f"{device} fell to {hit[0]:.2f} of its recent median "
-                             f"{hit[1]:,.4g} {self.unit}")
+                             f"{precise(hit[1])} {self.unit}")
         return Trend(self.cluster, self.pool, self.node, self.accelerator, self.probe,
                      self.unit, points, statistics.median(before) if before else None,
                      tuple(drift), self.backend)

@@ -9,6 +9,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("fleet", "smoke", "cli", "components")
 
@@ -240,3 +242,41 @@ def test_smoke_default_literals_only_in_their_home() -> None:
              for n, line in enumerate((ROOT / rel).read_text().splitlines(), 1)
              if _DEFAULT_LITERALS.search(line.split("#")[0])]
     assert stray == [], "\n".join(stray)
+
+
+_MONEY = re.compile(r"\$\{[^}]*:[,.0-9]*f\}|\{[^}]*:,\.4g\}")
+
+
+def test_money_and_figures_are_formatted_by_fleet_words() -> None:
+    """`${x:,.0f}`, `${x:.2f}` and `{x:,.4g}` in an f-string outside fleet.words are a second
+    spelling of a formatter it has."""
+    stray = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel == "fleet/words.py":
+                continue
+            stray += [f"{rel}:{n}: {line.strip()}"
+                      for n, line in enumerate(path.read_text().splitlines(), 1)
+                      if _MONEY.search(line) and not line.lstrip().startswith(("#", '"""'))]
+    assert stray == [], "use fleet.words:\n" + "\n".join(stray)
+
+
+@pytest.mark.parametrize("home", ["fleet/labels.py", "fleet/smoke_defaults.py", "fleet/words.py",
+                                  "smoke/probes/names.py"])
+def test_homes_import_nothing_of_accelfleet(home: str) -> None:
+    """Every layer (and the pod's bundle) may import these: they import only the stdlib."""
+    import sys
+    tree = ast.parse((ROOT / home).read_text())
+    names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
+             for a in n.names}
+    names |= {(n.module or "").split(".")[0] for n in ast.walk(tree)
+              if isinstance(n, ast.ImportFrom)}
+    assert names <= set(sys.stdlib_module_names) | {"__future__"}, names
+
+
+def test_the_bundle_carries_the_homes_its_probes_import() -> None:
+    from smoke.cluster._bundle import bundle_files
+    files = bundle_files()
+    for home in ("fleet/smoke_defaults.py", "fleet/words.py", "smoke/probes/names.py"):
+        assert home in files

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from fleet.errors import InputError
 from fleet.labels import SMOKE_ANNOTATION_PREFIX, SMOKE_FAILED, SMOKE_KEY
+from fleet.words import precise
 from smoke.cluster.access import with_retries
 from smoke.cluster.run import PoolReport, RunReport
 from smoke.probes import names as P
@@ -202,8 +203,7 @@ def _json(resp: Any) -> dict[str, Any]:
     return out if isinstance(out, dict) else {}
 
 
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.4g}"
+_num = precise  # what the annotations keep: fleet.words.precise
 
 
 def figure(r: ProbeResult) -> str:

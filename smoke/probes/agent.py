@@ -5,9 +5,9 @@ pool-wide collective, and prints one HostReport JSON document as the LAST line o
 launcher reads it from the pod's log and judges the pool. Progress goes to stderr.
 
 It reaches the pod in a ConfigMap (`smoke.cluster._bundle`), so a stock framework image serves: it
-imports only the standard library, the smoke package, `fleet.errors`, the catalog's record
-types and the framework (torch or jax). The launcher passes the expectation as JSON, so the
-catalog is never loaded here.
+imports only the standard library, the smoke package, `fleet.errors`, `fleet.smoke_defaults`,
+`fleet.words`, the catalog's record types and the framework (torch or jax). The launcher
+passes the expectation as JSON, so the catalog is never loaded here.
 
 Exit codes: 0 a report was printed (whatever its verdicts: the launcher judges), 2 bad input
 or a missing framework (message on stderr), 3 an unexpected error (traceback on stderr).

@@ -22,6 +22,7 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 
+from fleet.words import precise
 from smoke.probes import thresholds as _th
 from smoke.probes._fabric import CrossNode
 from smoke.probes.backend import AllReduce, Device, KnownAnswer
@@ -176,10 +177,10 @@ def judge_perf(probe: str, values: Mapping[str, float], exp: Expectation,
                                        if not exp.verified else f" (warn-only: {th.unenforced})")
             if v < floor:
                 checks.append((Verdict.FAIL if enforce else Verdict.WARN,
-                               f"{v:,.3g} {unit} below floor {floor:,.4g}{note}"))
+                               f"{v:,.3g} {unit} below floor {precise(floor)}{note}"))
             elif v < floor * th.warn_band:
                 checks.append((Verdict.WARN, f"{v:,.3g} {unit} within {th.warn_band:g} x floor "
-                               f"{floor:,.4g}"))
+                               f"{precise(floor)}"))
         if min_value is not None and v < min_value:
             checks.append((Verdict.FAIL, f"{v:,.3g} {unit} below the --min floor "
                            f"{min_value:,g}"))
@@ -187,12 +188,12 @@ def judge_perf(probe: str, values: Mapping[str, float], exp: Expectation,
             ratio = v / median
             if ratio < th.outlier_fail:
                 checks.append((Verdict.FAIL, f"outlier: {ratio:.2f} of the host median "
-                               f"{median:,.4g} (< {th.outlier_fail:g})"))
+                               f"{precise(median)} (< {th.outlier_fail:g})"))
             elif th.outlier_warn is not None and ratio < th.outlier_warn:
                 checks.append((Verdict.WARN, f"outlier: {ratio:.2f} of the host median "
-                               f"{median:,.4g} (< {th.outlier_warn:g})"))
+                               f"{precise(median)} (< {th.outlier_warn:g})"))
         if ours and floor is not None and not (th.enforced and exp.verified) and v >= floor:
-            checks[0] = (checks[0][0], f"{checks[0][1]}; floor {floor:,.4g} warn-only: "
+            checks[0] = (checks[0][0], f"{checks[0][1]}; floor {precise(floor)} warn-only: "
                          f"{th.unenforced or 'catalog figures unverified'}")
         if not math.isfinite(v):
             checks.append((Verdict.FAIL, f"the figure is not a number ({v})"))
@@ -231,11 +232,11 @@ def bandwidth_checks(busbw: float, bytes_per_device: int | None,
     note = "" if enforce else f" (warn-only: {why})"
     if busbw < floor:
         return [(Verdict.FAIL if enforce else Verdict.WARN,
-                 f"busbw {busbw:,.4g} GB/s below floor {floor:,.4g}{note}")], details
+                 f"busbw {precise(busbw)} GB/s below floor {precise(floor)}{note}")], details
     if busbw < floor * th.warn_band:
-        return [(Verdict.WARN, f"busbw {busbw:,.4g} GB/s within {th.warn_band:g} x floor "
-                 f"{floor:,.4g}{note}")], details
-    return [(Verdict.PASS, f"floor {floor:,.4g}{note}")], details
+        return [(Verdict.WARN, f"busbw {precise(busbw)} GB/s within {th.warn_band:g} x floor "
+                 f"{precise(floor)}{note}")], details
+    return [(Verdict.PASS, f"floor {precise(floor)}{note}")], details
 
 
 def judge_allreduce(result: AllReduce | None, devices: int, exp: Expectation) -> ProbeResult:
@@ -344,7 +345,7 @@ def judge_pool_outliers(probe: str, by_node: Mapping[str, float]) -> list[tuple[
         limit = th.outlier_fail if verdict is Verdict.FAIL else th.outlier_warn
         out.append((node, ProbeResult(
             HOST, pool_probe(probe), TIERS[probe], verdict,
-            f"node outlier: {value:,.4g} {UNITS[probe]} is {ratio:.2f} of its peers' median "
-            f"{peers:,.4g} (< {limit:g})", value, peers, UNITS[probe],
+            f"node outlier: {precise(value)} {UNITS[probe]} is {ratio:.2f} of its peers' median "
+            f"{precise(peers)} (< {limit:g})", value, peers, UNITS[probe],
             details={"ratio": ratio, "threshold_source": th.source})))
     return out

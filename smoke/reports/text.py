@@ -4,10 +4,10 @@ probe), and a cluster run's (one row per node).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from fleet.words import figure
 from smoke.cluster.run import Failure, RunReport
 from smoke.probes import names as P
 from smoke.probes.results import HostReport, ProbeResult, Verdict, node_median, worst
@@ -19,15 +19,7 @@ STYLE = {Verdict.PASS: "green", Verdict.WARN: "yellow", Verdict.FAIL: "bold red"
          Verdict.SKIPPED: "dim"}
 
 
-def number(value: float | None) -> str:
-    """A figure as people read it: 3 significant digits, thousands grouped, '-' for none."""
-    if value is None:
-        return "-"
-    if not math.isfinite(value):
-        return str(value)  # inf, -inf, nan: shown as reported, never formatted
-    if value != 0 and abs(value) < 0.01:
-        return f"{value:.1e}"
-    return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+number = figure  # a figure as people read it: fleet.words.figure, re-exported
 
 
 def _texts(value: object) -> list[str]:
