@@ -13,7 +13,6 @@ import typer
 from cli._args import StackOpt, one_stack
 from cli._errors import command
 from fleet.words import usd
-from smoke.probes import names as P
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -147,6 +146,7 @@ def measured_medians(trends: list[Trend]) -> dict[str, MeasuredFigures]:
     of one backend only (torch's and JAX's are not one series): the backend with the most
     runs of the accelerator."""
     from fleet.advise import MeasuredFigures
+    from smoke.probes import names as P  # here: importing smoke loads the catalog (--help)
 
     by_backend: dict[tuple[str, str], set[str]] = defaultdict(set)
     for trend in trends:

@@ -165,7 +165,7 @@ class PoolWorkload:
     skipped: str | None = None
     # what the launcher re-judges each node's report against (smoke.cluster._rejudge)
     expectation: Expectation | None = None
-    tier: int = 2
+    tier: int = SD.MAX_TIER
     sustain: bool = True  # the agent runs the sustained phase (--sustain-s is not 0)
 
 
