@@ -6,16 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-UNPRICED = "unpriced"
-
-
-def usd_range(low: float | None, high: float | None) -> str:
-    """`1,234` or `0..5,678` (no dollar sign), or "unpriced"."""
-    if low is None or high is None:
-        return UNPRICED
-    if round(low) == round(high):
-        return f"{high:,.0f}"
-    return f"{low:,.0f}..{high:,.0f}"
+from fleet.words import UNPRICED as UNPRICED
+from fleet.words import amount_span as usd_range
+from fleet.words import rate_usd, usd, usd_span
 
 
 def pool_usd(row: dict[str, Any]) -> str:
@@ -50,14 +43,12 @@ def foreign_price(row: dict[str, Any], region: str | None) -> str:
     return f"{where}, {when}" if when else str(where)
 
 
-def team_words(team: dict[str, Any], *, prefix: str = "$") -> str:
-    """`$1,234..$5,678/month, budget $9,000; unpriced: a, b` for a team summary."""
-    low, high = team["min_monthly_usd"], team["max_monthly_usd"]
-    span = (f"{prefix}{high:,.0f}" if round(low) == round(high)
-            else f"{prefix}{low:,.0f}..${high:,.0f}")
-    text = f"{span}/month"
+def team_words(team: dict[str, Any]) -> str:
+    """`~$1,234..$5,678/month, budget $9,000; unpriced: a, b` for a team summary (the cost
+    an estimate, the budget exact)."""
+    text = f"{usd_span(team['min_monthly_usd'], team['max_monthly_usd'], estimate=True)}/month"
     if team.get("monthly_budget_usd") is not None:
-        text += f", budget ${team['monthly_budget_usd']:,.0f}"
+        text += f", budget {usd(team['monthly_budget_usd'])}"
     if team.get("unpriced"):
         text += f"; unpriced: {', '.join(team['unpriced'])} (no price: not counted)"
     return text
@@ -68,7 +59,9 @@ def control_plane_words(plane: dict[str, Any]) -> str:
     (platform)` for a control-plane summary."""
     return (f"control plane {plane['cluster']}: EKS {plane['kubernetes_version']}, "
             f"{plane['support']} support until {plane['support_ends']}, "
-            f"${plane['usd_per_hour']:.2f}/hour, ~${plane['monthly_usd']:,.0f}/month (platform)")
+            f"{rate_usd(plane['usd_per_hour'])}/hour, "
+            f"{usd_span(plane['monthly_usd'], plane['monthly_usd'], estimate=True)}/month "
+            "(platform)")
 
 
 def platform_pays(system_pools: bool, control_planes: bool) -> str:

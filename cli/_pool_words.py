@@ -6,7 +6,8 @@ from __future__ import annotations
 import difflib
 from typing import TYPE_CHECKING, Any
 
-from cli._costs import usd_range
+from fleet.words import usd as usd
+from fleet.words import usd_span
 
 if TYPE_CHECKING:
     from components.engine.diff import PlanDiff
@@ -14,10 +15,6 @@ if TYPE_CHECKING:
     from fleet.stack.edit import Edit
 
 TITLES = {"add": "new pool", "resize": "resize of pool", "remove": "removal of pool"}
-
-
-def usd(value: float | None) -> str:
-    return "unpriced" if value is None else f"${value:,.0f}"
 
 
 def headline(summary: dict[str, Any]) -> str:
@@ -41,8 +38,8 @@ def change_lines(summary: dict[str, Any], extra: list[tuple[str, str]] | None = 
     if summary["action"] == "remove":
         nodes = f"gives back {nodes}"
     rows += [("nodes", nodes), ("capacity", pool["capacity"])]
-    cost = usd_range(pool["min_monthly_usd"], pool["max_monthly_usd"])
-    cost = cost if cost == "unpriced" else f"${cost} a month"
+    cost = usd_span(pool["min_monthly_usd"], pool["max_monthly_usd"])
+    cost = cost if cost == "unpriced" else f"{cost} a month"
     price = pool.get("price") or {}
     if price.get("source") not in (None, "unpriced"):
         cost += f" ({price['source']} price" + (f", {price['region']}" if price.get("region")

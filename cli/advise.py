@@ -10,6 +10,7 @@ import typer
 
 from cli._args import StackOpt, one_stack
 from cli._errors import command
+from fleet.words import usd
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -167,9 +168,7 @@ def count(value: float) -> str:
 
 
 def _usd(value: float | None, unpriced: str = "unpriced") -> str:
-    if value is None:
-        return unpriced
-    return f"${value:,.0f}" if value >= 10 else f"${value:,.2f}"
+    return usd(value, unpriced=unpriced, cents_below=10)
 
 
 def _headline(result: Advice) -> str:

@@ -108,6 +108,7 @@ def render(result: Plan, width: int | None = None) -> str:
     from cli.queue import queue_lines
     from fleet.model import PLATFORM_TEAM
     from fleet.routing import fleet_routing
+    from fleet.words import usd_span
 
     data = result.to_dict()
     pools = {}
@@ -134,7 +135,8 @@ def render(result: Plan, width: int | None = None) -> str:
             usd = pool_usd(p)
             away = foreign_price(p, regions.get((p["cluster"], p["name"])))
             cost = (f", {UNPRICED}" if usd == UNPRICED
-                    else f", ~${usd.replace('..', '..$')}/month ({price_source(p)}"
+                    else f", {usd_span(p['min_monthly_usd'], p['max_monthly_usd'], estimate=True)}"
+                    f"/month ({price_source(p)}"
                     f"{', ' + away if away else ''})")
             text += (f": {p['machine_type']}{topo} x{p['nodes']} nodes, {p['capacity']}"
                      f"{', ' + p['gpu_networking'] if p['gpu_networking'] else ''}{cost}")
@@ -159,7 +161,7 @@ def render(result: Plan, width: int | None = None) -> str:
         for t in data["teams"]:
             paid = (f" ({platform_pays(bool(data['system_pools']), bool(data['control_planes']))})"
                     if t["name"] == PLATFORM_TEAM else "")
-            console.print(f"team {t['name']}{paid}: {team_words(t, prefix='~$')}")
+            console.print(f"team {t['name']}{paid}: {team_words(t)}")
         for line in queue_lines(fleet_routing(result.fleet)):  # Kueue, flavors in order
             console.print(line)
         for w in data["warnings"]:

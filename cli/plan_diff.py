@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fleet.words import usd
+
 if TYPE_CHECKING:
     from components.engine.diff import CostDelta, PlanDiff, ResourceChange
     from fleet.errors import InputError
@@ -170,11 +172,7 @@ def _nodes(value: int | None) -> str:
 
 
 def _usd(value: float | None, *, sign: bool = False) -> str:
-    if value is None:
-        return "unpriced"
-    if sign:
-        return f"{'+' if value >= 0 else '-'}${abs(value):,.0f}"
-    return f"${value:,.0f}"
+    return usd(value, sign=sign)
 
 
 def _before(row: CostDelta) -> str:

@@ -396,6 +396,7 @@ def expired(
     from fleet import load_fleet
     from fleet.requests.request import parse_until
     from fleet.rules.expiry import days_expired, expired_pools
+    from fleet.words import usd
 
     path = _stack(stack_file)
     fleet = load_fleet(str(path))
@@ -412,7 +413,7 @@ def expired(
         typer.echo(f"{path}: no pool has expired (as of {today})")
         return
     _table(f"{path}: {len(rows)} expired pool{'s' if len(rows) != 1 else ''} as of {today}, "
-           f"about ${total:,.0f} a month", rows)
+           f"about {usd(total)} a month", rows)
     typer.echo(f"give each back with `accelfleet pool remove NAME --stack {path}`, or move "
                "its `expires` later")
 

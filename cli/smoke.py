@@ -28,6 +28,8 @@ from cli.smoke_options import (
     SustainOpt,
     check_outputs,
 )
+from fleet import smoke_defaults as SD
+from fleet.labels import SMOKE_FAILED, SMOKE_KEY
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -79,9 +81,10 @@ def local(
         metavar="|".join(BackendOpt),
         help="PyTorch (GPU, CPU) or JAX (TPU, GPU, CPU); auto picks torch when installed.")]
         = BackendOpt.auto,
-    tier: Annotated[int, typer.Option(min=0, max=3, metavar="N", help="Run tiers 0 up to this one: "
-                                      "0 inventory, 1 known answer, 2 performance, 3 all-reduce.")]
-        = 3,
+    tier: Annotated[int, typer.Option(min=0, max=SD.TOP_TIER, metavar="N", help="Run tiers 0 "
+                                      "up to this one: 0 inventory, 1 known answer, 2 "
+                                      "performance, 3 all-reduce.")]
+        = SD.LOCAL_TIER,
     expect: Annotated[str | None, typer.Option(
         metavar="ACCELERATOR",
         help="What this host should be, e.g. a3-highgpu-8g, p5.48xlarge, 'v5p 2x2x1', "
@@ -223,7 +226,7 @@ PoolsOpt = Annotated[str | None, typer.Option(
     "--pools", metavar="POOL,...", help="Only these pools (comma-separated names).",
     show_default=False)]
 TierOpt = Annotated[int | None, typer.Option(
-    "--tier", min=0, max=3, metavar="N", help="Run tiers 0 up to this one on every node "
+    "--tier", min=0, max=SD.TOP_TIER, metavar="N", help="Run tiers 0 up to this one on every node "
     "(default: the stack's smoke.max_tier): 0 inventory, 1 known answer, 2 performance, "
     "3 fabric across nodes.", show_default=False)]
 TimeoutOpt = Annotated[int | None, typer.Option(
@@ -305,7 +308,7 @@ def run(
         "submitted manifests.",
         show_default=False)] = None,
     quarantine: Annotated[bool, typer.Option(
-        "--quarantine", help="Cordon, taint (accelfleet.io/smoke=failed:NoSchedule), label "
+        "--quarantine", help=f"Cordon, taint ({SMOKE_KEY}={SMOKE_FAILED}:NoSchedule), label "
         "and annotate every node that failed, with an Event saying why; a TPU slice goes "
         "whole. Never on warn or skipped.")] = False,
     max_quarantine: Annotated[str | None, typer.Option(

@@ -103,6 +103,8 @@ def _trend_table(trends: Sequence[Trend], where: Path, last: int) -> Table:
     from rich.markup import escape
     from rich.table import Table
 
+    from fleet.words import precise
+
     colour = {"pass": "green", "warn": "yellow", "fail": "bold red", "skipped": "dim"}
     t = Table(title=escape(f"accelfleet smoke history ({where}): last {last} runs per node"))
     for col, just in (("pool", "left"), ("node", "left"), ("figure", "left"),
@@ -115,8 +117,8 @@ def _trend_table(trends: Sequence[Trend], where: Path, last: int) -> Table:
         c = colour.get(tr.verdict, "white")
         change = f"{tr.change - 1:+.0%}" if tr.change is not None else "-"
         note = "drift: " + "; ".join(tr.drift) if tr.drift else ""
-        last_v = f"{tr.last.value:,.4g} {tr.unit}" if tr.last.value is not None else "-"
-        median = f"{tr.recent_median:,.4g}" if tr.recent_median is not None else "-"
+        last_v = f"{precise(tr.last.value)} {tr.unit}" if tr.last.value is not None else "-"
+        median = precise(tr.recent_median)
         verdict = tr.verdict + (f" (was {tr.last.verdict})" if tr.verdict != tr.last.verdict
                                 else "")
         t.add_row(escape(f"{tr.cluster + '/' if tr.cluster else ''}{tr.pool}"),

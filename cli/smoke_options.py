@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from fleet import smoke_defaults as SD
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -39,10 +41,11 @@ HistoryOpt = Annotated[Path | None, typer.Option(
     "--history", metavar="FILE", help="The SQLite smoke history to append this run to "
     "(default: .accelfleet/history.sqlite, or $ACCELFLEET_HISTORY).", show_default=False)]
 SustainOpt = Annotated[float | None, typer.Option(
-    "--sustain-s", min=0, max=3600, metavar="SECONDS", help="Tier 2 and up: load every device "
-    "of a host at once this long, sample GPU clocks, power, heat and throttling, and judge "
-    "each device's sustained TFLOP/s by its burst figure. Default 20 on an accelerator, 0.5 "
-    "on a CPU; 0 skips it.", show_default=False)]
+    "--sustain-s", min=0, max=SD.MAX_SUSTAIN_S, metavar="SECONDS", help="Tier 2 and up: load "
+    "every device of a host at once this long, sample GPU clocks, power, heat and throttling, "
+    "and judge each device's sustained TFLOP/s by its burst figure. Default "
+    f"{SD.SUSTAIN_S:g} on an accelerator, {SD.SUSTAIN_S_CPU:g} on a CPU; 0 skips it.",
+    show_default=False)]
 NoHistoryOpt = Annotated[bool, typer.Option(
     "--no-history", help="Do not record this run in the smoke history.")]
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 from typing import Protocol
 
+from fleet import words as W
 from fleet.catalog import Catalog
 from fleet.errors import Problem
 from fleet.model import ControlPlaneCost
@@ -61,8 +62,8 @@ def control_plane_costs(checks: Checks, spec: FleetSpec, catalog: Catalog, today
             warnings.append(Problem(
                 at, f"Kubernetes {version} left EKS standard support on "
                 f"{dates.end_of_standard_support}: its control plane is billed at the "
-                f"extended-support rate, ${rate:.2f} an hour ({rate / standard:.0f}x "
-                f"${standard:.2f}), until {dates.end_of_extended_support}", move))
+                f"extended-support rate, {W.rate_usd(rate)} an hour ({rate / standard:.0f}x "
+                f"{W.rate_usd(standard)}), until {dates.end_of_extended_support}", move))
             ends = dates.end_of_extended_support
         else:
             ends = dates.end_of_standard_support
@@ -71,7 +72,7 @@ def control_plane_costs(checks: Checks, spec: FleetSpec, catalog: Catalog, today
                 warnings.append(Problem(
                     at, f"Kubernetes {version} leaves EKS standard support on {ends} "
                     f"(in {(ends - today).days} days); from then its control plane is billed "
-                    f"${extended:.2f} an hour instead of ${rate:.2f}", move))
+                    f"{W.rate_usd(extended)} an hour instead of {W.rate_usd(rate)}", move))
         out.append(ControlPlaneCost(cluster=cluster.name, kubernetes_version=version,
                                     support=support, usd_per_hour=rate, support_ends=ends,
                                     source=eks.control_plane_price_source))

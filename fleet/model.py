@@ -12,11 +12,11 @@ from typing import Any, Literal
 
 from fleet.catalog import HOURS_PER_MONTH, Cloud, GpuNetworking, Shape
 from fleet.errors import Problem
+from fleet.labels import ACCELERATOR_LABEL as ACCELERATOR_LABEL
+from fleet.labels import POOL_LABEL as POOL_LABEL
+from fleet.labels import TEAM_LABEL as TEAM_LABEL
 from fleet.spec.fields import Cluster, FleetSpec, Pool, Team
 
-POOL_LABEL = "accelfleet.io/pool"
-TEAM_LABEL = "accelfleet.io/team"
-ACCELERATOR_LABEL = "accelfleet.io/accelerator"
 # Every cluster's system pool (untainted CPU nodes for the add-ons) has this name, and the
 # platform pays for it: it is reported under this team, never under a team that owns pools.
 SYSTEM_POOL = "system"

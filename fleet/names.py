@@ -21,6 +21,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from fleet.catalog import Catalog, Cloud, NameRule
+from fleet.labels import CLUSTER_TAG, POOL_LABEL, TEAM_LABEL
+from fleet.labels import PREFIX as LABEL_PREFIX
 from fleet.spec.fields import FleetSpec, NodeTaint, Pool
 
 # Where a value lands, in words for the message.
@@ -42,17 +44,17 @@ PLACES = {
 # strictest place either lands, and it keeps every derived Compute Engine name within 63.
 POOL_PLACES = {
     "gke_node_pool": "its GKE node pool name (pools are named alike on both clouds)",
-    "k8s_label_value": "the accelfleet.io/pool label value of its nodes",
+    "k8s_label_value": f"the {POOL_LABEL} label value of its nodes",
     "gce_label_value": "the accelfleet-pool label value of its Google Cloud nodes",
     "eks_node_group": "its EKS node group name",
-    "aws_tag_value": "the accelfleet.io/pool tag value of its AWS nodes",
+    "aws_tag_value": f"the {POOL_LABEL} tag value of its AWS nodes",
 }
 CLUSTER_PLACES = {
     "gke_cluster": "a GKE cluster name (clusters are named alike on both clouds)",
     "eks_cluster": "an EKS cluster name",
-    "aws_tag_value": "the accelfleet.io/cluster tag value",
+    "aws_tag_value": f"the {CLUSTER_TAG} tag value",
 }
-RESERVED_LABEL_PREFIXES = ("accelfleet.io/", "cloud.google.com/", "kubernetes.io/",
+RESERVED_LABEL_PREFIXES = (LABEL_PREFIX, "cloud.google.com/", "kubernetes.io/",
                            "k8s.io/", "eks.amazonaws.com/")
 # EKS user guide node-taints-managed-node-groups (awsdocs/amazon-eks-user-guide@4d52b4d):
 # "A maximum of 50 taints are allowed per node group."
@@ -205,12 +207,12 @@ def check_team_names(r: Reporter, spec: FleetSpec, clouds: Mapping[str, set[Clou
     taken = frozenset(names)
     check_unique(r, "teams", names)
     for team in spec.teams:
-        places = {"k8s_label_value": "the accelfleet.io/team label value of its nodes"}
+        places = {"k8s_label_value": f"the {TEAM_LABEL} label value of its nodes"}
         if "gcp" in clouds.get(team.name, set()):
             places["gce_label_value"] = ("the accelfleet-team label value of its Google Cloud "
                                          "nodes")
         if "aws" in clouds.get(team.name, set()):
-            places["aws_tag_value"] = "the accelfleet.io/team tag value of its AWS nodes"
+            places["aws_tag_value"] = f"the {TEAM_LABEL} tag value of its AWS nodes"
         check_name(r, f"teams {team.name!r}.name", "team name", team.name, places, taken)
 
 

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
+from fleet import words as W
 from fleet.catalog import Catalog, Shape
 from fleet.errors import AccelfleetError, suggest
 from fleet.model import PoolCost, PriceSource, ResolvedPool
@@ -215,11 +216,11 @@ def check_budgets(checks: Checks, spec: FleetSpec, pools: Sequence[ResolvedPool]
         if most > budget:
             listing = ", ".join([*(_cost_words(p) for p in mine
                                    if p.cost and p.cost.max_monthly_usd),
-                                 *([f"control planes ${fixed:,.0f}"] if fixed else [])])
+                                 *([f"control planes {W.usd(fixed)}"] if fixed else [])])
             checks.add(
                 f"teams {team.name!r}.monthly_budget_usd",
-                f"the team's pools cost up to about ${most:,.0f} a month at their largest "
-                f"({listing}), over its budget of ${budget:,.0f}",
+                f"the team's pools cost up to about {W.usd(most)} a month at their largest "
+                f"({listing}), over its budget of {W.usd(budget)}",
                 "shrink or remove a pool, lower an autoscaling `max_nodes`, use spot capacity, "
                 "declare the rate you pay under `prices:`, or raise the budget",
             )
@@ -229,8 +230,7 @@ def _cost_words(pool: ResolvedPool) -> str:
     cost = pool.cost
     assert cost is not None and cost.max_monthly_usd is not None
     low, high = cost.min_monthly_usd or 0.0, cost.max_monthly_usd
-    span = f"${high:,.0f}" if round(low) == round(high) else f"${low:,.0f}..${high:,.0f}"
-    return f"{pool.name} {span}"
+    return f"{pool.name} {W.usd_span(low, high)}"
 
 
 def _unpriced(checks: Checks, pool: ResolvedPool, team: str, budget: float) -> None:
@@ -248,7 +248,7 @@ def _unpriced(checks: Checks, pool: ResolvedPool, team: str, budget: float) -> N
              else f"pools {pool.name!r}")
     checks.add(where,
                f"{shape.machine_type} ({kind}) has no price: {reason} and the stack's "
-               f"`prices:` gives none, so team {team}'s budget of ${budget:,.0f} cannot be "
+               f"`prices:` gives none, so team {team}'s budget of {W.usd(budget)} cannot be "
                "checked",
                f"declare the rate you pay under `prices:`, e.g. `prices: [{example}]`, or "
                f"remove `monthly_budget_usd` from team {team}")

@@ -40,6 +40,7 @@ from types import TracebackType
 from typing import Any
 
 from fleet.errors import InputError
+from fleet.words import precise
 from smoke._history_schema import (
     COLUMNS,
     MIGRATE_1_TO_2,
@@ -49,12 +50,13 @@ from smoke._history_schema import (
     columns_of,
 )
 from smoke.cluster.run import RunReport
-from smoke.probes.results import Verdict
+from smoke.probes.names import FIGURES, base_probe, pool_probe
+from smoke.probes.results import Verdict, median_figure, worst
 
 DEFAULT_PATH = Path(".accelfleet") / "history.sqlite"
 ENV = "ACCELFLEET_HISTORY"  # overrides the default path (tests, CI runners)
 BUSY_TIMEOUT_S = 30.0
-TREND_PROBES = ("matmul_tflops", "memory_gbps", "allreduce_busbw", "fabric_busbw")
+TREND_PROBES = FIGURES
 DRIFT_RATIO = 0.90  # below this fraction of its own recent median: drift
 DRIFT_RUNS = 5  # the recent median is over at most this many previous runs ...
 DRIFT_MIN_RUNS = 3  # ... and needs at least this many
@@ -152,8 +154,8 @@ class _Series:
             measured: float | None, verdict: str) -> None:
         self.runs[seq] = (run_id, when)
         old = self.verdicts.get(seq)
-        if old is None or Verdict(verdict).rank > Verdict(old).rank:
-            self.verdicts[seq] = verdict
+        self.verdicts[seq] = verdict if old is None else worst(
+            (Verdict(old), Verdict(verdict)), default=Verdict.SKIPPED).value
         if probe != self.probe:  # the pool-outlier check: its verdict counts, not its figure
             return
         self.unit = self.unit or unit
@@ -163,8 +165,7 @@ class _Series:
 
     def trend(self) -> Trend:
         seqs = sorted(self.runs)
-        node_values = [statistics.median(self.values[s]) if s in self.values else None
-                       for s in seqs]
+        node_values = [median_figure(self.values.get(s, ())) for s in seqs]
         points = tuple(Point(self.runs[s][0], self.runs[s][1], v, self.verdicts[s])
                        for s, v in zip(seqs, node_values, strict=True))
         before = [v for v in node_values[:-1] if v is not None][-DRIFT_RUNS:]
@@ -173,12 +174,12 @@ class _Series:
         hit = None if is_cpu(self.accelerator) else _drifted(node_values)
         if hit is not None:
             drift.append(f"the node's median fell to {hit[0]:.2f} of its recent median "
-                         f"{hit[1]:,.4g} {self.unit}")
+                         f"{precise(hit[1])} {self.unit}")
         for device, by_seq in sorted(self.devices.items()):
             hit = None if is_cpu(self.accelerator) else _drifted([by_seq.get(s) for s in seqs])
             if hit is not None:
                 drift.append(f"{device} fell to {hit[0]:.2f} of its recent median "
-                             f"{hit[1]:,.4g} {self.unit}")
+                             f"{precise(hit[1])} {self.unit}")
         return Trend(self.cluster, self.pool, self.node, self.accelerator, self.probe,
                      self.unit, points, statistics.median(before) if before else None,
                      tuple(drift), self.backend)
@@ -402,7 +403,7 @@ class History:
                accelerator: Sequence[str] = (), window: int = DEFAULT_WINDOW) -> list[Trend]:
         """Per node and figure, its last `window` runs; filters combine (AND). `accelerator`
         lists the spellings to match (a catalog key and the words the user gave)."""
-        probes = [*TREND_PROBES, *(f"{p}_vs_pool" for p in TREND_PROBES)]
+        probes = [*TREND_PROBES, *(pool_probe(p) for p in TREND_PROBES)]
         where = [f"r.probe IN ({', '.join('?' * len(probes))})"]
         args: list[Any] = list(probes)
         if pool:
@@ -437,7 +438,7 @@ class History:
                                  f"(run {run_id!r}, probe {probe!r}: a value of the wrong "
                                  "type)", hint="it was written by something other than "
                                  "accelfleet: move it aside, or pass another --history PATH")
-            base = probe.removesuffix("_vs_pool")
+            base = base_probe(probe)
             # one series per backend and device kind: a CPU run is not the GPU's series,
             # and torch's figures are not JAX's
             key = (cluster, pool_, node_, base, be, acc)

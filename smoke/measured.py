@@ -40,10 +40,11 @@ def measured_medians(trends: list[Trend]) -> dict[str, MeasuredFigures]:
     of one backend only (torch's and JAX's are not one series): the backend with the most
     runs of the accelerator."""
     from fleet.advise import MeasuredFigures
+    from smoke.probes import names as P
 
     by_backend: dict[tuple[str, str], set[str]] = defaultdict(set)
     for trend in trends:
-        if trend.probe == "matmul_tflops":
+        if trend.probe == P.MATMUL:
             by_backend[(str(trend.accelerator).lower(), trend.backend)].update(
                 p.run_id for p in trend.points if p.value is not None)
     chosen: dict[str, str] = {}
@@ -61,7 +62,7 @@ def measured_medians(trends: list[Trend]) -> dict[str, MeasuredFigures]:
             if point.value is None:
                 continue
             values[(key, trend.probe)].append(float(point.value))
-            if trend.probe == "matmul_tflops":
+            if trend.probe == P.MATMUL:
                 runs[key].add(point.run_id)
 
     def median(key: str, probe: str) -> float | None:
@@ -69,6 +70,6 @@ def measured_medians(trends: list[Trend]) -> dict[str, MeasuredFigures]:
         return statistics.median(got) if got else None
 
     keys = {k for k, _ in values}
-    return {k: MeasuredFigures(median(k, "matmul_tflops"), median(k, "memory_gbps"),
-                               len(runs[k]), median(k, "allreduce_busbw"))
-            for k in keys if median(k, "matmul_tflops") or median(k, "memory_gbps")}
+    return {k: MeasuredFigures(median(k, P.MATMUL), median(k, P.MEMORY),
+                               len(runs[k]), median(k, P.ALLREDUCE))
+            for k in keys if median(k, P.MATMUL) or median(k, P.MEMORY)}

@@ -203,8 +203,8 @@ def _kept(result: SmokeResult, request: SmokeRequest, written: list[Path]) -> Sm
     """`result` with the files written: JUnit and `out` always, the rest unless cancelled."""
     from dataclasses import replace
 
-    from smoke.cluster.run import junit
     from smoke.reports.files import keep, save_all
+    from smoke.reports.junit import junit
 
     report = result.report
     files = {request.junit: junit(report)} if request.junit is not None else {}

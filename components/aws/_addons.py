@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 import pulumi
 import pulumi_aws as aws
 
+from fleet.labels import CLUSTER_TAG
+
 # EKS installs its own (self-managed) vpc-cni, kube-proxy and CoreDNS with a new cluster; the
 # managed add-on takes them over and owns their configuration from then on.
 RESOLVE_CONFLICTS = "OVERWRITE"
@@ -33,7 +35,7 @@ def managed_addons(
             addon_version=version,
             resolve_conflicts_on_create=RESOLVE_CONFLICTS,
             resolve_conflicts_on_update=RESOLVE_CONFLICTS,
-            tags={"accelfleet.io/cluster": cluster},
+            tags={CLUSTER_TAG: cluster},
             opts=pulumi.ResourceOptions.merge(
                 opts, pulumi.ResourceOptions(depends_on=list(depends_on))),
         )

@@ -16,6 +16,7 @@ from components.aws._layout import (
     managed_policy_arn,
     partition,
 )
+from fleet.labels import CLUSTER_TAG
 
 TYPE = "accelfleet:aws:EksCluster"
 
@@ -63,7 +64,7 @@ class EksCluster(pulumi.ComponentResource):
     ) -> None:
         super().__init__(TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        tags = {"accelfleet.io/cluster": args.name}
+        tags = {CLUSTER_TAG: args.name}
 
         cluster_role = _service_role(f"{name}-cluster", "eks.amazonaws.com", CLUSTER_POLICIES,
                                      args.region, tags, child)

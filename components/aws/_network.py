@@ -9,6 +9,7 @@ import pulumi_aws as aws
 
 from components.aws._layout import AccountZones, cluster_zones, subnet_layout
 from fleet.errors import InputError
+from fleet.labels import CLUSTER_TAG, POOL_LABEL, ZONE_TAG
 
 TYPE = "accelfleet:aws:EksNetwork"
 _ALL = "-1"  # every protocol, every port
@@ -71,7 +72,7 @@ class EksNetwork(pulumi.ComponentResource):
                                 pulumi.InvokeOptions(parent=self))
         planned = cluster_zones(args.region, args.zones, account)
         layout = subnet_layout(args.cidr, planned.zones)
-        tags = {"accelfleet.io/cluster": args.cluster_name}
+        tags = {CLUSTER_TAG: args.cluster_name}
         owned = {f"kubernetes.io/cluster/{args.cluster_name}": "shared"}
 
         vpc = aws.ec2.Vpc(f"{name}-vpc", cidr_block=args.cidr, enable_dns_hostnames=True,
@@ -124,8 +125,7 @@ class EksNetwork(pulumi.ComponentResource):
         self.placement_groups = {}
         for pool, zone in sorted(args.compact_pools.items()):
             pg = aws.ec2.PlacementGroup(f"{name}-{pool}", strategy="cluster",
-                                        tags={**tags, "accelfleet.io/pool": pool,
-                                              "accelfleet.io/zone": zone}, opts=child)
+                                        tags={**tags, POOL_LABEL: pool, ZONE_TAG: zone}, opts=child)
             self.placement_groups[pool] = pg.name
 
         self.vpc_id = vpc.id

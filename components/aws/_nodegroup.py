@@ -12,6 +12,8 @@ import pulumi_aws as aws
 from components.aws._efa import efa_network_interfaces
 from fleet.catalog import Catalog, Taint
 from fleet.errors import CatalogError
+from fleet.labels import AMI_LABEL as AMI_LABEL
+from fleet.labels import POOL_LABEL, TEAM_LABEL
 from fleet.model import ResolvedPool
 
 TYPE = "accelfleet:aws:GpuNodeGroup"
@@ -27,7 +29,6 @@ IMDS_HOP_LIMIT = 1
 EKS_TAINT_EFFECT = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE",
                     "NoExecute": "NO_EXECUTE"}
 EFA_LABEL_VALUE = "true"
-AMI_LABEL = "accelfleet.io/ami"
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,7 @@ def managed_node_group(owner: pulumi.ComponentResource, name: str, args: NodeGro
     children of `owner`."""
     pool = args.pool
     capacity = capacity_for(pool)
-    tags = {"accelfleet.io/pool": pool.name, "accelfleet.io/team": pool.team}
+    tags = {POOL_LABEL: pool.name, TEAM_LABEL: pool.team}
     lt: dict[str, Any] = {
         "metadata_options": aws.ec2.LaunchTemplateMetadataOptionsArgs(
             http_endpoint="enabled", http_tokens="required",

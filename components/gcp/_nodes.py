@@ -9,6 +9,7 @@ import pulumi_gcp as gcp
 
 from components.gcp._cluster import NODE_SCOPES
 from fleet.catalog import Catalog
+from fleet.labels import POOL_RESOURCE_LABEL, TEAM_RESOURCE_LABEL
 from fleet.model import ResolvedPool
 
 C = gcp.container
@@ -58,7 +59,7 @@ def node_config(pool: ResolvedPool, catalog: Catalog, service_account: pulumi.In
         service_account=service_account,
         oauth_scopes=NODE_SCOPES,
         labels=pool.labels,
-        resource_labels={"accelfleet-team": pool.team, "accelfleet-pool": pool.name},
+        resource_labels={TEAM_RESOURCE_LABEL: pool.team, POOL_RESOURCE_LABEL: pool.name},
         taints=taints(pool, catalog),
         spot=cap.spot or None,
         flex_start=pool.flex_start or None,  # queued pools too: GKE queues flex-start

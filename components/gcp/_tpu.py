@@ -17,6 +17,7 @@ from components.gcp._nodes import (
 from components.gcp._pins import TPU_VM_RUNTIME
 from fleet.catalog import Catalog, Shape
 from fleet.errors import InputError
+from fleet.labels import POOL_RESOURCE_LABEL, TEAM_RESOURCE_LABEL
 from fleet.model import ResolvedPool
 from fleet.names import slice_pool_names, tpu_vm_names, workload_policy_name
 
@@ -144,7 +145,7 @@ class TpuVm(pulumi.ComponentResource):
         cap = pool.spec.capacity
         runtime = TPU_VM_RUNTIME[tpu.key]
         acc_type = accelerator_type(shape)
-        labels = {"accelfleet-team": pool.team, "accelfleet-pool": pool.name}
+        labels = {TEAM_RESOURCE_LABEL: pool.team, POOL_RESOURCE_LABEL: pool.name}
         names = tpu_vm_names(pool.name, pool.spec.multislice)
         for i, node_id in enumerate(names):
             gcp.tpu.V2Vm(

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from math import prod
 from typing import Any
 
+from fleet import words as W
 from fleet.catalog import Catalog, Shape
 from fleet.errors import AccelfleetError, Problem, SpecError
 from fleet.model import Fleet, ResolvedPool
@@ -25,7 +26,7 @@ def pool_usd(pool: ResolvedPool) -> float | None:
 def _usd(fleet: Fleet, name: str) -> str:
     pool = next(p for p in fleet.pools if p.name == name)
     usd = pool_usd(pool)
-    return "unpriced" if usd is None else f"${usd:,.0f}/month"
+    return W.UNPRICED if usd is None else f"{W.usd(usd)}/month"
 
 
 def _passes(spec: Mapping[str, Any], catalog: Catalog) -> Fleet | None:
@@ -206,6 +207,6 @@ def _budget(before: Fleet, team: str, problems: Sequence[Problem]) -> list[str]:
     if budget is None:
         return []
     left = budget - cost.max_monthly_usd
-    return [f"a pool within team {team}'s remaining budget: ${max(left, 0):,.0f} a month of "
-            f"its ${budget:,.0f} (its pools cost up to ${cost.max_monthly_usd:,.0f}), or a "
+    return [f"a pool within team {team}'s remaining budget: {W.usd(max(left, 0))} a month of "
+            f"its {W.usd(budget)} (its pools cost up to {W.usd(cost.max_monthly_usd)}), or a "
             "larger budget under `teams:`"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date
 
+from fleet import words as W
 from fleet.errors import Problem
 from fleet.model import ResolvedPool
 
@@ -28,7 +29,7 @@ def days_expired(pool: ResolvedPool, today: date) -> int:
 def cost_words(pool: ResolvedPool) -> str:
     """`about $12,345 a month`, or that its cost is unknown (never $0)."""
     usd = pool.monthly_usd
-    return "an unknown amount a month (no price)" if usd is None else f"about ${usd:,.0f} a month"
+    return "an unknown amount a month (no price)" if usd is None else f"about {W.usd(usd)} a month"
 
 
 def expiry_warnings(pools: Sequence[ResolvedPool], today: date) -> list[Problem]:

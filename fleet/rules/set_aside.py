@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from fleet import words as W
 from fleet.errors import Problem
 from fleet.model import ResolvedPool
 from fleet.spec.errors import readme_words
@@ -151,7 +152,7 @@ class _SetAside:
             notes.append(Problem(
                 f"teams {team.name!r}.monthly_budget_usd",
                 f"checked without pool {pools} (set aside for its type error, so its cost is "
-                f"unknown): the team's other pools cost up to about ${most:,.0f} a month of "
-                f"its ${team.monthly_budget_usd:,.0f} budget",
+                f"unknown): the team's other pools cost up to about {W.usd(most)} a month of "
+                f"its {W.usd(team.monthly_budget_usd)} budget",
                 f"fix pool {pools} and validate again: its cost counts toward the budget"))
         return notes

@@ -20,6 +20,8 @@ from pydantic import (
     model_validator,
 )
 
+from fleet import smoke_defaults as SD
+
 Effect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 
@@ -329,7 +331,7 @@ class Team(_Model):
     contact: str | None = None
 
 
-MAX_SMOKE_TIMEOUT_S = 7 * 24 * 3600
+MAX_SMOKE_TIMEOUT_S = SD.MAX_TIMEOUT_S
 # A container image reference, as the distribution project's grammar has it
 # (github.com/distribution/reference regexp.go: domain, path components, tag, digest).
 _LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
@@ -343,11 +345,9 @@ IMAGE_REFERENCE = re.compile(
 class Smoke(_Model):
     """How `accelfleet smoke run` tests the fleet."""
 
-    max_tier: int = Field(default=2, ge=0, le=3)  # 0 inventory .. 3 fabric
-    namespace: str = "accelfleet-smoke"
-    # A Job's activeDeadlineSeconds is an int64 (k8s.io/api batch/v1); a smoke run is bounded
-    # far below it: a week.
-    timeout_s: int = Field(default=900, ge=30, le=MAX_SMOKE_TIMEOUT_S)
+    max_tier: int = Field(default=SD.MAX_TIER, ge=0, le=SD.TOP_TIER)  # 0 inventory .. 3 fabric
+    namespace: str = SD.NAMESPACE
+    timeout_s: int = Field(default=SD.TIMEOUT_S, ge=30, le=SD.MAX_TIMEOUT_S)
     torch_image: str | None = None
     jax_image: str | None = None
 

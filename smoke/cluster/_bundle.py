@@ -17,9 +17,12 @@ from importlib import resources
 
 # What the pod gets: the `smoke` package file, the whole node-side folder (smoke/probes: the
 # agent, its probes, verdicts and results; an import-linter contract keeps it free of
-# kubernetes, pydantic, ruamel and the rest of smoke), and the two fleet modules it reads.
+# kubernetes, pydantic, ruamel and the rest of smoke), and the fleet modules it reads (each
+# stdlib-only, importing no other accelfleet module).
 PROBES = "smoke.probes"
 FLEET_MODULES: tuple[tuple[str, str], ...] = (("fleet", "errors.py"),
+                                              ("fleet", "smoke_defaults.py"),
+                                              ("fleet", "words.py"),
                                               ("fleet.catalog", "records.py"))
 _STUB = '"""accelfleet agent bundle: only the modules the in-pod agent imports."""\n'
 STUBS: dict[str, str] = {"fleet/__init__.py": _STUB, "fleet/catalog/__init__.py": _STUB}

@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fleet.labels import POOL_LABEL
 from smoke.cluster import _stalls as S
 from smoke.cluster._podtime import pod_timing
 
-POOL_LABEL = "accelfleet.io/pool"
 INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 SLICE_LABEL = "jobset.sigs.k8s.io/job-index"  # a JobSet pod's replicated-job index: its slice
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -32,7 +31,7 @@ from smoke.cluster.run import REPORT, Check
 from smoke.probes import verdict as V
 from smoke.probes.backend import KnownAnswer
 from smoke.probes.expect import Expectation
-from smoke.probes.results import DOCUMENT_KIND, HostReport, ProbeResult, Verdict
+from smoke.probes.results import DOCUMENT_KIND, HostReport, ProbeResult, Verdict, node_median
 from smoke.probes.sustain import burst_checks
 from smoke.probes.thresholds import fabric_threshold
 
@@ -159,7 +158,7 @@ def _judge_figures(report: HostReport, plan: PoolPlan) -> dict[tuple[str, str], 
             size = r.details.get("bytes_per_device")
             checks, _ = V.bandwidth_checks(r.measured, size if isinstance(size, int) else None,
                                            th)
-            v, reason = max(checks, key=lambda c: c[0].rank)
+            v, reason = V.worst_check(checks)
             mine.append(replace(r, verdict=v, reason=reason))
     burst = _figures(rs, V.MATMUL)
     sustain_th = V.threshold(exp.accelerator.key if exp.accelerator else None, V.SUSTAINED)
@@ -260,10 +259,8 @@ def pool_outliers(outcomes: Iterable[NodeOutcome]) -> list[Check]:
         for o in outcomes:
             if o.report is None or o.report.platform not in ("gpu", "tpu"):
                 continue
-            values = [r.measured for r in o.report.results
-                      if r.probe == probe and r.measured is not None
-                      and math.isfinite(r.measured)]
-            if values:
-                by_node[o.node or o.pod] = statistics.median(values)
+            value = node_median(o.report.results, probe)
+            if value is not None:
+                by_node[o.node or o.pod] = value
         checks += [Check(node, r) for node, r in V.judge_pool_outliers(probe, by_node)]
     return checks

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from fleet.labels import RUN_LABEL
 from smoke.cluster import _stalls as S
 from smoke.cluster._pods import _PodState
 from smoke.cluster._queue import PROVISIONING_REQUEST, held_by_kueue, is_queued
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 
     from smoke.cluster.workload import PoolWorkload, RenderedRun
 
-RUN_LABEL = "accelfleet.io/run"
 JOB_NAME_LABEL = "job-name"
 JOBSET = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
 LOG_TAIL_LINES = 5000  # the report line, any second one, and the crash tail all in reach

@@ -34,26 +34,30 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from fleet.errors import InputError
+from fleet.labels import SMOKE_ANNOTATION_PREFIX, SMOKE_FAILED, SMOKE_KEY
+from fleet.words import precise
 from smoke.cluster.access import with_retries
 from smoke.cluster.run import PoolReport, RunReport
+from smoke.probes import names as P
 from smoke.probes.results import ProbeResult, Verdict
+from smoke.probes.verdict import POOL_OUTLIER_FAIL
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient, CoreV1Api
 
     from fleet.inventory import InventoryPool
 
-KEY = "accelfleet.io/smoke"  # the taint's and the label's key
-VALUE = "failed"
+KEY = SMOKE_KEY  # the taint's and the label's key
+VALUE = SMOKE_FAILED
 EFFECT = "NoSchedule"
-PREFIX = "accelfleet.io/smoke-"
+PREFIX = SMOKE_ANNOTATION_PREFIX
 UNDO = PREFIX + "undo"
 FIELDS = ("run", "pool", "cluster", "host", "probe", "device", "figure", "threshold", "reason",
           "since")
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"  # a multi-host TPU slice is one node pool
 EVENT_NAMESPACE = "default"  # where events about cluster-scoped objects live
 COMPONENT = "accelfleet-smoke"
-FABRIC = "fabric_busbw"  # the pool-wide collective: names no node
+FABRIC = P.FABRIC  # the pool-wide collective: names no node
 DEFAULT_CAP = "10%"
 REQUEST_TIMEOUT_S = (5.0, 30.0)
 CONFLICT_RETRIES = 5
@@ -199,8 +203,7 @@ def _json(resp: Any) -> dict[str, Any]:
     return out if isinstance(out, dict) else {}
 
 
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.4g}"
+_num = precise  # what the annotations keep: fleet.words.precise
 
 
 def figure(r: ProbeResult) -> str:
@@ -214,8 +217,8 @@ def threshold_of(r: ProbeResult) -> str:
         return f"floor {_num(d['floor'])} {r.unit}"
     if d.get("min") is not None and r.measured is not None and r.measured < d["min"]:
         return f"--min {_num(d['min'])} {r.unit}"
-    if r.probe.endswith("_vs_pool") and r.expected is not None:
-        return f"0.85 x peers' median {_num(r.expected)} {r.unit}"
+    if P.is_pool_probe(r.probe) and r.expected is not None:
+        return f"{POOL_OUTLIER_FAIL:g} x peers' median {_num(r.expected)} {r.unit}"
     if r.expected is not None:
         return f"expected {_num(r.expected)} {r.unit}".strip()
     return "-"

@@ -20,11 +20,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from smoke.probes.names import POD as POD  # the launcher's checks' probe names
+from smoke.probes.names import REPORT as REPORT
+from smoke.probes.names import WORKLOAD as WORKLOAD
 from smoke.probes.results import HostReport, ProbeResult, Verdict
 
 RUN_KIND = "accelfleet.smoke/run"
 RUN_SCHEMA_VERSION = 1
-POD, WORKLOAD, REPORT = "pod", "workload", "report"  # probe names of the launcher's checks
 
 
 class PoolStatus(StrEnum):
@@ -272,44 +274,3 @@ def xml_safe(root: ET.Element) -> None:
         element.attrib = {k: xml_text(v) for k, v in element.attrib.items()}
         if element.text is not None:
             element.text = xml_text(element.text)
-
-
-def junit(run: RunReport) -> str:
-    """JUnit XML: a testsuite per pool, a testcase per node and probe (device in the name)."""
-    root = ET.Element("testsuites", {"name": f"accelfleet smoke run {run.run_id}"})
-    for pool in run.pools:
-        rows = pool.verdicts()
-        c = pool.counts()
-        suite = ET.SubElement(root, "testsuite", {
-            "name": f"{pool.cluster or '-'}/{pool.name}", "tests": str(len(rows) or 1),
-            "failures": str(c["fail"]), "errors": "0", "skipped": str(c["skipped"]),
-            "time": f"{pool.duration_s:.3f}", "timestamp": run.started_at})
-        props = ET.SubElement(suite, "properties")
-        for k, v in {"run_id": run.run_id, "stack": run.stack, "status": pool.status.value,
-                     "accelerator": pool.accelerator, "workload": pool.workload,
-                     "thresholds_version": run.thresholds_version}.items():
-            ET.SubElement(props, "property", {"name": k, "value": v})
-        if not rows:  # a skipped pool still shows as one case, with its reason
-            case = ET.SubElement(suite, "testcase", {"classname": f"accelfleet.smoke.{pool.name}",
-                                                     "name": "pool", "time": "0"})
-            ET.SubElement(case, "skipped", {"message": pool.reason or pool.status.value})
-        for node, r in rows:
-            case = ET.SubElement(suite, "testcase", {
-                "classname": f"accelfleet.smoke.{pool.name}.{node or 'pool'}",
-                "name": f"T{r.tier} {r.probe} {r.device}", "time": "0"})
-            text = f"measured={r.measured} {r.unit} expected={r.expected}"
-            if r.verdict is Verdict.FAIL:
-                ET.SubElement(case, "failure", {"message": r.reason, "type": "fail"}).text = text
-            elif r.verdict is Verdict.SKIPPED:
-                ET.SubElement(case, "skipped", {"message": r.reason})
-            else:
-                ET.SubElement(case, "system-out").text = f"{r.verdict.value}: {r.reason}; {text}"
-    if run.nothing_tested:  # CI reading the XML alone must not see a pass
-        suite = ET.SubElement(root, "testsuite", {"name": "run", "tests": "1", "failures": "1",
-                                                  "errors": "0", "skipped": "0"})
-        case = ET.SubElement(suite, "testcase", {"classname": "accelfleet.smoke",
-                                                 "name": "nodes tested", "time": "0"})
-        ET.SubElement(case, "failure", {"message": run.nothing_tested, "type": "fail"})
-    xml_safe(root)
-    ET.indent(root)
-    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fleet import smoke_defaults as SD
 from fleet.errors import InputError, StackFileError
 from fleet.inventory import Inventory, build_inventory
 from smoke.cluster.access import ClusterRef
@@ -21,9 +22,9 @@ from smoke.cluster.access import ClusterRef
 class SmokeSettings:
     """The stack's `smoke:` section (defaults when the run has no stack file)."""
 
-    max_tier: int = 2
-    namespace: str = "accelfleet-smoke"
-    timeout_s: int = 900
+    max_tier: int = SD.MAX_TIER
+    namespace: str = SD.NAMESPACE
+    timeout_s: int = SD.TIMEOUT_S
     images: dict[str, str] = field(default_factory=dict)
 
 
@@ -80,7 +81,7 @@ def load_source(stack_file: Path | None, outputs: Path | Mapping[str, Any] | Non
         fleet = load_fleet(str(stack_file))
         s = fleet.spec.smoke
         images = {k: v for k, v in (("torch", s.torch_image), ("jax", s.jax_image)) if v}
-        settings = SmokeSettings(max_tier=min(s.max_tier, 3), namespace=s.namespace,
+        settings = SmokeSettings(max_tier=min(s.max_tier, SD.TOP_TIER), namespace=s.namespace,
                                  timeout_s=s.timeout_s, images=images)
         clouds = fleet.spec.clouds
         for c in fleet.spec.clusters:

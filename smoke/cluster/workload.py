@@ -32,10 +32,11 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from fleet import smoke_defaults as SD
 from fleet.catalog import image_ref_problem
 from fleet.errors import CatalogError, InputError, UnknownNameError
 from fleet.inventory import Inventory, InventoryPool
-from fleet.model import POOL_LABEL
+from fleet.labels import POOL_LABEL, RUN_LABEL
 from smoke import expectations as _expect
 from smoke.cluster._bundle import MOUNT_PATH, configmap_data
 from smoke.cluster._queue import through_kueue
@@ -45,9 +46,8 @@ if TYPE_CHECKING:
     from fleet.catalog import Catalog, Fabric, FabricDaemon, HostMount
     from smoke.probes.expect import Expectation
 
-RUN_LABEL = "accelfleet.io/run"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "accelfleet"}
-DEFAULT_NAMESPACE = "accelfleet-smoke"
+DEFAULT_NAMESPACE = SD.NAMESPACE
 RENDEZVOUS_PORT = 29500  # + the pool's index among the rendered pools of its cluster
 TPU_PORTS = (8471, 8080, 8431)  # TPU runtime, slice builder / megascale, TPU runtime metrics
 NAME_MAX = 50  # so that pod hostnames `<name>-<index>` (JobSet: `<name>-slice-<j>-<i>`) fit 63
@@ -116,11 +116,11 @@ def load_images() -> dict[str, Image]:
 class RenderOptions:
     run_id: str  # DNS-label-safe, at most 16 characters
     namespace: str = DEFAULT_NAMESPACE
-    tier: int = 2
-    timeout_s: int = 900  # activeDeadlineSeconds, and the agent's --timeout-s
+    tier: int = SD.MAX_TIER
+    timeout_s: int = SD.TIMEOUT_S  # activeDeadlineSeconds, and the agent's --timeout-s
     images: Mapping[str, str] = field(default_factory=dict)  # image key -> reference
-    ttl_s: int = 3600
-    sustain_s: float | None = None  # the agent's --sustain-s (None: its default, 20 s on GPU/TPU)
+    ttl_s: int = SD.TTL_S
+    sustain_s: float | None = None  # the agent's --sustain-s (None: SD.SUSTAIN_S on GPU/TPU)
 
     def __post_init__(self) -> None:
         if len(self.run_id) > 16 or not _DNS_LABEL.match(self.run_id):
@@ -131,16 +131,16 @@ class RenderOptions:
             raise InputError(f"smoke namespace {self.namespace!r} is not a Kubernetes "
                              "namespace name", hint="set `smoke.namespace` to a DNS label, "
                              f"e.g. {DEFAULT_NAMESPACE}")
-        if not 0 <= self.tier <= 3:
+        if not 0 <= self.tier <= SD.TOP_TIER:
             raise InputError(f"tier {self.tier} is not one the agent runs",
-                             hint="choose a tier from 0 to 3")
+                             hint=f"choose a tier from 0 to {SD.TOP_TIER}")
         if self.sustain_s is not None and not 0 <= self.sustain_s < self.timeout_s:
             raise InputError(f"--sustain-s {self.sustain_s:g} does not fit the pods' deadline "
                              f"of {self.timeout_s} s", hint="shorten --sustain-s (0 skips the "
                              "sustained phase) or lengthen --timeout-s")
         if self.timeout_s < 1 or self.ttl_s < 0:
             raise InputError("timeout_s must be positive and ttl_s not negative",
-                             hint="e.g. timeout_s 900, ttl_s 3600")
+                             hint=f"e.g. timeout_s {SD.TIMEOUT_S}, ttl_s {SD.TTL_S}")
         known = load_images()
         for key, ref in self.images.items():
             if key not in known:
@@ -165,7 +165,7 @@ class PoolWorkload:
     skipped: str | None = None
     # what the launcher re-judges each node's report against (smoke.cluster._rejudge)
     expectation: Expectation | None = None
-    tier: int = 2
+    tier: int = SD.MAX_TIER
     sustain: bool = True  # the agent runs the sustained phase (--sustain-s is not 0)
 
 

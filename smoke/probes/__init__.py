@@ -3,6 +3,7 @@
 
 This folder is the pod's code: `smoke.cluster._bundle` ships it whole in a ConfigMap, so a
 stock framework image runs it. It imports the standard library, the framework of the probe
-that runs, and two fleet modules (`fleet.errors`, `fleet.catalog.records`); an import-linter
+that runs, and the stdlib-only fleet modules `smoke.cluster._bundle.FLEET_MODULES` lists
+(`fleet.errors`, `fleet.smoke_defaults`, `fleet.words`, `fleet.catalog.records`); an import-linter
 contract keeps kubernetes, pydantic, ruamel, jinja2, pulumi and the rest of `smoke` out.
 """

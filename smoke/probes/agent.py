@@ -5,9 +5,9 @@ pool-wide collective, and prints one HostReport JSON document as the LAST line o
 launcher reads it from the pod's log and judges the pool. Progress goes to stderr.
 
 It reaches the pod in a ConfigMap (`smoke.cluster._bundle`), so a stock framework image serves: it
-imports only the standard library, the smoke package, `fleet.errors`, the catalog's record
-types and the framework (torch or jax). The launcher passes the expectation as JSON, so the
-catalog is never loaded here.
+imports only the standard library, the smoke package, `fleet.errors`, `fleet.smoke_defaults`,
+`fleet.words`, the catalog's record types and the framework (torch or jax). The launcher
+passes the expectation as JSON, so the catalog is never loaded here.
 
 Exit codes: 0 a report was printed (whatever its verdicts: the launcher judges), 2 bad input
 or a missing framework (message on stderr), 3 an unexpected error (traceback on stderr).
@@ -23,6 +23,7 @@ import traceback
 from dataclasses import replace
 from typing import Any
 
+from fleet import smoke_defaults as SD
 from fleet.errors import AccelfleetError
 from smoke.probes import verdict as V
 from smoke.probes._fabric import CrossNode, Rendezvous
@@ -53,7 +54,7 @@ class _StderrProgress:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m smoke.probes.agent", description=__doc__.split(
         "\n\n")[0])
-    ap.add_argument("--tier", type=int, choices=range(4), default=2)
+    ap.add_argument("--tier", type=int, choices=range(SD.TOP_TIER + 1), default=SD.MAX_TIER)
     ap.add_argument("--backend", choices=("auto", "torch", "jax"), default="auto")
     ap.add_argument("--expect-json", default="", help="the Expectation document (JSON)")
     ap.add_argument("--pool", default="", help="the pool this node belongs to")
@@ -78,7 +79,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="a shell env profile whose `export` lines set NCCL's variables")
     ap.add_argument("--sustain-s", type=float, default=None,
                     help="window of the sustained phase (every device at once, tier 2 and "
-                    "up) in seconds; default 20 on an accelerator, 0 skips it")
+                    f"up) in seconds; default {SD.SUSTAIN_S:g} on an accelerator, 0 skips it")
     ap.add_argument("--timeout-s", type=int, default=600,
                     help="bound on joining and running the cross-node collective")
     return ap.parse_args(argv)

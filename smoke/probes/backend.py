@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from fleet import smoke_defaults as SD
 from fleet.errors import SetupError
 
 BackendName = Literal["torch", "jax"]
@@ -45,8 +46,8 @@ class Sizes:
     repeats: int
     target_repeat_s: float
     max_iters: int = 1 << 16
-    # The sustained all-device window (`--sustain-s` overrides): 20 s on an accelerator.
-    sustain_s: float = 0.5
+    # The sustained all-device window (`--sustain-s` overrides): SD.SUSTAIN_S on an accelerator.
+    sustain_s: float = SD.SUSTAIN_S_CPU
 
     @classmethod
     def for_platform(cls, platform: str) -> Sizes:
@@ -54,15 +55,14 @@ class Sizes:
             # A CPU has no throttle telemetry here and its 'devices' share cores: a short
             # sustained window shows the phase runs, and keeps `smoke local` on a laptop quick.
             return cls(matmul_n=512, known_n=128, copy_mib=32, allreduce_mib=4, repeats=5,
-                       target_repeat_s=0.02, sustain_s=0.5)
-        # 20 s sustained: long enough for clocks to settle at the power cap and for a power or
-        # cooling fault to show; short for a smoke run (a minutes-long soak is T4 burn-in).
+                       target_repeat_s=0.02, sustain_s=SD.SUSTAIN_S_CPU)
+        # the sustained window: fleet.smoke_defaults.SUSTAIN_S says why it is that long.
         # 8192^3 bf16 saturates an H100 (about 1.4 ms a product); 1 GiB copies dwarf launch cost.
         # GPU all-reduce: 2 GiB per device, the message nccl-tests' published figures use
         # (smoke.probes.thresholds.BANDWIDTH_BYTES), so our busbw reads against their floors.
         return cls(matmul_n=8192, known_n=1024, copy_mib=1024,
                    allreduce_mib=2048 if platform == "gpu" else 256, repeats=5,
-                   target_repeat_s=0.05, sustain_s=20.0)
+                   target_repeat_s=0.05, sustain_s=SD.SUSTAIN_S)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
@@ -30,6 +32,25 @@ class Verdict(StrEnum):
     @property
     def rank(self) -> int:
         return {"skipped": 0, "pass": 1, "warn": 2, "fail": 3}[self.value]
+
+
+def worst(verdicts: Iterable[Verdict], *, default: Verdict) -> Verdict:
+    """The worst of `verdicts` (fail > warn > pass > skipped); `default` when there is none
+    (each caller says what nothing means: no checks pass, no report fails)."""
+    return max(verdicts, key=lambda v: v.rank, default=default)
+
+
+def median_figure(values: Iterable[float | None]) -> float | None:
+    """The median of the finite figures (a missing or NaN figure is failed apart, never a
+    peer); None when there is none."""
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return statistics.median(finite) if finite else None
+
+
+def node_median(results: Iterable[ProbeResult], probe: str) -> float | None:
+    """A node's figure for `probe`: the median over its devices' results. The one
+    definition the text table, the HTML report and the pool-outlier check share."""
+    return median_figure(r.measured for r in results if r.probe == probe)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,13 +9,14 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Protocol
 
+from fleet import smoke_defaults as SD
 from smoke.probes import verdict as V
 from smoke.probes.backend import Backend, Device, KnownAnswer, Sizes, choose, load
 from smoke.probes.expect import Expectation, Resolver
 from smoke.probes.results import HostReport, ProbeResult, Verdict
 
 SEED = 20261122
-MAX_SUSTAIN_S = 3600  # a longer soak is a burn-in (T4), not a smoke test
+MAX_SUSTAIN_S = SD.MAX_SUSTAIN_S  # a longer soak is a burn-in (T4), not a smoke test
 
 
 class Progress(Protocol):
@@ -47,7 +48,7 @@ def _error(device: str, probe: str, exc: Exception) -> ProbeResult:
 def run_local(
     *,
     backend: str = "auto",
-    tier: int = 3,
+    tier: int = SD.LOCAL_TIER,
     expect: str | None = None,
     min_tflops: float | None = None,
     min_gbps: float | None = None,
@@ -74,8 +75,8 @@ def run_local(
         from fleet.errors import InputError
 
         raise InputError(f"--sustain-s {sustain_s:g} is not between 0 and {MAX_SUSTAIN_S}",
-                         hint="give the sustained phase's window in seconds (default 20 on an "
-                         "accelerator), or 0 to skip it")
+                         hint="give the sustained phase's window in seconds (default "
+                         f"{SD.SUSTAIN_S:g} on an accelerator), or 0 to skip it")
     started = time.perf_counter()
     when = datetime.now(UTC).isoformat(timespec="seconds")
     if expect and resolver is None:

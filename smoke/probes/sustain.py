@@ -106,7 +106,7 @@ def judge_sustained(loads: Mapping[str, SustainedLoad], burst: Mapping[str, floa
         else:
             details["telemetry"] = t.summary() | {"mapped_by": mapping}
             checks += _throttle_checks(t)
-        verdict, reason = V._worst(checks)
+        verdict, reason = V.worst_check(checks)
         out.append(ProbeResult(dev, V.SUSTAINED, V.TIERS[V.SUSTAINED], verdict, reason, value,
                                peak if ours else None, unit, details=details))
     return out

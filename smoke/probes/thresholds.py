@@ -23,9 +23,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MATMUL, MEMORY, ALLREDUCE = "matmul_tflops", "memory_gbps", "allreduce_busbw"
-FABRIC = "fabric_busbw"
-SUSTAINED = "sustained_tflops"  # T2: the matmul on every device at once, for a window
+from smoke.probes.names import ALLREDUCE as ALLREDUCE
+from smoke.probes.names import FABRIC as FABRIC
+from smoke.probes.names import MATMUL as MATMUL
+from smoke.probes.names import MEMORY as MEMORY
+from smoke.probes.names import SUSTAINED as SUSTAINED
+
 MATMUL_N = 8192  # the GPU/TPU matmul size (smoke.probes.backend.Sizes)
 BANDWIDTH_BYTES = 2 * 2**30  # per device: the all-reduce message the references use
 DCGM_RULE = 0.75  # floor = 0.75 x a measured reference (NVIDIA DCGM diag targets)

@@ -22,24 +22,32 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 
+from fleet.words import precise
 from smoke.probes import thresholds as _th
 from smoke.probes._fabric import CrossNode
 from smoke.probes.backend import AllReduce, Device, KnownAnswer
 from smoke.probes.expect import Expectation, matches
+
+# the probe names' home is smoke.probes.names; re-exported here, where they are judged
+from smoke.probes.names import ALLREDUCE as ALLREDUCE
+from smoke.probes.names import FABRIC as FABRIC
+from smoke.probes.names import INVENTORY as INVENTORY
+from smoke.probes.names import KNOWN_ANSWER as KNOWN_ANSWER
+from smoke.probes.names import MATMUL as MATMUL
+from smoke.probes.names import MEMORY as MEMORY
+from smoke.probes.names import PSUM as PSUM
+from smoke.probes.names import SUSTAINED as SUSTAINED
+from smoke.probes.names import pool_probe
 from smoke.probes.nccl_log import Expect as FabricExpect
 from smoke.probes.nccl_log import base_name as base_network
 from smoke.probes.nccl_log import judge_ranks as judge_nccl_ranks
-from smoke.probes.results import ProbeResult, Verdict
+from smoke.probes.results import ProbeResult, Verdict, worst
 from smoke.probes.thresholds import REGISTRY as REGISTRY  # re-exported: the registry's home
 from smoke.probes.thresholds import Threshold as Threshold
 
 THRESHOLDS_VERSION = "2026-11-24.1"
 
 T0, T1, T2, T3 = 0, 1, 2, 3
-INVENTORY, KNOWN_ANSWER, PSUM = "inventory", "known_answer", "psum"
-MATMUL, MEMORY, ALLREDUCE = _th.MATMUL, _th.MEMORY, _th.ALLREDUCE
-FABRIC = _th.FABRIC  # T3 across the nodes of a pool
-SUSTAINED = _th.SUSTAINED  # T2: the matmul on every device at once, for a window
 UNITS = {INVENTORY: "GiB", KNOWN_ANSWER: "rel err", PSUM: "sum", MATMUL: "TFLOP/s",
          MEMORY: "GB/s", ALLREDUCE: "GB/s", FABRIC: "GB/s", SUSTAINED: "TFLOP/s"}
 TIERS = {INVENTORY: T0, KNOWN_ANSWER: T1, PSUM: T1, MATMUL: T2, MEMORY: T2, ALLREDUCE: T3,
@@ -57,8 +65,9 @@ def threshold(accelerator: str | None, probe: str, machine: str | None = None) -
     return _th.threshold(accelerator, probe, machine)
 
 
-def _worst(checks: Sequence[tuple[Verdict, str]]) -> tuple[Verdict, str]:
-    verdict = max((v for v, _ in checks), key=lambda v: v.rank, default=Verdict.PASS)
+def worst_check(checks: Sequence[tuple[Verdict, str]]) -> tuple[Verdict, str]:
+    """The worst check's verdict and the reasons of every check that has it."""
+    verdict = worst((v for v, _ in checks), default=Verdict.PASS)
     reasons = [r for v, r in checks if v is verdict] or [r for _, r in checks]
     return verdict, "; ".join(reasons)
 
@@ -87,7 +96,7 @@ def judge_inventory(devices: Sequence[Device], exp: Expectation) -> list[ProbeRe
                 v = Verdict.FAIL if exp.verified else Verdict.WARN
                 checks.append((v, f"{d.memory_gib:.1f} GiB < {MEMORY_TOLERANCE:.2f} x "
                                f"{exp.memory_gib:g} GiB expected"))
-        verdict, reason = _worst(checks)
+        verdict, reason = worst_check(checks)
         out.append(result(d.id, verdict, reason, d.memory_gib, kind=d.kind))
     want = exp.devices
     if want is not None:
@@ -124,7 +133,7 @@ def judge_known_answer(answers: Mapping[str, KnownAnswer]) -> list[ProbeResult]:
         if abs(a.checksum - ref) > CHECKSUM_TOLERANCE * max(abs(ref), 1.0):
             checks.append((Verdict.FAIL, f"checksum {a.checksum:.9g} differs from the other "
                            f"devices' {ref:.9g}"))
-        verdict, reason = _worst(checks)
+        verdict, reason = worst_check(checks)
         out.append(ProbeResult(dev, KNOWN_ANSWER, T1, verdict, reason, a.max_rel_error,
                                KNOWN_ANSWER_TOLERANCE, UNITS[KNOWN_ANSWER],
                                details={"checksum": a.checksum}))
@@ -168,10 +177,10 @@ def judge_perf(probe: str, values: Mapping[str, float], exp: Expectation,
                                        if not exp.verified else f" (warn-only: {th.unenforced})")
             if v < floor:
                 checks.append((Verdict.FAIL if enforce else Verdict.WARN,
-                               f"{v:,.3g} {unit} below floor {floor:,.4g}{note}"))
+                               f"{v:,.3g} {unit} below floor {precise(floor)}{note}"))
             elif v < floor * th.warn_band:
                 checks.append((Verdict.WARN, f"{v:,.3g} {unit} within {th.warn_band:g} x floor "
-                               f"{floor:,.4g}"))
+                               f"{precise(floor)}"))
         if min_value is not None and v < min_value:
             checks.append((Verdict.FAIL, f"{v:,.3g} {unit} below the --min floor "
                            f"{min_value:,g}"))
@@ -179,16 +188,16 @@ def judge_perf(probe: str, values: Mapping[str, float], exp: Expectation,
             ratio = v / median
             if ratio < th.outlier_fail:
                 checks.append((Verdict.FAIL, f"outlier: {ratio:.2f} of the host median "
-                               f"{median:,.4g} (< {th.outlier_fail:g})"))
+                               f"{precise(median)} (< {th.outlier_fail:g})"))
             elif th.outlier_warn is not None and ratio < th.outlier_warn:
                 checks.append((Verdict.WARN, f"outlier: {ratio:.2f} of the host median "
-                               f"{median:,.4g} (< {th.outlier_warn:g})"))
+                               f"{precise(median)} (< {th.outlier_warn:g})"))
         if ours and floor is not None and not (th.enforced and exp.verified) and v >= floor:
-            checks[0] = (checks[0][0], f"{checks[0][1]}; floor {floor:,.4g} warn-only: "
+            checks[0] = (checks[0][0], f"{checks[0][1]}; floor {precise(floor)} warn-only: "
                          f"{th.unenforced or 'catalog figures unverified'}")
         if not math.isfinite(v):
             checks.append((Verdict.FAIL, f"the figure is not a number ({v})"))
-        verdict, reason = _worst(checks)
+        verdict, reason = worst_check(checks)
         out.append(ProbeResult(dev, probe, T2, verdict, reason, v, peak if ours else None, unit,
                                attempts=(attempts or {}).get(dev, 1),
                                details={"floor": floor if ours else None,
@@ -223,11 +232,11 @@ def bandwidth_checks(busbw: float, bytes_per_device: int | None,
     note = "" if enforce else f" (warn-only: {why})"
     if busbw < floor:
         return [(Verdict.FAIL if enforce else Verdict.WARN,
-                 f"busbw {busbw:,.4g} GB/s below floor {floor:,.4g}{note}")], details
+                 f"busbw {precise(busbw)} GB/s below floor {precise(floor)}{note}")], details
     if busbw < floor * th.warn_band:
-        return [(Verdict.WARN, f"busbw {busbw:,.4g} GB/s within {th.warn_band:g} x floor "
-                 f"{floor:,.4g}{note}")], details
-    return [(Verdict.PASS, f"floor {floor:,.4g}{note}")], details
+        return [(Verdict.WARN, f"busbw {precise(busbw)} GB/s within {th.warn_band:g} x floor "
+                 f"{precise(floor)}{note}")], details
+    return [(Verdict.PASS, f"floor {precise(floor)}{note}")], details
 
 
 def judge_allreduce(result: AllReduce | None, devices: int, exp: Expectation) -> ProbeResult:
@@ -246,7 +255,7 @@ def judge_allreduce(result: AllReduce | None, devices: int, exp: Expectation) ->
     checks: list[tuple[Verdict, str]] = [(Verdict.PASS, text)]
     if not result.correct:
         checks.append((Verdict.FAIL, f"wrong sum; {text}"))
-    verdict, reason = _worst([*checks, *floor_checks])
+    verdict, reason = worst_check([*checks, *floor_checks])
     if verdict is Verdict.PASS:
         reason = "; ".join([text, *(r for _, r in floor_checks)])
     return ProbeResult(HOST, ALLREDUCE, T3, verdict, reason, result.busbw_gbps,
@@ -300,17 +309,19 @@ def judge_fabric(cross: CrossNode | None, expected_networks: Sequence[str] = (),
         floor_checks, floor_details = bandwidth_checks(r.busbw_gbps, r.bytes_per_device, floor)
         checks += [c for c in floor_checks if c[0] is not Verdict.PASS]
         details |= floor_details
-    verdict, reason = _worst(checks)
+    verdict, reason = worst_check(checks)
     return ProbeResult(FABRIC_DEVICE, FABRIC, T3, verdict, reason, r.busbw_gbps,
                        None if floor is None else floor.floor_abs, unit, details=details)
 
 
 # -- across the nodes of a pool ------------------------------------------------------------
+POOL_OUTLIER_FAIL = 0.85  # the one home of the pool-outlier limits: messages format these
+POOL_OUTLIER_WARN = 0.93
 POOL_OUTLIER = Threshold(
-    outlier_fail=0.85, outlier_warn=0.93,
-    source="a node below 0.85 of the median of its pool's other nodes fails (a node 20% slower "
-    "than its peers is the one bad node AWS's and Google's health checks hunt for), below "
-    "0.93 warns; the same ratios as the host outlier rule")
+    outlier_fail=POOL_OUTLIER_FAIL, outlier_warn=POOL_OUTLIER_WARN,
+    source=f"a node below {POOL_OUTLIER_FAIL:g} of the median of its pool's other nodes fails (a "
+    "node 20% slower than its peers is the one bad node AWS's and Google's health checks hunt "
+    f"for), below {POOL_OUTLIER_WARN:g} warns; the same ratios as the host outlier rule")
 
 
 def judge_pool_outliers(probe: str, by_node: Mapping[str, float]) -> list[tuple[str, ProbeResult]]:
@@ -333,8 +344,8 @@ def judge_pool_outliers(probe: str, by_node: Mapping[str, float]) -> list[tuple[
         verdict = Verdict.FAIL if ratio < th.outlier_fail else Verdict.WARN
         limit = th.outlier_fail if verdict is Verdict.FAIL else th.outlier_warn
         out.append((node, ProbeResult(
-            HOST, f"{probe}_vs_pool", TIERS[probe], verdict,
-            f"node outlier: {value:,.4g} {UNITS[probe]} is {ratio:.2f} of its peers' median "
-            f"{peers:,.4g} (< {limit:g})", value, peers, UNITS[probe],
+            HOST, pool_probe(probe), TIERS[probe], verdict,
+            f"node outlier: {precise(value)} {UNITS[probe]} is {ratio:.2f} of its peers' median "
+            f"{precise(peers)} (< {limit:g})", value, peers, UNITS[probe],
             details={"ratio": ratio, "threshold_source": th.source})))
     return out

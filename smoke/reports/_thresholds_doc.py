@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from fleet.words import precise
 from smoke.probes import thresholds as T
 
 BEGIN, END = "<!-- thresholds:begin (generated: python -m smoke.reports._thresholds_doc) -->", \
@@ -25,7 +26,7 @@ def _floor(th: T.Threshold, peak: float | None, unit: str) -> tuple[str, str]:
     else:
         return "none", "-"
     ratio = f" ({th.floor_ratio:g} x peak)" if th.floor_abs is None and th.floor_ratio else ""
-    return f"{floor:,.4g} {unit}{ratio}", f"< {floor * th.warn_band:,.4g}"
+    return f"{precise(floor)} {unit}{ratio}", f"< {precise(floor * th.warn_band)}"
 
 
 def _row(key: str, probe: str, th: T.Threshold, peak: float | None = None, *,

@@ -90,7 +90,7 @@ def keep_host(report: HostReport, *, junit: Path | None, html: Path | None,
     pool, `local`, of one node) the HTML report, the metrics and the history record."""
     from smoke.cluster.launcher import new_run_id
     from smoke.cluster.run import RunReport
-    from smoke.reports.text import junit as junit_xml
+    from smoke.reports.junit import host_junit as junit_xml
 
     saved = save_all({junit: junit_xml(report)} if junit is not None else {})
     kept = keep(RunReport.of_host(report, "l" + new_run_id()[1:]), kind="local", html=html,

@@ -21,20 +21,21 @@ from typing import TYPE_CHECKING, Any
 
 from smoke.cluster.quarantine import figure, threshold_of
 from smoke.cluster.run import PoolReport, RunReport
-from smoke.probes.results import ProbeResult, Verdict
+from smoke.probes import names as P
+from smoke.probes.results import ProbeResult, Verdict, node_median, worst
 from smoke.reports.text import missing_cause, nccl_used, number
 
 if TYPE_CHECKING:
     from smoke.cluster.quarantine import ActionReport
 
-CHART_PROBES = (("matmul_tflops", "bf16 matmul", "TFLOP/s"),
-                ("memory_gbps", "memory bandwidth", "GB/s"))
+CHART_PROBES = ((P.MATMUL, "bf16 matmul", "TFLOP/s"),
+                (P.MEMORY, "memory bandwidth", "GB/s"))
 WIDTH, LEFT, RIGHT, TOP, ROW, GAP = 960, 250, 120, 34, 17, 8  # chart geometry, px
 COLOURS = {"pass": "#2e7d32", "warn": "#e0a000", "fail": "#c62828", "skipped": "#9e9e9e"}
 
 
 def _worst(verdicts: Iterable[Verdict]) -> Verdict:
-    return max(verdicts, key=lambda v: v.rank, default=Verdict.SKIPPED)
+    return worst(verdicts, default=Verdict.SKIPPED)
 
 
 @dataclass
@@ -65,7 +66,7 @@ class Group:
     height: float
     verdict: str
     note: str = ""
-    limit: float | None = None  # x of 0.85 x the peers' median
+    limit: float | None = None  # x of POOL_OUTLIER_FAIL x the peers' median
     limit_label: str = ""
 
 
@@ -158,7 +159,7 @@ def _chart(pool: PoolReport, rows: dict[str, list[ProbeResult]], probe: str, tit
         return round(plot * v / top, 1)
 
     verdicts = {n: _worst(r.verdict for r in rows[n]).value for n in order}
-    outliers = {n: r for n in order for r in rows[n] if r.probe == f"{probe}_vs_pool"
+    outliers = {n: r for n in order for r in rows[n] if r.probe == P.pool_probe(probe)
                 and r.verdict in (Verdict.FAIL, Verdict.WARN)}
     out_rows: list[Row] = []
     groups: list[Group] = []
@@ -218,8 +219,8 @@ def _nice_step(top: float) -> float:
 
 
 def _median(rs: list[ProbeResult], probe: str) -> str:
-    vals = [r.measured for r in rs if r.probe == probe and r.measured is not None]
-    return number(statistics.median(vals)) if vals else "-"
+    value = node_median(rs, probe)
+    return "-" if value is None else number(value)
 
 
 def _pool_view(pool: PoolReport) -> PoolView:
@@ -235,9 +236,9 @@ def _pool_view(pool: PoolReport) -> PoolView:
             why = "; ".join(f"{r.device} {r.probe}: {r.reason}" for r in rs
                             if r.verdict is Verdict.WARN)
         s = slices.get(n)
-        nodes.append(NodeView(n, worst.value, _median(rs, "matmul_tflops"),
-                              _median(rs, "memory_gbps"), _median(rs, "allreduce_busbw"),
-                              _median(rs, "fabric_busbw"), why,
+        nodes.append(NodeView(n, worst.value, _median(rs, P.MATMUL),
+                              _median(rs, P.MEMORY), _median(rs, P.ALLREDUCE),
+                              _median(rs, P.FABRIC), why,
                               "" if s is None else str(s), nccl_used(rs)))
     charts = [c for probe, title, unit in CHART_PROBES
               if (c := _chart(pool, rows, probe, title, unit)) is not None]
@@ -253,7 +254,7 @@ def _pool_view(pool: PoolReport) -> PoolView:
 
 def _fabric(rows: dict[str, list[ProbeResult]]) -> tuple[str, str]:
     """The pool-wide collective, as every node saw it: bus bandwidth and transports."""
-    seen = [r for rs in rows.values() for r in rs if r.probe == "fabric_busbw"]
+    seen = [r for rs in rows.values() for r in rs if r.probe == P.FABRIC]
     if not seen:
         return "", ""
     worst = _worst(r.verdict for r in seen)

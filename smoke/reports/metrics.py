@@ -22,18 +22,17 @@ from datetime import datetime
 from pathlib import Path
 
 from smoke.cluster.run import RunReport
+from smoke.probes import names as P
 from smoke.probes.results import Verdict
 
 PREFIX = "accelfleet_smoke_"
 FIGURES = {  # probe -> (metric name, help)
-    "matmul_tflops": ("matmul_tflops", "bf16 matmul throughput per device, TFLOP/s"),
-    "memory_gbps": ("memory_gbps", "device memory bandwidth (read + write copy), GB/s"),
-    "sustained_tflops": ("sustained_tflops", "bf16 matmul throughput per device with every "
-                         "device of the host loaded at once, TFLOP/s"),
-    "allreduce_busbw": ("allreduce_busbw_gbps", "all-reduce bus bandwidth inside the node, "
-                        "GB/s"),
-    "fabric_busbw": ("fabric_busbw_gbps", "all-reduce bus bandwidth across the pool's nodes, "
-                     "GB/s"),
+    P.MATMUL: (P.MATMUL, "bf16 matmul throughput per device, TFLOP/s"),
+    P.MEMORY: (P.MEMORY, "device memory bandwidth (read + write copy), GB/s"),
+    P.SUSTAINED: (P.SUSTAINED, "bf16 matmul throughput per device with every device of the "
+                  "host loaded at once, TFLOP/s"),
+    P.ALLREDUCE: (f"{P.ALLREDUCE}_gbps", "all-reduce bus bandwidth inside the node, GB/s"),
+    P.FABRIC: (f"{P.FABRIC}_gbps", "all-reduce bus bandwidth across the pool's nodes, GB/s"),
 }
 
 

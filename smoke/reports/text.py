@@ -4,14 +4,13 @@ probe), and a cluster run's (one row per node).
 
 from __future__ import annotations
 
-import math
-import xml.etree.ElementTree as ET
 from collections.abc import Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from smoke.cluster.run import Failure, RunReport, xml_safe
-from smoke.probes.results import HostReport, ProbeResult, Verdict
+from fleet.words import figure
+from smoke.cluster.run import Failure, RunReport
+from smoke.probes import names as P
+from smoke.probes.results import HostReport, ProbeResult, Verdict, node_median, worst
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -20,15 +19,7 @@ STYLE = {Verdict.PASS: "green", Verdict.WARN: "yellow", Verdict.FAIL: "bold red"
          Verdict.SKIPPED: "dim"}
 
 
-def number(value: float | None) -> str:
-    """A figure as people read it: 3 significant digits, thousands grouped, '-' for none."""
-    if value is None:
-        return "-"
-    if not math.isfinite(value):
-        return str(value)  # inf, -inf, nan: shown as reported, never formatted
-    if value != 0 and abs(value) < 0.01:
-        return f"{value:.1e}"
-    return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+number = figure  # a figure as people read it: fleet.words.figure, re-exported
 
 
 def _texts(value: object) -> list[str]:
@@ -142,53 +133,6 @@ def missing_cause(reason: str) -> str:
             "device plugin and the runtime's logs")
 
 
-def _case(suite: ET.Element, report: HostReport, r: ProbeResult) -> None:
-    case = ET.SubElement(suite, "testcase", {
-        "classname": f"accelfleet.smoke.{report.host}.{r.device}",
-        "name": f"T{r.tier} {r.probe}",
-        "time": "0",
-    })
-    measured = f"measured={number(r.measured)} {r.unit} expected={number(r.expected)}"
-    if r.verdict is Verdict.FAIL:
-        ET.SubElement(case, "failure", {"message": r.reason, "type": "fail"}).text = measured
-    elif r.verdict is Verdict.SKIPPED:
-        ET.SubElement(case, "skipped", {"message": r.reason})
-    else:
-        ET.SubElement(case, "system-out").text = f"{r.verdict.value}: {r.reason}; {measured}"
-
-
-def junit(report: HostReport) -> str:
-    """JUnit XML text: one <testcase> per device and probe; warn passes with its reason."""
-    c = report.counts()
-    root = ET.Element("testsuites")
-    suite = ET.SubElement(root, "testsuite", {
-        "name": f"accelfleet smoke {report.host}",
-        "tests": str(len(report.results)),
-        "failures": str(c["fail"]),
-        "errors": "0",
-        "skipped": str(c["skipped"]),
-        "time": f"{report.duration_s:.3f}",
-        "timestamp": report.started_at,
-        "hostname": report.host,
-    })
-    props = ET.SubElement(suite, "properties")
-    for key, value in {"backend": report.backend, "platform": report.platform,
-                       "accelerator": report.accelerator or "", "expect": report.expect or "",
-                       "thresholds_version": report.thresholds_version,
-                       **{f"version.{k}": v for k, v in report.versions.items()}}.items():
-        ET.SubElement(props, "property", {"name": key, "value": value})
-    for r in report.results:
-        _case(suite, report, r)
-    xml_safe(root)
-    ET.indent(root)
-    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
-
-
-def write_junit(report: HostReport, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(junit(report), encoding="utf-8")
-
-
 def run_table(run: RunReport) -> Table:
     """One row per node (and per pool-wide check): worst verdict, key figures, the NCCL it
     ran, failures. Pod output and cluster names are untrusted text: escaped, never markup."""
@@ -207,18 +151,17 @@ def run_table(run: RunReport) -> Table:
         for n in pool.nodes:
             rows = list(n.report.results) if n.report else []
             rows += [c.result for c in pool.checks if c.node == (n.node or n.pod)]
-            worst = max((r.verdict for r in rows), key=lambda v: v.rank,
-                        default=Verdict.FAIL)
+            node_worst = worst((r.verdict for r in rows), default=Verdict.FAIL)
 
             def fig(probe: str, rows: list[ProbeResult] = rows) -> str:
-                vals = sorted(r.measured for r in rows if r.probe == probe and r.measured)
-                return number(vals[len(vals) // 2]) if vals else "-"
+                value = node_median(rows, probe)
+                return "-" if value is None else number(value)
 
             why = "; ".join(f"{r.device} {r.probe}: {r.reason}" for r in rows
                             if r.verdict is Verdict.FAIL) or ("no report" if not rows else "")
             t.add_row(_text(pool.name), _text(n.node or n.pod), pool.status.value,
-                      fig("matmul_tflops"), fig("memory_gbps"), fig("fabric_busbw"),
-                      _text(nccl_used(rows) or "-"), f"[{STYLE[worst]}]{worst.value}[/]",
+                      fig(P.MATMUL), fig(P.MEMORY), fig(P.FABRIC),
+                      _text(nccl_used(rows) or "-"), f"[{STYLE[node_worst]}]{node_worst.value}[/]",
                       _text(why))
         for c in pool.checks:
             if c.node is None:

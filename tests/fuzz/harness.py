@@ -220,10 +220,11 @@ def _host_case(path: Path) -> tuple[int, str]:
         from fleet.errors import InputError
         from smoke.cluster.launcher import parse_host_report
         from smoke.cluster.run import RunReport
-        from smoke.cluster.run import junit as run_junit
         from smoke.reports.html import render_html
+        from smoke.reports.junit import host_junit as junit
+        from smoke.reports.junit import junit as run_junit
         from smoke.reports.metrics import openmetrics
-        from smoke.reports.text import junit, run_summary, run_table, summary, table
+        from smoke.reports.text import run_summary, run_table, summary, table
 
         report = parse_host_report(path.read_text(encoding="utf-8", errors="replace"))
         if report is None:  # the launcher's "no report from this node": a refusal

@@ -15,7 +15,8 @@ from rich.console import Console
 
 from smoke.cluster.run import RunReport
 from smoke.probes.results import HostReport
-from smoke.reports.text import junit, run_summary, run_table, summary, table
+from smoke.reports.junit import host_junit, junit
+from smoke.reports.text import run_summary, run_table, summary, table
 
 
 def _result(device: str, probe: str, measured: object, reason: str, verdict: str = "pass",
@@ -63,7 +64,7 @@ def test_tables_show_markup_as_typed_and_every_figure(run: RunReport) -> None:
 def test_junit_is_well_formed_with_control_characters(run: RunReport) -> None:
     host = run.pools[0].nodes[0].report
     assert host is not None
-    for xml in (junit(host), __import__("smoke.cluster.run", fromlist=["junit"]).junit(run)):
+    for xml in (host_junit(host), junit(run)):
         root = ET.fromstring(xml.encode("utf-8"))
         assert root.tag == "testsuites"
         assert "clock\\x00went\\x1fback" in xml  # shown, escaped, never dropped

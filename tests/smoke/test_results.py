@@ -10,7 +10,9 @@ import pytest
 
 from fleet.errors import InputError
 from smoke import HostReport, ProbeResult, Verdict
-from smoke.reports.text import junit, summary, table, write_junit
+from smoke.reports.junit import host_junit as junit
+from smoke.reports.junit import write_junit
+from smoke.reports.text import summary, table
 
 
 def report() -> HostReport:
@@ -66,9 +68,14 @@ def test_junit_parses_one_case_per_device_and_probe(tmp_path: Path) -> None:
     assert suite.get("tests") == "4" and suite.get("failures") == "1"
     assert suite.get("skipped") == "1"
     cases = suite.findall("testcase")
+    # one writer for host and run (issue 22): the host is the node of pool `local`, the
+    # device in the case's name (before: classname accelfleet.smoke.node-a.cuda0, "T0 inventory")
     assert [(c.get("classname"), c.get("name")) for c in cases][:2] == [
-        ("accelfleet.smoke.node-a.cuda0", "T0 inventory"),
-        ("accelfleet.smoke.node-a.cuda7", "T0 inventory")]
+        ("accelfleet.smoke.local.node-a", "T0 inventory cuda0"),
+        ("accelfleet.smoke.local.node-a", "T0 inventory cuda7")]
+    assert suite.get("hostname") == "node-a"
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert props["backend"] == report().backend and props["platform"] == report().platform
     failure = cases[1].find("failure")
     assert failure is not None and failure.get("message") == "missing <&> device"
     assert cases[3].find("skipped") is not None

@@ -1,0 +1,31 @@
+"""The `accelfleet.io/*` vocabulary: every label, tag, taint and annotation key accelfleet
+writes on nodes, Kubernetes objects and cloud resources, spelled once.
+
+    from fleet.labels import POOL_LABEL
+    node_selector = {POOL_LABEL: pool.name}
+
+Stdlib only and importing nothing of accelfleet, so every layer may use it. The keys are
+part of what clusters already carry (selectors, quarantine records, cost-allocation tags):
+changing a spelling here strands every node labelled with the old one.
+"""
+
+from __future__ import annotations
+
+PREFIX = "accelfleet.io/"  # reserved: a pool's own labels may not use it
+
+# node labels (Kubernetes) and tags (AWS)
+POOL_LABEL = PREFIX + "pool"
+TEAM_LABEL = PREFIX + "team"
+ACCELERATOR_LABEL = PREFIX + "accelerator"
+AMI_LABEL = PREFIX + "ami"  # EKS nodes: which AMI family (the device plugin is built in on some)
+CLUSTER_TAG = PREFIX + "cluster"  # AWS resources of one cluster
+ZONE_TAG = PREFIX + "zone"  # AWS subnets of one zone
+# smoke runs
+RUN_LABEL = PREFIX + "run"  # every object one smoke run creates
+SMOKE_KEY = PREFIX + "smoke"  # the quarantine's taint key and label key
+SMOKE_FAILED = "failed"  # ... and their value
+SMOKE_ANNOTATION_PREFIX = SMOKE_KEY + "-"  # accelfleet.io/smoke-{run,pool,...,undo}
+
+# GCP resource labels allow no '.' or '/': GKE node pools and TPU VMs carry these instead
+POOL_RESOURCE_LABEL = "accelfleet-pool"
+TEAM_RESOURCE_LABEL = "accelfleet-team"
