@@ -30,6 +30,7 @@ from fleet.names import (
     check_unique,
 )
 from fleet.pricing import check_budgets, priced, stack_rates
+from fleet.routing import ClusterRouting
 from fleet.rules.cloud_values import check_cloud_values
 from fleet.rules.eks import check_eks_cluster
 from fleet.rules.endpoints import endpoint_checks
@@ -43,7 +44,7 @@ from fleet.rules.limits import (
     known_regions,
 )
 from fleet.rules.network import check_capacity, check_cluster_ranges
-from fleet.rules.routing import routing_checks
+from fleet.rules.routing import decide_routing
 from fleet.rules.tpu_vms import tpu_vm_limits
 from fleet.spec.errors import from_pydantic, readme_words, records
 from fleet.spec.fields import Cluster, FleetSpec, Pool
@@ -67,12 +68,13 @@ def validate_fleet(
         partial = Fleet(spec=spec, pools=tuple(pools), source=source,
                         system_pools=tuple(checker.system_pools),
                         warnings=tuple(checker.warnings),
-                        control_planes=tuple(checker.control_planes))
+                        control_planes=tuple(checker.control_planes),
+                        routing=checker.routing)
         raise SpecError(checker.problems, source=source, partial=partial,
                         records=records(checker.problems, raw))
     return Fleet(spec=spec, pools=tuple(pools), source=source,
                  system_pools=tuple(checker.system_pools), warnings=tuple(checker.warnings),
-                 control_planes=tuple(checker.control_planes))
+                 control_planes=tuple(checker.control_planes), routing=checker.routing)
 
 
 _LISTS = ("clusters", "teams", "pools", "prices")  # FleetSpec's lists of named entries
@@ -227,6 +229,7 @@ class _Checker:
         self.system_pools: list[ResolvedPool] = []  # see fleet.system_pools
         self.control_planes: list[ControlPlaneCost] = []  # see fleet.control_planes
         self.warnings: list[Problem] = []
+        self.routing: tuple[ClusterRouting, ...] = ()  # see fleet.routing
         self.regions_known: set[Cloud] = set()  # clouds whose declared region exists
         self.pool_names = [p.name for p in spec.pools]
         self.taken = frozenset(self.pool_names)  # names a fix must not propose
@@ -266,8 +269,10 @@ class _Checker:
         # a `platform` team's budget covers the system pools and the control planes
         check_budgets(self, self.spec, resolved + self.system_pools,
                       {PLATFORM_TEAM: sum(c.monthly_usd for c in self.control_planes)})
-        routing, routing_warnings = routing_checks(self.spec, resolved, self.catalog)  # Kueue
-        self.problems += routing
+        # Kueue: resolved once here, kept on the Fleet (Fleet.routing)
+        routing, problems, routing_warnings = decide_routing(self.spec, resolved, self.catalog)
+        self.routing = tuple(routing)
+        self.problems += problems
         self.warnings = [*self.warnings, *routing_warnings]
         self._rdma_zones(resolved)
         self._limits(resolved + self.system_pools)
