@@ -291,7 +291,7 @@ class _Checker:
         self.warnings = [*self.warnings, *warnings]
 
     def _cluster(self, cluster: Cluster) -> None:
-        if getattr(self.spec.clouds, cluster.cloud) is None:
+        if self.spec.clouds.of(cluster.cloud) is None:
             self.add(
                 f"clusters {cluster.name!r}.cloud",
                 f"cluster is on {cluster.cloud} but `clouds.{cluster.cloud}` is not declared",
@@ -370,14 +370,14 @@ class _Checker:
                      "declare it under `clusters`, or use a declared cluster",
                      tuple(suggest(pool.cluster, self.clusters)) or tuple(self.clusters))
             return None, None
-        if getattr(self.spec.clouds, cluster.cloud) is None:
+        if self.spec.clouds.of(cluster.cloud) is None:
             return None, None
         return cluster.cloud, cluster
 
     def _region(self, cloud: Cloud) -> str:
-        c = self.spec.clouds.gcp if cloud == "gcp" else self.spec.clouds.aws
-        assert c is not None
-        return c.region
+        region = self.spec.region_of(cloud)
+        assert region is not None  # _placement_target returns only declared clouds
+        return region
 
     def _zones(self, pool: Pool, at: str, cloud: Cloud, region: str) -> None:
         if cloud in self.regions_known:  # an unknown region is reported once, not per pool
