@@ -121,3 +121,20 @@ def test_bad_figures_are_input_errors(inventory: Inventory, field: str, value: A
     with pytest.raises(InputError, match="malformed inventory") as err:
         Inventory.from_dict(data)
     assert words in err.value.message
+
+
+def test_smoke_render_refuses_bad_figures_in_outputs_with_exit_2(
+        inventory: Inventory, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    data = inventory.to_dict()
+    data["pools"][0]["host"] = {"vcpus": -4, "memory_mib": 1024}
+    result = CliRunner().invoke(app, ["smoke", "render", "--outputs",
+                                      str(_outputs(tmp_path, data))])
+    assert result.exit_code == 2, result.output
+    assert "host.vcpus -4" in result.output and "Traceback" not in result.output
+    good = CliRunner().invoke(app, ["smoke", "render", "--outputs",
+                                    str(_outputs(tmp_path, _old(inventory)))])
+    assert good.exit_code == 0, good.output  # an older inventory renders
