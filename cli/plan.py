@@ -107,7 +107,6 @@ def render(result: Plan, width: int | None = None) -> str:
     )
     from cli.queue import queue_lines
     from fleet.model import PLATFORM_TEAM
-    from fleet.routing import fleet_routing
     from fleet.words import usd_span
 
     data = result.to_dict()
@@ -162,7 +161,7 @@ def render(result: Plan, width: int | None = None) -> str:
             paid = (f" ({platform_pays(bool(data['system_pools']), bool(data['control_planes']))})"
                     if t["name"] == PLATFORM_TEAM else "")
             console.print(f"team {t['name']}{paid}: {team_words(t)}")
-        for line in queue_lines(fleet_routing(result.fleet)):  # Kueue, flavors in order
+        for line in queue_lines(result.fleet.routing):  # Kueue, flavors in order
             console.print(line)
         for w in data["warnings"]:
             console.print(f"warning: {w}")

@@ -12,6 +12,8 @@ from cli._output import console, print_json
 from cli._typer import App
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from fleet.routing import ClusterRouting, QueueFlavor, TeamQueue
 
 app = App(rich_markup_mode="markdown", no_args_is_help=True,
@@ -60,7 +62,7 @@ def queued_words(c: ClusterRouting, q: TeamQueue, f: QueueFlavor) -> str:
     return words
 
 
-def queue_lines(routing: list[ClusterRouting], team: str | None = None) -> list[str]:
+def queue_lines(routing: Sequence[ClusterRouting], team: str | None = None) -> list[str]:
     """A queue per line: where to submit, then its flavors in the order Kueue tries them (a
     queued pool's flavor says its nodes come by ProvisioningRequest); then, for all teams,
     the queue smoke runs use on the cluster's queued pools."""
@@ -81,7 +83,7 @@ def queue_lines(routing: list[ClusterRouting], team: str | None = None) -> list[
     return lines
 
 
-def _json(routing: list[ClusterRouting], team: str | None) -> list[dict[str, Any]]:
+def _json(routing: Sequence[ClusterRouting], team: str | None) -> list[dict[str, Any]]:
     out = []
     for c in routing:
         data = c.summary()
@@ -115,12 +117,11 @@ def show(
     stack_file = one_stack(stack_file, stack)
     from fleet import load_fleet
     from fleet.errors import InputError, suggest
-    from fleet.routing import fleet_routing
     from fleet.stack.choice import stack_to_read
 
     path = stack_to_read(stack_file)
     fleet = load_fleet(str(path))
-    routing = fleet_routing(fleet)
+    routing = fleet.routing
     if team is not None and team not in {q.team for c in routing for q in c.queues}:
         known = sorted({q.team for c in routing for q in c.queues})
         near = suggest(team, known)

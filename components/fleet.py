@@ -14,7 +14,6 @@ from components.outputs import ClusterOutputs
 from fleet.catalog import load_catalog
 from fleet.inventory import build_inventory
 from fleet.model import Fleet as FleetModel
-from fleet.routing import fleet_routing
 
 TYPE = "accelfleet:index:Fleet"
 
@@ -38,8 +37,8 @@ class Fleet(pulumi.ComponentResource):
         catalog = load_catalog()
         child = pulumi.ResourceOptions(parent=self)
         self.clusters = {}
-        # Kueue routing (flavors, team queues), decided once for every cluster
-        routing = {r.cluster: r for r in fleet_routing(args.fleet, catalog)}
+        # Kueue routing (flavors, team queues), decided once when the fleet was validated
+        routing = {r.cluster: r for r in args.fleet.routing}
         for cluster in args.fleet.spec.clusters:
             pools = args.fleet.pools_in(cluster.name)
             if cluster.cloud == "gcp":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 
@@ -33,3 +34,15 @@ class ClusterArgs:
     fleet: Fleet
     catalog: Catalog
     routing: ClusterRouting | None = None
+
+
+# What every node pool (GKE) and node group (EKS) component registers, GPU and CPU alike: the
+# cloud's name for it and the accelfleet pool it builds; a cloud's own extras come after.
+NODE_POOL_OUTPUTS = ("name", "pool")
+
+
+def node_pool_outputs(name: pulumi.Input[str], pool: ResolvedPool, **extra: Any
+                      ) -> dict[str, Any]:
+    """The outputs of a node pool or node group component: `NODE_POOL_OUTPUTS`, then its
+    cloud's extras (GKE: the extra GPUDirect networks; EKS: the launch template)."""
+    return {"name": name, "pool": pool.name, **extra}

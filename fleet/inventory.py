@@ -1,7 +1,12 @@
 """The inventory: the contract between deploy and smoke.
 
 Per pool: its cloud, cluster, accelerator, node count, devices per node, node selector,
-tolerations and Kubernetes resource. The stack exports it; `accelfleet smoke` reads it.
+tolerations and Kubernetes resource; where it lives (region, GCP project); what a node holds
+(vCPUs, memory) and its GPU fabric's figures (NICs, EFA interfaces, GPUDirect RDMA). The stack
+exports it; `accelfleet smoke` reads it and decides from it, not from the catalog again.
+
+Fields added later (`region`, `project`, `host`, `network`) are optional: an inventory saved
+before them still reads, and smoke falls back to the catalog for what it lacks.
 """
 
 from __future__ import annotations
@@ -19,6 +24,27 @@ SCHEMA_VERSION = 1
 # ProvisioningRequest admission check.
 SMOKE_QUEUE = "accelfleet-smoke"
 MAX_COUNT = 1_000_000  # nodes, devices, hosts or slices of one pool, far beyond any fleet
+MAX_MEMORY_MIB = 2**30  # a node's memory: 1 PiB, far beyond any machine
+
+
+@dataclass(frozen=True)
+class InventoryHost:
+    """One node: vCPUs and memory (catalog hosts.yaml), which size the smoke pod's requests."""
+
+    vcpus: int
+    memory_mib: int
+
+
+@dataclass(frozen=True)
+class InventoryNetwork:
+    """A GPU fabric's figures per node (catalog `GpuNetworking` of the machine type): the NICs
+    NCCL must use, the EFA interfaces a pod requests, whether EFA reads over RDMA
+    (FI_EFA_USE_DEVICE_RDMA) and whether NCCL must use GPUDirect RDMA on it."""
+
+    gpu_nics: int
+    efa_interfaces: int = 0
+    efa_rdma_read: bool = False
+    efa_gdr: bool = False
 
 
 @dataclass(frozen=True)
@@ -47,6 +73,14 @@ class InventoryPool:
     # The Kueue LocalQueue (in the smoke namespace) a smoke Job on this pool names; None: the
     # pool's nodes are there without Kueue (only GKE queued-provisioning pools need it).
     kueue_queue: str | None = None
+    # Where the pool's nodes live: its cloud's region (`FleetSpec.region_of`) and, on GCP, the
+    # project; smoke names them in its "get credentials" hints. None: an older inventory.
+    region: str | None = None
+    project: str | None = None
+    # A node's vCPUs and memory; None: an older inventory, or a machine hosts.yaml lacks.
+    host: InventoryHost | None = None
+    # The GPU fabric's figures; None without one (or in an older inventory: the catalog's).
+    network: InventoryNetwork | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +123,7 @@ class Inventory:
                                  f"0..{MAX_COUNT:,} (nodes {p.nodes}, devices per node "
                                  f"{p.devices_per_node}, slices {p.slices})",
                                  hint="regenerate it from the stack")
+            _check_figures(p)
         stack = data.get("stack", "")
         return cls(stack=stack if isinstance(stack, str) else "", pools=pools)
 
@@ -100,10 +135,28 @@ class Inventory:
                          hint=f"pools: {', '.join(p.name for p in self.pools)}")
 
 
-def inventory_pool(pool: ResolvedPool, catalog: Catalog) -> InventoryPool:
+def _check_figures(p: InventoryPool) -> None:
+    """A pool's node and fabric figures within bounds (a node has at least one vCPU)."""
+    figures: list[tuple[str, int, int, int]] = []  # (field, value, least, most)
+    if p.host is not None:
+        figures += [("host.vcpus", p.host.vcpus, 1, MAX_COUNT),
+                    ("host.memory_mib", p.host.memory_mib, 1, MAX_MEMORY_MIB)]
+    if p.network is not None:
+        figures += [("network.gpu_nics", p.network.gpu_nics, 0, MAX_COUNT),
+                    ("network.efa_interfaces", p.network.efa_interfaces, 0, MAX_COUNT)]
+    for name, value, least, most in figures:
+        if not least <= value <= most:
+            raise InputError(f"malformed inventory: pool {p.name!r} has {name} {value}, "
+                             f"outside {least}..{most:,}", hint="regenerate it from the stack")
+
+
+def inventory_pool(pool: ResolvedPool, catalog: Catalog, *, project: str | None = None
+                   ) -> InventoryPool:
     """A pool's entry. A CPU pool (kind "cpu") has no device resource and no accelerator
-    taint to tolerate; `accelfleet smoke` skips it."""
+    taint to tolerate; `accelfleet smoke` skips it. `project`: the GCP project (GCP pools)."""
     shape = pool.shape
+    host = catalog.hosts.get(shape.machine_type)
+    net = pool.networking
     if shape.kind == "cpu":
         resource, selector, tolerations = "", catalog.node_selector(shape), []
     else:
@@ -137,9 +190,17 @@ def inventory_pool(pool: ResolvedPool, catalog: Catalog) -> InventoryPool:
         zones=list(pool.spec.zones),
         gpu_networking=pool.networking.kind if pool.networking else None,
         kueue_queue=SMOKE_QUEUE if pool.cloud == "gcp" and pool.spec.capacity.queued else None,
+        region=pool.region,
+        project=project if pool.cloud == "gcp" else None,
+        host=InventoryHost(host.vcpus, host.memory_mib) if host is not None else None,
+        network=InventoryNetwork(net.gpu_nics, net.efa_interfaces, net.efa_rdma_read,
+                                 net.efa_gdr) if net is not None else None,
     )
 
 
 def build_inventory(fleet: Fleet, stack: str, catalog: Catalog | None = None) -> Inventory:
     catalog = catalog or load_catalog()
-    return Inventory(stack=stack, pools=tuple(inventory_pool(p, catalog) for p in fleet.pools))
+    gcp = fleet.spec.clouds.gcp
+    project = gcp.project if gcp is not None else None
+    return Inventory(stack=stack, pools=tuple(inventory_pool(p, catalog, project=project)
+                                              for p in fleet.pools))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fleet.catalog import HOURS_PER_MONTH, Cloud, GpuNetworking, Shape
 from fleet.errors import Problem
@@ -17,6 +17,8 @@ from fleet.labels import POOL_LABEL as POOL_LABEL
 from fleet.labels import TEAM_LABEL as TEAM_LABEL
 from fleet.spec.fields import Cluster, FleetSpec, Pool, Team
 
+if TYPE_CHECKING:
+    from fleet.routing import ClusterRouting
 # Every cluster's system pool (untainted CPU nodes for the add-ons) has this name, and the
 # platform pays for it: it is reported under this team, never under a team that owns pools.
 SYSTEM_POOL = "system"
@@ -256,7 +258,9 @@ class Fleet:
     pools: the pools the spec declares (accelerator and CPU pools), which the inventory lists;
     system_pools: one per cluster whose system pool is enabled, owned by `PLATFORM_TEAM`;
     control_planes: what each priced control plane costs (EKS), also `PLATFORM_TEAM`'s;
-    warnings: what is allowed but deserves a look (a cluster without a system pool).
+    warnings: what is allowed but deserves a look (a cluster without a system pool);
+    routing: Kueue's routing, cluster by cluster in the stack's order, resolved once by
+    `fleet.rules.validate` (the components, the plan, `queue show` and smoke read it here).
     """
 
     spec: FleetSpec
@@ -265,6 +269,11 @@ class Fleet:
     system_pools: tuple[ResolvedPool, ...] = ()
     warnings: tuple[Problem, ...] = ()
     control_planes: tuple[ControlPlaneCost, ...] = ()
+    routing: tuple[ClusterRouting, ...] = ()
+
+    def cluster_routing(self, cluster: str) -> ClusterRouting | None:
+        """One cluster's routing; None for a cluster the fleet does not declare."""
+        return next((r for r in self.routing if r.cluster == cluster), None)
 
     def cluster(self, name: str) -> Cluster:
         return next(c for c in self.spec.clusters if c.name == name)

@@ -18,7 +18,8 @@ Pure decisions, no Kubernetes and no Pulumi (components/k8s/_kueue.py makes the 
              idle quota is lent (at most `lending_limit_percent`) and reclaimed by preemption
 
 `fleet.rules.routing.resolve_routing` reads the stack's `routing:` section into these
-records, with a Problem for every entry it cannot honour; `fleet_routing` is its checked form.
+records, with a Problem for every entry it cannot honour; `fleet.rules.validate` keeps the
+result on the validated `Fleet` (`Fleet.routing`), which `fleet_routing` returns.
 
 Units: cpu in millicores, memory, hugepages-2Mi and ephemeral-storage in MiB, devices in
 count. Limits are whole numbers: a percentage of an amount, rounded down.
@@ -32,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 
 from fleet.allocatable import node_allocatable
 from fleet.catalog import Catalog
-from fleet.errors import SpecError
 from fleet.inventory import SMOKE_QUEUE, inventory_pool
 from fleet.model import ResolvedPool
 
@@ -254,12 +254,8 @@ def covered(flavors: Sequence[Mapping[str, int]]) -> tuple[str, ...]:
 
 
 def fleet_routing(fleet: Fleet, catalog: Catalog | None = None) -> list[ClusterRouting]:
-    """The routing of a validated fleet, cluster by cluster in the stack's order. Raises
-    SpecError with the routing problems (`fleet validate` reports them first)."""
-    from fleet.catalog import load_catalog
-    from fleet.rules.routing import resolve_routing
-
-    routing, problems = resolve_routing(fleet.spec, fleet.pools, catalog or load_catalog())
-    if problems:
-        raise SpecError(problems, source=fleet.source)
-    return routing
+    """The routing of a validated fleet, cluster by cluster in the stack's order: the one
+    `fleet.rules.validate` resolved (`Fleet.routing`), never resolved again. `catalog` is
+    unused (kept for callers that pass one)."""
+    del catalog
+    return list(fleet.routing)

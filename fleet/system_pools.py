@@ -57,8 +57,8 @@ def system_pools(checks: Checks, spec: FleetSpec) -> tuple[list[ResolvedPool], l
     for p in spec.pools:
         by_cluster.setdefault(p.cluster or "", []).append(p)
     for cluster in spec.clusters:
-        cloud = spec.clouds.gcp if cluster.cloud == "gcp" else spec.clouds.aws
-        if cloud is None:
+        region = spec.region_of(cluster.cloud)
+        if region is None:
             continue  # reported by the cluster rules
         at = f"clusters {cluster.name!r}.system_pool"
         if not cluster.system_pool.enabled:
@@ -69,7 +69,7 @@ def system_pools(checks: Checks, spec: FleetSpec) -> tuple[list[ResolvedPool], l
                 "remove `enabled: false`, or make sure an untainted CPU pool joins the cluster"))
             continue
         members = by_cluster.get(cluster.name, [])
-        system = _resolve(checks, cluster, cloud.region, members, at)
+        system = _resolve(checks, cluster, region, members, at)
         if system is not None:
             resolved.append(system)
     return resolved, warnings

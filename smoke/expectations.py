@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from fleet.catalog.records import Accelerator
-from fleet.errors import InputError
+from fleet.errors import InputError, UnknownNameError
 from smoke.probes.backend import Device
 from smoke.probes.expect import KIND_PATTERNS, Expectation, matches
 
@@ -37,16 +37,26 @@ def _from_shape(shape: Shape, backend: str, words: str) -> Expectation:
 
 
 def for_pool(pool: InventoryPool, backend: str) -> Expectation:
-    """What every node of an inventory pool should show its agent: the pool's machine shape
-    (a TPU pool by generation and topology, so a slice's per-host chips are right)."""
+    """What every node of an inventory pool should show its agent: the shape the inventory
+    recorded when the fleet was resolved (chips and JAX devices per node, machine type), with
+    the accelerator's record (memory, peaks) looked up by its key; never resolved again."""
     from fleet.catalog import load_catalog
 
     cat = load_catalog()
-    if pool.kind == "gpu":
-        return _from_shape(cat.resolve(pool.machine_type), backend, pool.machine_type)
-    shape = cat.resolve(pool.accelerator, topology=pool.topology,
-                        single_host=pool.hosts_per_slice == 1)
-    return _from_shape(shape, backend, f"{pool.accelerator} {pool.topology}")
+    acc = cat.accelerators.get(pool.accelerator)
+    if acc is None:
+        raise UnknownNameError("accelerator", pool.accelerator, list(cat.accelerators),
+                               hint="regenerate the inventory with this accelfleet")
+    words = pool.machine_type if pool.kind == "gpu" else f"{pool.accelerator} {pool.topology}"
+    if acc.kind == "tpu" and backend != "jax":
+        raise InputError(f"{words!r} is a Cloud TPU, which only the JAX backend can drive",
+                         hint="run with --backend jax")
+    jax = backend == "jax"
+    share = acc.jax_devices_per_chip if jax else 1
+    return Expectation(accelerator=acc, memory_gib=acc.memory_gib / share, words=words,
+                       devices=pool.jax_devices_per_node if jax else pool.devices_per_node,
+                       machine=pool.machine_type, chips=pool.devices_per_node,
+                       devices_per_chip=share)
 
 
 def detect(devices: Sequence[Device], backend: str) -> Expectation:

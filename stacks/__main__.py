@@ -2,13 +2,15 @@
 
 import pulumi
 
+from components.engine.handoff import program_fleet
 from components.fleet import Fleet, FleetArgs
-from fleet import AccelfleetError, validate_fleet
+from fleet import AccelfleetError
 from fleet.stack.read import CONFIG_KEY
 
 try:
     raw = pulumi.Config("accelfleet").require_object("fleet")
-    model = validate_fleet(raw, source=f"stack {pulumi.get_stack()} ({CONFIG_KEY})")
+    # validated here, or handed over by the offline plan that validated it already
+    model = program_fleet(raw, source=f"stack {pulumi.get_stack()} ({CONFIG_KEY})")
 except AccelfleetError as exc:
     raise pulumi.RunError(str(exc)) from None
 

@@ -54,12 +54,11 @@ class AwsCluster(pulumi.ComponentResource):
         cpu_pools = [p for p in pools if p.shape.kind == "cpu"]
         cpu_groups = [*cpu_pools, *([system] if system else [])]
         pools = [p for p in pools if p.shape.kind != "cpu"]
-        aws_cloud = args.fleet.spec.clouds.aws
-        if aws_cloud is None:
+        aws_cloud, region = args.fleet.spec.clouds.aws, args.fleet.spec.region_of("aws")
+        if aws_cloud is None or region is None:
             raise InputError(
                 f"cluster {cluster.name!r} is on aws but `clouds.aws` is not declared",
                 hint="add `clouds: {aws: {account: ..., region: ...}}`")
-        region = aws_cloud.region
         opts = pulumi.ResourceOptions(parent=self)
         provider = aws.Provider(f"{cluster.name}-aws", region=region,
                                 allowed_account_ids=[aws_cloud.account], opts=opts)

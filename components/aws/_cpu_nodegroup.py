@@ -23,6 +23,7 @@ from components.aws._nodegroup import (
     NodeGroupParts,
     managed_node_group,
 )
+from components.outputs import node_pool_outputs
 from fleet.catalog import Catalog
 from fleet.errors import CatalogError
 from fleet.model import ResolvedPool
@@ -60,5 +61,5 @@ class CpuNodeGroup(pulumi.ComponentResource):
             ami_type=ami_type, data_volume=DATA_VOLUME_DEVICE[family], labels=pool.labels,
             taints=[{"key": t.key, "value": t.value, "effect": EKS_TAINT_EFFECT[t.effect]}
                     for t in pool.spec.taints]))
-        self.register_outputs({"node_group_name": self.node_group.node_group_name,
-                               "launch_template_id": template.id})
+        self.register_outputs(node_pool_outputs(self.node_group.node_group_name, pool,
+                                                launch_template_id=template.id))

@@ -10,6 +10,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws._efa import efa_network_interfaces
+from components.outputs import node_pool_outputs
 from fleet.catalog import Catalog, Taint
 from fleet.errors import CatalogError
 from fleet.labels import AMI_LABEL as AMI_LABEL
@@ -233,5 +234,5 @@ class GpuNodeGroup(pulumi.ComponentResource):
             labels=node_labels(pool, catalog), taints=node_taints(pool, catalog),
             launch_template=lt))
         self.node_group_name = group.node_group_name
-        self.register_outputs({"node_group_name": group.node_group_name,
-                               "launch_template_id": template.id})
+        self.register_outputs(node_pool_outputs(group.node_group_name, pool,
+                                                launch_template_id=template.id))

@@ -22,7 +22,6 @@ from components.engine._offline_zones import TOKEN as ZONES_TOKEN
 from components.engine._offline_zones import offline_zones
 from fleet.errors import AccelfleetError, InputError
 from fleet.model import SYSTEM_POOL, Fleet
-from fleet.routing import fleet_routing
 
 PROGRAM = Path(__file__).resolve().parents[2] / "stacks" / "__main__.py"
 PROJECT = "accelfleet"
@@ -163,7 +162,7 @@ class Plan:
             # what each EKS control plane costs (the platform pays it, as the system pools)
             "control_planes": [c.summary() for c in self.fleet.control_planes],
             # Kueue: per cluster its cohort, a flavor per pool, a queue per team (in order)
-            "routing": [r.summary() for r in fleet_routing(self.fleet)],
+            "routing": [r.summary() for r in self.fleet.routing],
             "resources": resources,
         }
 
@@ -226,6 +225,9 @@ def _run(plan: Plan, config: dict[str, str], program: Path) -> None:
     from pulumi.runtime.stack import run_pulumi_func
     from pulumi.runtime.sync_await import _sync_await
 
+    from components.engine.handoff import handed
+    from fleet.stack.read import CONFIG_KEY
+
     class _Mocks(Mocks):
         def new_resource(self, args: Any) -> tuple[str, dict[str, Any]]:
             # Ids are the provider's to choose; outputs not echoed here stay unknown.
@@ -262,8 +264,11 @@ def _run(plan: Plan, config: dict[str, str], program: Path) -> None:
     sdk_resource._get_stack_trace = _no_stack_trace
     set_mocks(mocks, project=PROJECT, stack=plan.stack, preview=True, monitor=_Recorder(mocks))
     pulumi.runtime.set_all_config({k: v for k, v in config.items()})
+    # the program reads the fleet as JSON from its config: hand it the fleet validated from it
+    raw = json.loads(config[CONFIG_KEY]) if CONFIG_KEY in config else None
     try:
-        _sync_await(run_pulumi_func(lambda: _run_program(program)))
+        with handed(raw, plan.fleet):
+            _sync_await(run_pulumi_func(lambda: _run_program(program)))
     except AccelfleetError:
         raise
     except pulumi.RunError as exc:

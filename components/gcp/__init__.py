@@ -3,7 +3,13 @@
     >>> from components.gcp import build_gcp_cluster, build_tpu_vms
 """
 
-from components.gcp._build import GcpCluster, build_gcp_cluster, build_tpu_vms
+from components.gcp._build import (
+    GcpCluster,
+    TpuVms,
+    TpuVmsArgs,
+    build_gcp_cluster,
+    build_tpu_vms,
+)
 from components.gcp._cluster import GkeCluster, GkeClusterArgs, NodeIdentity, NodeIdentityArgs
 from components.gcp._gpu_pool import GpuNodePool, GpuNodePoolArgs
 from components.gcp._k8s import GpuDirectAddons, GpuDirectAddonsArgs, GpuDirectKind
@@ -34,6 +40,8 @@ __all__ = [
     "TpuSliceArgs",
     "TpuVm",
     "TpuVmArgs",
+    "TpuVms",
+    "TpuVmsArgs",
     "build_gcp_cluster",
     "build_tpu_vms",
 ]

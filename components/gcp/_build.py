@@ -3,6 +3,8 @@ the Cloud TPU VMs that run outside Kubernetes."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 
 from components.gcp._cluster import GkeCluster, GkeClusterArgs, NodeIdentity, NodeIdentityArgs
@@ -131,30 +133,40 @@ def build_gcp_cluster(cluster: Cluster, pools: list[ResolvedPool], fleet: Fleet,
     return site.outputs
 
 
+@dataclass(frozen=True)
+class TpuVmsArgs:
+    """The Cloud TPU VM pools (runtime: tpu-vm) of a fleet; `mtu`: their network's (the
+    catalog's TPU network MTU), None for Compute Engine's default."""
+
+    pools: list[ResolvedPool]
+    fleet: Fleet
+    mtu: int | None = None
+
+
 class TpuVms(pulumi.ComponentResource):
     """Cloud TPU VMs outside Kubernetes, on their own private network and identity."""
 
-    def __init__(self, name: str, pools: list[ResolvedPool], fleet: Fleet,
-                 opts: pulumi.ResourceOptions | None = None, *, mtu: int | None = None
-                 ) -> None:
+    def __init__(self, name: str, args: TpuVmsArgs,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(TPU_VMS_TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        project, region = _project_region(fleet)
+        project, region = _project_region(args.fleet)
         fabric = NetworkFabric(f"{name}-network", NetworkFabricArgs(
-            name=name, project=project, region=region, cidr=TPU_VM_CIDR, mtu=mtu), child)
+            name=name, project=project, region=region, cidr=TPU_VM_CIDR, mtu=args.mtu), child)
         identity = NodeIdentity(f"{name}-identity",
                                 NodeIdentityArgs(name=name, project=project), child)
-        for p in pools:
+        for p in args.pools:
             TpuVm(p.name, TpuVmArgs(pool=p, project=project, network=fabric.network.id,
                                     subnet=fabric.subnet.id, service_account=identity.email),
                   child)
-        self.register_outputs({"pools": [p.name for p in pools]})
+        self.register_outputs({"pools": [p.name for p in args.pools]})
 
 
 def build_tpu_vms(pools: list[ResolvedPool], fleet: Fleet, catalog: Catalog,
                   opts: pulumi.ResourceOptions | None = None) -> TpuVms:
     """Build the Cloud TPU VM pools (runtime: tpu-vm) of a fleet."""
-    return TpuVms(TPU_VMS_NAME, pools, fleet, opts, mtu=catalog.tpu_network_mtu)
+    return TpuVms(TPU_VMS_NAME, TpuVmsArgs(pools=pools, fleet=fleet,
+                                           mtu=catalog.tpu_network_mtu), opts)
 
 
 def gpudirect_mtu(pools: list[ResolvedPool]) -> int | None:
@@ -177,8 +189,8 @@ def cluster_mtu(pools: list[ResolvedPool], catalog: Catalog) -> int | None:
 
 
 def _project_region(fleet: Fleet) -> tuple[str, str]:
-    gcp = fleet.spec.clouds.gcp
-    if gcp is None:
+    gcp, region = fleet.spec.clouds.gcp, fleet.spec.region_of("gcp")
+    if gcp is None or region is None:
         raise InputError("the fleet has Google Cloud pools but no `clouds.gcp`",
                          hint="declare clouds.gcp with project and region")
-    return gcp.project, gcp.region
+    return gcp.project, region

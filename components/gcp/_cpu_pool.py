@@ -15,6 +15,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.gcp._nodes import autoscaling, management, node_config, node_counts
+from components.outputs import node_pool_outputs
 from fleet.catalog import Catalog
 from fleet.errors import CatalogError
 from fleet.model import ResolvedPool
@@ -56,4 +57,4 @@ class CpuNodePool(pulumi.ComponentResource):
             node_config=node_config(pool, args.catalog, args.service_account),
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]
                                         if auto else None))
-        self.register_outputs({"name": self.node_pool.name})
+        self.register_outputs(node_pool_outputs(self.node_pool.name, pool))

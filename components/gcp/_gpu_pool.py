@@ -15,6 +15,7 @@ from components.gcp._nodes import (
     node_config,
     node_counts,
 )
+from components.outputs import node_pool_outputs
 from fleet.catalog import Catalog
 from fleet.errors import CatalogError
 from fleet.model import ResolvedPool
@@ -73,6 +74,6 @@ class GpuNodePool(pulumi.ComponentResource):
                                     guest_accelerators=[accel]),
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]
                                         if auto else None))
-        self.register_outputs({"name": self.node_pool.name,
-                               "extra_networks": len(args.extra_networks)})
+        self.register_outputs(node_pool_outputs(self.node_pool.name, pool,
+                                                extra_networks=len(args.extra_networks)))
 

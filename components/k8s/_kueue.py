@@ -35,7 +35,7 @@ from components.k8s._charts import KUEUE, KUEUE_IMAGE_REPOSITORY, KUEUE_IMAGE_TA
 from components.k8s._jobset import JobSetController, JobSetControllerArgs
 from fleet.catalog import Catalog
 from fleet.model import POOL_LABEL, SYSTEM_POOL, TEAM_LABEL, Fleet
-from fleet.routing import ClusterRouting, Flavor, TeamQueue, fleet_routing, quantity
+from fleet.routing import ClusterRouting, Flavor, TeamQueue, quantity
 
 CONTROLLER_TYPE = "accelfleet:k8s:KueueController"
 QUEUES_TYPE = "accelfleet:k8s:KueueQueues"
@@ -353,5 +353,7 @@ def install_queueing(parent: pulumi.Resource, cluster: str, routing: ClusterRout
 
 def cluster_routing(fleet: Fleet, catalog: Catalog, cluster: str) -> ClusterRouting | None:
     """One cluster's routing, for callers that build a cluster alone (`Fleet` decides every
-    cluster's once and passes it in `ClusterArgs.routing`)."""
-    return next((r for r in fleet_routing(fleet, catalog) if r.cluster == cluster), None)
+    cluster's once and passes it in `ClusterArgs.routing`): the validated fleet's own
+    (`Fleet.routing`); `catalog` is unused, kept for callers that pass one."""
+    del catalog
+    return fleet.cluster_routing(cluster)

@@ -100,17 +100,17 @@ def _zones(entry: Mapping[str, Any], before: Fleet, catalog: Catalog,
     cluster = next((c for c in before.spec.clusters if c.name == entry.get("cluster")), None)
     if cluster is None:
         return []
-    cloud = before.spec.clouds.gcp if cluster.cloud == "gcp" else before.spec.clouds.aws
-    if cloud is None:
+    region = before.spec.region_of(cluster.cloud)
+    if region is None:
         return []
     try:
         shape = catalog.resolve(str(entry["accelerator"]), cloud=cluster.cloud,
                                 topology=entry.get("topology"))
     except AccelfleetError:
         return []
-    answer = catalog.zones_offering(shape, cloud.region)
+    answer = catalog.zones_offering(shape, region)
     zones = answer.offered if answer.known else catalog.regions[cluster.cloud].zones.get(
-        cloud.region, ())
+        region, ())
     out: list[str] = []
     for zone in zones:
         if zone == entry.get("zone") or len(out) == MAX_ZONES:
@@ -138,10 +138,10 @@ def _other_cloud(entry: Mapping[str, Any], before: Fleet, catalog: Catalog,
     for other in before.spec.clusters:
         if other.cloud == cluster.cloud or any(f"(on {other.cloud}" in o for o in out):
             continue
-        cloud = before.spec.clouds.gcp if other.cloud == "gcp" else before.spec.clouds.aws
+        region = before.spec.region_of(other.cloud)
         same = [s for s in catalog.shapes(cloud=other.cloud, kind="gpu")
                 if s.accelerator.key == shape.accelerator.key]
-        if cloud is None or not same:
+        if region is None or not same:
             continue
         try:  # the catalog's own machine for the accelerator there, when its count matches
             usual = catalog.resolve(shape.accelerator.key, cloud=other.cloud).machine_type
@@ -149,9 +149,9 @@ def _other_cloud(entry: Mapping[str, Any], before: Fleet, catalog: Catalog,
             usual = ""
         match = min(same, key=lambda s: (abs(s.devices_per_host - shape.devices_per_host),
                                          s.machine_type != usual, s.machine_type))
-        answer = catalog.zones_offering(match, cloud.region)
+        answer = catalog.zones_offering(match, region)
         zones = answer.offered if answer.known else catalog.regions[other.cloud].zones.get(
-            cloud.region, ())
+            region, ())
         for zone in list(zones)[:MAX_ZONES]:
             fleet = attempt({"cluster": other.name, "accelerator": match.machine_type,
                              "zone": zone})

@@ -324,9 +324,9 @@ def _name(req: PoolRequest, shape: Shape, taken: set[str], catalog: Catalog,
 
 
 def _region(fleet: Fleet, cluster: Cluster) -> str:
-    cloud = fleet.spec.clouds.gcp if cluster.cloud == "gcp" else fleet.spec.clouds.aws
-    assert cloud is not None  # a valid fleet declares its clusters' clouds
-    return cloud.region
+    region = fleet.spec.region_of(cluster.cloud)
+    assert region is not None  # a valid fleet declares its clusters' clouds
+    return region
 
 
 def _zone_candidates(before: Fleet, cluster: Cluster, shape: Shape, req: PoolRequest,

@@ -23,16 +23,16 @@ def known_regions(r: Reporter, spec: FleetSpec) -> set[Cloud]:
     """Report a region the cloud does not offer; the clouds whose region is known."""
     ok: set[Cloud] = set()
     for cloud in CLOUDS:
-        declared = getattr(spec.clouds, cloud)
-        if declared is None:
+        region = spec.region_of(cloud)
+        if region is None:
             continue
         regions = r.catalog.regions[cloud]
-        if declared.region in regions.zones:
+        if region in regions.zones:
             ok.add(cloud)
             continue
-        near = suggest(declared.region, regions.zones)
+        near = suggest(region, regions.zones)
         r.add(f"clouds.{cloud}.region",
-              f"{declared.region!r} is not {'a Google Cloud' if cloud == 'gcp' else 'an AWS'} "
+              f"{region!r} is not {'a Google Cloud' if cloud == 'gcp' else 'an AWS'} "
               "region" + (f"; did you mean {', '.join(map(repr, near))}?" if near else ""),
               "use a region the cloud offers (fleet/catalog/data/regions.yaml lists them)",
               tuple(near) or tuple(sorted(regions.zones))[:12])

@@ -4,8 +4,8 @@ pool of another cluster than the queue's, a pool outside Kubernetes (the system 
 Cloud TPU VM), a flavor that would give the team no quota, a namespace Kubernetes refuses or
 another team or an add-on already uses, more flavors or tolerations than Kueue takes.
 
-`fleet.rules.validate` adds these problems to `fleet validate`'s;
-`fleet.routing.fleet_routing` is the checked form the components and `accelfleet queue show` use.
+`fleet.rules.validate` adds these problems to `fleet validate`'s and keeps the routing on the
+validated `Fleet` (`Fleet.routing`), which the components and `accelfleet queue show` read.
 """
 
 from __future__ import annotations
@@ -72,8 +72,15 @@ def routing_checks(spec: FleetSpec, pools: Sequence[ResolvedPool], catalog: Cata
                    ) -> tuple[list[Problem], list[Problem]]:
     """What `fleet validate` reports about routing: (problems, warnings). `pools`: those that
     resolved; an entry naming a pool that did not is left to that pool's own problem."""
-    _, problems, warnings = _Resolver(spec, pools, catalog).run()
+    _, problems, warnings = decide_routing(spec, pools, catalog)
     return problems, warnings
+
+
+def decide_routing(spec: FleetSpec, pools: Sequence[ResolvedPool], catalog: Catalog
+                   ) -> tuple[list[ClusterRouting], list[Problem], list[Problem]]:
+    """Every cluster's routing with its (problems, warnings), resolved once: `fleet.rules
+    .validate` keeps the routing on the `Fleet` it returns."""
+    return _Resolver(spec, pools, catalog).run()
 
 
 class _Resolver:

@@ -28,6 +28,7 @@ from fleet.names import (
     check_unique,
 )
 from fleet.pricing import check_budgets, priced, stack_rates
+from fleet.routing import ClusterRouting
 from fleet.rules.cloud_values import check_cloud_values
 from fleet.rules.eks import check_eks_cluster
 from fleet.rules.endpoints import endpoint_checks
@@ -41,7 +42,7 @@ from fleet.rules.limits import (
     known_regions,
 )
 from fleet.rules.network import check_capacity, check_cluster_ranges
-from fleet.rules.routing import routing_checks
+from fleet.rules.routing import decide_routing
 from fleet.rules.set_aside import rules_beside
 from fleet.rules.tpu_vms import tpu_vm_limits
 from fleet.spec.errors import from_pydantic, readme_words, records
@@ -67,12 +68,13 @@ def validate_fleet(
         partial = Fleet(spec=spec, pools=tuple(pools), source=source,
                         system_pools=tuple(checker.system_pools),
                         warnings=tuple(checker.warnings),
-                        control_planes=tuple(checker.control_planes))
+                        control_planes=tuple(checker.control_planes),
+                        routing=checker.routing)
         raise SpecError(checker.problems, source=source, partial=partial,
                         records=records(checker.problems, raw))
     return Fleet(spec=spec, pools=tuple(pools), source=source,
                  system_pools=tuple(checker.system_pools), warnings=tuple(checker.warnings),
-                 control_planes=tuple(checker.control_planes))
+                 control_planes=tuple(checker.control_planes), routing=checker.routing)
 
 
 def _checked(spec: FleetSpec, catalog: Catalog) -> tuple[list[Problem], list[ResolvedPool]]:
@@ -91,6 +93,7 @@ class _Checker:
         self.system_pools: list[ResolvedPool] = []  # see fleet.system_pools
         self.control_planes: list[ControlPlaneCost] = []  # see fleet.control_planes
         self.warnings: list[Problem] = []
+        self.routing: tuple[ClusterRouting, ...] = ()  # see fleet.routing
         self.regions_known: set[Cloud] = set()  # clouds whose declared region exists
         self.pool_names = [p.name for p in spec.pools]
         self.taken = frozenset(self.pool_names)  # names a fix must not propose
@@ -130,8 +133,10 @@ class _Checker:
         # a `platform` team's budget covers the system pools and the control planes
         check_budgets(self, self.spec, resolved + self.system_pools,
                       {PLATFORM_TEAM: sum(c.monthly_usd for c in self.control_planes)})
-        routing, routing_warnings = routing_checks(self.spec, resolved, self.catalog)  # Kueue
-        self.problems += routing
+        # Kueue: resolved once here, kept on the Fleet (Fleet.routing)
+        routing, problems, routing_warnings = decide_routing(self.spec, resolved, self.catalog)
+        self.routing = tuple(routing)
+        self.problems += problems
         self.warnings = [*self.warnings, *routing_warnings]
         self._rdma_zones(resolved)
         self._limits(resolved + self.system_pools)
@@ -150,7 +155,7 @@ class _Checker:
         self.warnings = [*self.warnings, *warnings]
 
     def _cluster(self, cluster: Cluster) -> None:
-        if getattr(self.spec.clouds, cluster.cloud) is None:
+        if self.spec.clouds.of(cluster.cloud) is None:
             self.add(
                 f"clusters {cluster.name!r}.cloud",
                 f"cluster is on {cluster.cloud} but `clouds.{cluster.cloud}` is not declared",
@@ -229,14 +234,14 @@ class _Checker:
                      "declare it under `clusters`, or use a declared cluster",
                      tuple(suggest(pool.cluster, self.clusters)) or tuple(self.clusters))
             return None, None
-        if getattr(self.spec.clouds, cluster.cloud) is None:
+        if self.spec.clouds.of(cluster.cloud) is None:
             return None, None
         return cluster.cloud, cluster
 
     def _region(self, cloud: Cloud) -> str:
-        c = self.spec.clouds.gcp if cloud == "gcp" else self.spec.clouds.aws
-        assert c is not None
-        return c.region
+        region = self.spec.region_of(cloud)
+        assert region is not None  # _placement_target returns only declared clouds
+        return region
 
     def _zones(self, pool: Pool, at: str, cloud: Cloud, region: str) -> None:
         if cloud in self.regions_known:  # an unknown region is reported once, not per pool

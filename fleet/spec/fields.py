@@ -83,6 +83,10 @@ class Clouds(_Model):
     gcp: GcpCloud | None = None
     aws: AwsCloud | None = None
 
+    def of(self, cloud: str) -> GcpCloud | AwsCloud | None:
+        """The declared settings of `cloud` ("gcp", "aws"); None where it is not declared."""
+        return self.gcp if cloud == "gcp" else self.aws if cloud == "aws" else None
+
 
 def _cidr(value: str) -> str:
     try:
@@ -412,3 +416,10 @@ class FleetSpec(_Model):
     prices: list[StackRate] = Field(default_factory=list)
     smoke: Smoke = Smoke()
     routing: Routing = Routing()
+
+    def region_of(self, cloud: str) -> str | None:
+        """The region `cloud` ("gcp", "aws") is declared in: every cluster and pool on that
+        cloud lives there; the one place a region is looked up. None where the cloud is not
+        declared (the cluster rules report it)."""
+        declared = self.clouds.of(cloud)
+        return declared.region if declared is not None else None

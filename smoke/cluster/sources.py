@@ -83,13 +83,12 @@ def load_source(stack_file: Path | None, outputs: Path | Mapping[str, Any] | Non
         images = {k: v for k, v in (("torch", s.torch_image), ("jax", s.jax_image)) if v}
         settings = SmokeSettings(max_tier=min(s.max_tier, SD.TOP_TIER), namespace=s.namespace,
                                  timeout_s=s.timeout_s, images=images)
-        clouds = fleet.spec.clouds
+        gcp = fleet.spec.clouds.gcp
         for c in fleet.spec.clusters:
-            gcp, aws = clouds.gcp, clouds.aws
-            if c.cloud == "gcp" and gcp is not None:
-                refs[c.name] = ClusterRef(c.name, "gcp", gcp.region, gcp.project)
-            elif c.cloud == "aws" and aws is not None:
-                refs[c.name] = ClusterRef(c.name, "aws", aws.region)
+            region = fleet.spec.region_of(c.cloud)
+            if region is not None:
+                refs[c.name] = ClusterRef(c.name, c.cloud, region, gcp.project
+                                          if c.cloud == "gcp" and gcp is not None else "")
         inventory = build_inventory(fleet, stack_name(stack_file))
     kubeconfigs: dict[str, str] = {}
     if outputs is not None:
@@ -109,7 +108,8 @@ def load_source(stack_file: Path | None, outputs: Path | Mapping[str, Any] | Non
                                  "--json --show-secrets`")
             kubeconfigs[str(name)] = value
     assert inventory is not None
-    for p in inventory.pools:
+    for p in inventory.pools:  # clusters only the inventory names: its region and project
         if p.cluster and p.cluster not in refs:
-            refs[p.cluster] = ClusterRef(p.cluster, p.cloud)
+            refs[p.cluster] = ClusterRef(p.cluster, p.cloud, p.region or ClusterRef.region,
+                                         p.project or "")
     return RunSource(inventory, settings, refs, kubeconfigs)

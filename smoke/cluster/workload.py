@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from fleet import smoke_defaults as SD
 from fleet.catalog import image_ref_problem
 from fleet.errors import CatalogError, InputError, UnknownNameError
-from fleet.inventory import Inventory, InventoryPool
+from fleet.inventory import Inventory, InventoryNetwork, InventoryPool
 from fleet.labels import POOL_LABEL, RUN_LABEL
 from smoke import expectations as _expect
 from smoke.cluster._bundle import MOUNT_PATH, configmap_data
@@ -300,7 +300,7 @@ def host_requests(pool: InventoryPool, catalog: Catalog) -> dict[str, str]:
     """The CPU and memory one smoke pod requests on its node (see CPU_PER_DEVICE)."""
     devices = max(1, pool.devices_per_node)
     cpu, memory_mib = devices * CPU_PER_DEVICE, devices * MEMORY_MIB_PER_DEVICE
-    host = catalog.hosts.get(pool.machine_type)
+    host = pool.host or catalog.hosts.get(pool.machine_type)  # an older inventory: catalog
     if host is not None:
         cpu = max(1, min(cpu, host.vcpus // 2))
         memory_mib = max(512, min(memory_mib, host.memory_mib // 2))
@@ -362,15 +362,15 @@ def _gpu(pool: InventoryPool, options: RenderOptions, catalog: Catalog, ctx: dic
     fabric = _fabric(pool, catalog)
     if fabric is not None:
         fabric_env = list(fabric.env)
+        net = _network(pool, catalog)
         if fabric.kind == "efa":
-            machine = catalog.machines.get(pool.machine_type)
-            if machine is None or machine.networking is None:
+            if net is None:
                 raise InputError(f"pool {pool.name}: the catalog has no EFA count for "
                                  f"{pool.machine_type!r}", hint="regenerate the inventory with "
                                  "this accelfleet")
             efa = catalog.kube_section("aws", "efa")["resource"]
-            resources[efa] = str(machine.networking.efa_interfaces)
-            if machine.networking.efa_rdma_read:
+            resources[efa] = str(net.efa_interfaces)
+            if net.efa_rdma_read:
                 fabric_env += fabric.rdma_env
         resources |= dict(fabric.resources)
         capabilities = list(fabric.capabilities)
@@ -379,11 +379,11 @@ def _gpu(pool: InventoryPool, options: RenderOptions, catalog: Catalog, ctx: dic
         if options.tier >= 3:
             args += ["--expect-transport", ",".join(fabric.nccl_networks),
                      "--expect-fabric", fabric.kind]
-            nics = _gpu_nics(pool, catalog)
+            nics = net.gpu_nics if net is not None else 0
             if nics:
                 args += ["--expect-nics", str(nics)]
             if fabric.kind == "efa":  # GDR per instance type (catalog efa_gdr), not per fabric
-                args += ["--expect-gdr", "yes" if _efa_gdr(pool, catalog) else "no"]
+                args += ["--expect-gdr", "yes" if net is not None and net.efa_gdr else "no"]
         if fabric.nccl_env_file:  # one NCCL environment for every tier that runs NCCL
             args += ["--nccl-env-file", fabric.nccl_env_file]
         if fabric.nccl_lib:
@@ -400,14 +400,15 @@ def _gpu(pool: InventoryPool, options: RenderOptions, catalog: Catalog, ctx: dic
             "port": port, "pods": pool.nodes}
 
 
-def _gpu_nics(pool: InventoryPool, catalog: Catalog) -> int:
+def _network(pool: InventoryPool, catalog: Catalog) -> InventoryNetwork | None:
+    """The pool's fabric figures: the inventory's, or (an inventory saved before it carried
+    them) the catalog's for its machine type."""
+    if pool.network is not None:
+        return pool.network
     machine = catalog.machines.get(pool.machine_type)
-    return 0 if machine is None or machine.networking is None else machine.networking.gpu_nics
-
-
-def _efa_gdr(pool: InventoryPool, catalog: Catalog) -> bool:
-    machine = catalog.machines.get(pool.machine_type)
-    return machine is not None and machine.networking is not None and machine.networking.efa_gdr
+    net = machine.networking if machine is not None else None
+    return None if net is None else InventoryNetwork(net.gpu_nics, net.efa_interfaces,
+                                                     net.efa_rdma_read, net.efa_gdr)
 
 
 def _fabric(pool: InventoryPool, catalog: Catalog) -> Fabric | None:

@@ -29,7 +29,7 @@ import pytest
 
 from fleet import load_fleet
 from fleet.catalog import load_catalog
-from fleet.inventory import Inventory, build_inventory
+from fleet.inventory import Inventory, InventoryHost, build_inventory
 from smoke.cluster._podtime import pod_timing
 from smoke.cluster.run import NodeOutcome
 from smoke.cluster.workload import RenderedRun, RenderOptions, host_requests, render_run
@@ -94,10 +94,13 @@ def test_no_smoke_pod_is_best_effort(run: RenderedRun, pool: str, cpu: str,
 
 def test_requests_never_exceed_half_the_node(inventory: Inventory) -> None:
     catalog = load_catalog()
-    small = replace(inventory.pool("g6"), machine_type="g6.xlarge", devices_per_node=8)
     host = catalog.hosts["g6.xlarge"]
-    assert host_requests(small, catalog) == {"cpu": str(host.vcpus // 2),
-                                             "memory": f"{host.memory_mib // 2}Mi"}
+    small = replace(inventory.pool("g6"), machine_type="g6.xlarge", devices_per_node=8,
+                    host=InventoryHost(host.vcpus, host.memory_mib))
+    half = {"cpu": str(host.vcpus // 2), "memory": f"{host.memory_mib // 2}Mi"}
+    assert host_requests(small, catalog) == half
+    # an inventory saved before it carried `host`: the catalog's figures for the machine
+    assert host_requests(replace(small, host=None), catalog) == half
 
 
 # -- EFA ------------------------------------------------------------------------------------
