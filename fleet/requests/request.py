@@ -15,7 +15,6 @@ that pass every rule (another zone, spot capacity, a smaller pool or slice), eac
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,13 +32,13 @@ from fleet.errors import (
 )
 from fleet.model import Fleet, ResolvedPool
 from fleet.names import fixed_name
+from fleet.requests.edits import REMOVE, pools_of, with_pool, with_updates, without_pool
 from fleet.requests.options import alternatives, pool_usd, topology_options
 from fleet.rules.validate import validate_fleet
 from fleet.spec.fields import Cluster
 
 Action = Literal["add", "resize", "remove"]
 CAPACITIES = ("on-demand", "spot", "flex-start", "queued")
-REMOVE = None  # an update that deletes the key
 
 
 @dataclass(frozen=True)
@@ -163,32 +162,6 @@ def _base(raw: Mapping[str, Any], catalog: Catalog, what: str) -> Fleet:
                              "change: fix it first (`accelfleet fleet validate` names every "
                              "problem and its fix)")
     return result
-
-
-def _pools(raw: Mapping[str, Any]) -> list[dict[str, Any]]:
-    pools = raw.get("pools") or []
-    return [p for p in pools if isinstance(p, dict)]
-
-
-def with_pool(raw: Mapping[str, Any], entry: Mapping[str, Any]) -> dict[str, Any]:
-    """The fleet mapping with one more pool at the end."""
-    spec = copy.deepcopy(dict(raw))
-    spec["pools"] = [*_pools(spec), dict(entry)]
-    return spec
-
-
-def with_updates(raw: Mapping[str, Any], name: str, updates: Mapping[str, Any]
-                 ) -> dict[str, Any]:
-    """The fleet mapping with pool `name`'s keys set (None deletes a key)."""
-    spec = copy.deepcopy(dict(raw))
-    for pool in _pools(spec):
-        if pool.get("name") == name:
-            for key, value in updates.items():
-                if value is REMOVE:
-                    pool.pop(key, None)
-                else:
-                    pool[key] = value
-    return spec
 
 
 def _find(fleet: Fleet, name: str, what: str) -> ResolvedPool:
@@ -433,7 +406,7 @@ def _tpu_updates(pool: ResolvedPool, topology: str | None, nodes: int | None,
                              alternatives=[f"--topology {t}" for t in near]) from None
     if new.topology == shape.topology:
         return {}
-    entry = next(p for p in _pools(raw) if p.get("name") == pool.name)
+    entry = next(p for p in pools_of(raw) if p.get("name") == pool.name)
     updates: dict[str, Any] = {"accelerator": shape.tpu.key, "topology": new.topology_str}
     if "nodes" in entry:
         updates["nodes"] = REMOVE  # a slice's nodes follow from its topology
@@ -449,8 +422,7 @@ def remove_pool(raw: Mapping[str, Any], name: str, *, catalog: Catalog) -> Chang
     what = f"the removal of pool {name}"
     before = _base(raw, catalog, what)
     _find(before, name, what)
-    spec = copy.deepcopy(dict(raw))
-    spec["pools"] = [p for p in _pools(spec) if p.get("name") != name]
+    spec = without_pool(raw, name)
     result = check(spec, catalog)
     if isinstance(result, SpecError):
         raise RequestRefused(what, [_named_by(p, name, raw) for p in result.problems],
