@@ -96,8 +96,9 @@ def validate(
                                       "pool": None, "field": None, "value": None,
                                       "message": exc.message, "accepted": [],
                                       "fix": exc.hint}]})
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(EXIT_BAD_INPUT) from None
+            from cli._errors import report
+
+            raise typer.Exit(report(exc)) from None
     else:
         fleet = load_fleet(str(path))
     user = [_row(p) for p in fleet.pools]

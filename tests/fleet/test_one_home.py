@@ -25,3 +25,16 @@ def test_requests_modules_import_each_other_at_the_top_only() -> None:
     for path in sorted((ROOT / "fleet" / "requests").glob("*.py")):
         lazy = [m for m in _function_imports(path) if m.startswith("fleet.requests")]
         assert lazy == [], f"{path.name} imports {lazy} inside a function"
+
+
+def _sources(*folders: str) -> list[Path]:
+    return [p for folder in folders for p in sorted((ROOT / folder).rglob("*.py"))]
+
+
+def test_one_place_turns_an_error_into_an_exit_code() -> None:
+    """cli._errors.report maps an error to the exit code (the AccelfleetError's own, 130 for
+    Ctrl-C, 3 for a bug); cli.main.run once did it a second time."""
+    spelled = [str(p.relative_to(ROOT)) for p in _sources("cli", "stacks")
+               if p.name != "_errors.py" and ("exc.exit_code" in p.read_text(encoding="utf-8")
+                                              or "EXIT_INTERNAL" in p.read_text(encoding="utf-8"))]
+    assert spelled == []
