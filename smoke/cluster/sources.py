@@ -13,6 +13,7 @@ from typing import Any
 
 from fleet.errors import InputError, StackFileError
 from fleet.inventory import Inventory, build_inventory
+from fleet.placeholders import SECRET
 from smoke.cluster.access import ClusterRef
 
 
@@ -90,7 +91,7 @@ def load_source(stack_file: Path | None, outputs: Path | None) -> RunSource:
             raise InputError(f"outputs file {outputs}: `kubeconfigs` is not a mapping",
                              hint="save the outputs with --show-secrets")
         for name, value in raw.items():
-            if not isinstance(value, str) or value in ("[secret]", "<secret>"):
+            if not isinstance(value, str) or value in ("[secret]", SECRET):
                 raise InputError(f"outputs file {outputs}: the kubeconfig of {name} is "
                                  "hidden", hint="save the outputs with `pulumi stack output "
                                  "--json --show-secrets`")

@@ -38,3 +38,20 @@ def test_one_place_turns_an_error_into_an_exit_code() -> None:
                if p.name != "_errors.py" and ("exc.exit_code" in p.read_text(encoding="utf-8")
                                               or "EXIT_INTERNAL" in p.read_text(encoding="utf-8"))]
     assert spelled == []
+
+
+PACKAGES = ("fleet", "components", "cli", "policies", "stacks", "smoke")
+
+
+def test_the_plan_placeholders_are_spelled_once() -> None:
+    """`<computed>` and `<secret>` are fleet.placeholders' constants, imported (plan, diff and
+    the policy rules each once spelled them)."""
+    home = ROOT / "fleet" / "placeholders.py"
+    spelled = []
+    for path in _sources(*PACKAGES):
+        if path == home:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in ("<computed>", "<secret>"):
+                spelled.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert spelled == []
