@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-Effect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+from fleet.taints import NO_SCHEDULE, Effect
 
 
 class _Model(BaseModel):
@@ -238,7 +238,7 @@ class SystemPool(_Model):
 class NodeTaint(_Model):
     key: str
     value: str = ""
-    effect: Effect = "NoSchedule"
+    effect: Effect = NO_SCHEDULE
 
 
 class Pool(_Model):

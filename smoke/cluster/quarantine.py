@@ -34,6 +34,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from fleet.errors import InputError
+from fleet.taints import NO_SCHEDULE
 from smoke.cluster.access import with_retries
 from smoke.cluster.run import PoolReport, RunReport
 from smoke.probes.results import ProbeResult, Verdict
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 
 KEY = "accelfleet.io/smoke"  # the taint's and the label's key
 VALUE = "failed"
-EFFECT = "NoSchedule"
+EFFECT = NO_SCHEDULE
 PREFIX = "accelfleet.io/smoke-"
 UNDO = PREFIX + "undo"
 FIELDS = ("run", "pool", "cluster", "host", "probe", "device", "figure", "threshold", "reason",

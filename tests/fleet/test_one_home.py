@@ -55,3 +55,30 @@ def test_the_plan_placeholders_are_spelled_once() -> None:
             if isinstance(node, ast.Constant) and node.value in ("<computed>", "<secret>"):
                 spelled.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert spelled == []
+
+
+def test_taint_effects_are_translated_in_one_table() -> None:
+    """fleet.taints maps the stack's effect to the GKE and EKS API spellings (the GKE node
+    pools and the EKS node groups each once kept a copy)."""
+    api_forms = ("NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE")
+    home = ROOT / "fleet" / "taints.py"
+    spelled = []
+    for path in _sources(*PACKAGES):
+        if path == home:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in (*api_forms, "NoSchedule",
+                                                                 "PreferNoSchedule", "NoExecute"):
+                spelled.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert spelled == []
+
+
+def test_every_effect_has_each_apis_spelling() -> None:
+    from typing import get_args
+
+    from fleet.taints import EFFECTS, Effect, api_effect
+
+    assert set(EFFECTS) == set(get_args(Effect))
+    assert [api_effect(e, "gke") for e in get_args(Effect)] == [
+        "NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"]
+    assert [api_effect(e, "kubernetes") for e in get_args(Effect)] == list(get_args(Effect))
