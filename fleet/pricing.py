@@ -4,9 +4,10 @@ A pool's rate per node-hour comes from, in this order:
 1. the stack's own rate (`prices:` in the fleet spec: negotiated or committed-use rates per
    machine type, or per TPU chip-hour per generation), for the pool's capacity kind or for all;
 2. on an EC2 Capacity Block, the catalog's Capacity Block rate (never the On-Demand price);
-3. the catalog's public list price: the spot price for a spot pool (the on-demand price where no
-   spot price is listed: never less than what is known), else the on-demand price (reservations,
-   flex-start and queued pools are billed at on-demand rates unless a commitment applies);
+3. the catalog's public list price (`fleet.catalog.list_rate`, the policy `advise` shows too): the
+   spot price for a spot pool (none where no spot price is published: the pool is unpriced,
+   never costed at the on-demand price), else the on-demand price (reservations, flex-start and
+   queued pools are billed at on-demand rates unless a commitment applies);
 4. else none: the pool is "unpriced", never $0.
 A pool costs its rate times its nodes, from its fewest to its most (`ResolvedPool.node_range`).
 Budgets check the most a team's pools can cost, and a budgeted team's pool with no price at all
@@ -22,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
 from fleet.catalog import Catalog, Shape
+from fleet.catalog.list_rate import list_usd
 from fleet.errors import AccelfleetError, suggest
 from fleet.model import PoolCost, PriceSource, ResolvedPool
 from fleet.spec.fields import Capacity, FleetSpec, StackRate
@@ -182,13 +184,9 @@ def pool_cost(pool: ResolvedPool, catalog: Catalog, rates: RateBook) -> PoolCost
     if price is None or (price.on_demand_usd is None and price.spot_usd is None):
         note = price.note if price is not None else "no entry in prices.yaml"
         return cost("unpriced", None, note)
-    per = price.on_demand_usd
-    detail = "on-demand" if kind == "on-demand" else f"on-demand ({kind} billed at on-demand)"
-    if kind == "spot":
-        per, detail = ((price.spot_usd, "spot") if price.spot_usd is not None
-                       else (price.on_demand_usd, "on-demand (no spot price listed)"))
+    per, detail = list_usd(price, kind)
     if per is None:
-        return cost("unpriced", None, f"no {kind} list price: {price.note}")
+        return cost("unpriced", None, detail)
     per_node = _per_node(per, shape) if price.unit == "chip_hour" else per
     return cost("list", per_node, detail, price.region, price.as_of)
 
