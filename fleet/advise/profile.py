@@ -27,7 +27,7 @@ from fleet.advise.workload import (
     Training,
     Workload,
 )
-from fleet.errors import CatalogError, InputError, Problem, UnknownNameError, suggest
+from fleet.errors import CatalogError, InputError, Problems, UnknownNameError, suggest
 from fleet.input_files import shown
 
 MAX_PROFILE_BYTES = 64 * 2**10  # a profile is a few lines; the YAML parser reads 64 KiB in ~0.5 s
@@ -57,15 +57,8 @@ class Preset:
     workload: Workload
 
 
-class _Checker:
+class _Checker(Problems):
     """Reads fields off a mapping, collecting every problem instead of stopping at the first."""
-
-    def __init__(self) -> None:
-        self.problems: list[Problem] = []
-
-    def add(self, where: str, message: str, hint: str = "",
-            accepted: tuple[str, ...] = ()) -> None:
-        self.problems.append(Problem(where, message, hint, accepted))
 
     def unknown(self, data: Mapping[str, Any], known: tuple[str, ...], prefix: str) -> None:
         for key in data:

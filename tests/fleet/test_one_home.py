@@ -82,3 +82,18 @@ def test_every_effect_has_each_apis_spelling() -> None:
     assert [api_effect(e, "gke") for e in get_args(Effect)] == [
         "NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"]
     assert [api_effect(e, "kubernetes") for e in get_args(Effect)] == list(get_args(Effect))
+
+
+def test_one_problem_sink() -> None:
+    """fleet.errors.Problems is the one class with `add(where, message, hint, accepted)`: the
+    rules checker, the routing rules, the workload profile reader and four protocols once each
+    defined their own."""
+    defined = []
+    for path in _sources(*PACKAGES):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and item.name == "add" and \
+                            [a.arg for a in item.args.args[:3]] == ["self", "where", "message"]:
+                        defined.append(f"{path.relative_to(ROOT)}:{node.name}")
+    assert defined == ["fleet/errors.py:Problems"]
