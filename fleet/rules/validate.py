@@ -145,7 +145,7 @@ class _SetAside:
             if key == "pools" and len(loc) >= 3 and loc[2] in _NEUTRAL_POOL_FIELDS \
                     and isinstance(entry, dict) and isinstance(entry.get("name"), str):
                 self.fields.setdefault(loc[1], set()).add(str(loc[2]))
-                self.prefixes.add(Where("pools", name=entry['name'], field=f"{loc[2]}"))
+                self.prefixes.add(f"pools {entry['name']!r}.{loc[2]}")
             else:
                 self.entries.setdefault(str(key), set()).add(loc[1])
             return True
