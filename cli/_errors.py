@@ -29,23 +29,35 @@ def report(exc: BaseException) -> int:
     """Say what went wrong, on stderr, and return the exit code it ends with: the one place an
     error becomes an exit code. An AccelfleetError says its message and hint and exits with its
     own code (fleet.errors); Ctrl-C exits 130; anything else is a bug (`internal_error`)."""
-    from fleet.errors import EXIT_INTERRUPTED, AccelfleetError
+    from fleet.errors import AccelfleetError
 
     if isinstance(exc, AccelfleetError):
         typer.echo(f"error: {exc}", err=True)
+    elif isinstance(exc, KeyboardInterrupt):
+        typer.echo("interrupted", err=True)
+    else:
+        internal_error(exc)
+    return exit_code(exc)
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code an error ends a command with: an AccelfleetError's own (fleet.errors:
+    2 bad input, 1 a failed check), 130 for Ctrl-C, 3 for anything else (a bug)."""
+    from fleet.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, AccelfleetError
+
+    if isinstance(exc, AccelfleetError):
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):
-        typer.echo("interrupted", err=True)
         return EXIT_INTERRUPTED
-    return internal_error(exc)
+    return EXIT_INTERNAL
 
 
-def internal_error(exc: BaseException) -> int:
-    """Report an unexpected exception as a bug (exit 3), never as a failed check (exit 1)."""
+def internal_error(exc: BaseException) -> None:
+    """Say that an unexpected exception is a bug (exit 3), never a failed check (exit 1)."""
     import os
     import traceback
 
-    from fleet.errors import EXIT_INTERNAL, REPORT_URL
+    from fleet.errors import REPORT_URL
 
     if os.environ.get("ACCELFLEET_DEBUG"):
         traceback.print_exception(exc)
@@ -59,7 +71,6 @@ def internal_error(exc: BaseException) -> int:
                f"in accelfleet, not a problem with your fleet; please report it at "
                f"{REPORT_URL} with the command you ran (ACCELFLEET_DEBUG=1 shows the "
                "traceback)", err=True)
-    return EXIT_INTERNAL
 
 
 def command(fn: Callable[P, R]) -> Callable[P, R]:

@@ -82,13 +82,15 @@ def validate(
 
     path = stack_path(stack_file)
     if as_json:
-        from fleet.errors import EXIT_BAD_INPUT, InputError, SpecError
+        from fleet.errors import InputError, SpecError
 
         try:
             fleet = load_fleet(str(path))
         except SpecError as exc:
+            from cli._errors import exit_code
+
             print_json(_invalid(str(path), exc))
-            raise typer.Exit(EXIT_BAD_INPUT) from None
+            raise typer.Exit(exit_code(exc)) from None
         except InputError as exc:  # the file itself: missing, not YAML, over a bound
             print_json({"stack": str(path), "valid": False, "teams": None,
                         "teams_note": "the stack file could not be read", "warnings": [],

@@ -396,7 +396,9 @@ def run(
         typer.echo(f"interrupted: run {report.run_id} stopped; every object it created was "
                    "deleted" if not report.cleanup_errors else "; ".join(report.cleanup_errors),
                    err=True)
-        raise typer.Exit(130)
+        from fleet.errors import EXIT_INTERRUPTED
+
+        raise typer.Exit(EXIT_INTERRUPTED)
     if not report.ok or (taken is not None and not taken.ok):
         lines = [f.line() for f in report.failures] + list(report.cleanup_errors) + unsaved
         lines += [report.nothing_tested] if report.nothing_tested else []

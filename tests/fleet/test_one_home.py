@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,9 +35,13 @@ def _sources(*folders: str) -> list[Path]:
 def test_one_place_turns_an_error_into_an_exit_code() -> None:
     """cli._errors.report maps an error to the exit code (the AccelfleetError's own, 130 for
     Ctrl-C, 3 for a bug); cli.main.run once did it a second time."""
-    spelled = [str(p.relative_to(ROOT)) for p in _sources("cli", "stacks")
-               if p.name != "_errors.py" and ("exc.exit_code" in p.read_text(encoding="utf-8")
-                                              or "EXIT_INTERNAL" in p.read_text(encoding="utf-8"))]
+    spelled = []
+    for path in _sources("cli", "stacks"):
+        text = path.read_text(encoding="utf-8")
+        if path.name != "_errors.py" and ("exc.exit_code" in text or "EXIT_INTERNAL" in text
+                                          or "EXIT_BAD_INPUT" in text
+                                          or re.search(r"Exit\(\d+\)", text)):
+            spelled.append(str(path.relative_to(ROOT)))
     assert spelled == []
 
 
