@@ -29,6 +29,7 @@ from fleet.errors import (
     RequestRefused,
     SpecError,
     UnknownNameError,
+    Where,
 )
 from fleet.model import Fleet, ResolvedPool
 from fleet.names import fixed_name
@@ -435,16 +436,19 @@ def _named_by(problem: Problem, name: str, raw: Mapping[str, Any]) -> Problem:
     """A routing entry that names the removed pool, said as what it is (the did-you-mean of
     an unknown name would offer another GPU, maybe on another cloud): which team's `prefer`
     names it, and that the entry goes first."""
-    import re
-
-    m = re.fullmatch(r"routing\.teams\[(\d+)\]\.prefer\[(\d+)\]", problem.where)
-    if m is None or f"{name!r}" not in problem.message:
+    at = problem.where
+    if not isinstance(at, Where) or at.section != "routing" or f"{name!r}" not in problem.message:
         return problem
+    match at.steps:
+        case ("teams", int(i), "prefer", int(j)):
+            pass
+        case _:
+            return problem
     teams = (raw.get("routing") or {}).get("teams") if isinstance(raw.get("routing"),
                                                                   Mapping) else None
-    rule = teams[int(m[1])] if isinstance(teams, list) and int(m[1]) < len(teams) else {}
+    rule = teams[i] if isinstance(teams, list) and i < len(teams) else {}
     team = rule.get("team", "?") if isinstance(rule, Mapping) else "?"
     return Problem(problem.where, f"team {team}'s routing `prefer` list names pool {name} "
-                   f"(entry {int(m[2]) + 1}): Kueue would route its jobs to a pool that is "
-                   "gone", f"remove {name!r} from routing.teams[{m[1]}].prefer first (team "
+                   f"(entry {j + 1}): Kueue would route its jobs to a pool that is "
+                   "gone", f"remove {name!r} from routing.teams[{i}].prefer first (team "
                    f"{team}), then remove the pool")

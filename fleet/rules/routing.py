@@ -102,7 +102,7 @@ class _Resolver:
             self.applied[i] = len(by_cluster)
             for cluster, entries in by_cluster.items():
                 if (rule.team, cluster) in planned:
-                    self.r.add(Where("routing", field=f"teams[{i}]"),
+                    self.r.add(Where("routing", field="teams").item(i),
                                f"team {rule.team!r} is routed on cluster {cluster!r} twice "
                                f"(also by routing.teams[{planned[(rule.team, cluster)][0]}])",
                                "keep one entry per team and cluster")
@@ -133,7 +133,7 @@ class _Resolver:
             if len(missed) == self.applied[i]:
                 have = sorted({p.shape.accelerator.key for c in missed
                                for p in self.in_cluster.get(c, []) if p.shape.kind != "cpu"})
-                self.r.add(Where("routing", field=f"teams[{i}].prefer[{j}]"),
+                self.r.add(Where("routing", field="teams").item(i).dot("prefer").item(j),
                            f"no pool of {text!r} on cluster {', '.join(map(repr, missed))}",
                            "name a pool or an accelerator of the cluster", tuple(have))
         return out, self.r.problems, self.warnings
@@ -141,7 +141,7 @@ class _Resolver:
     # -- one routing entry -----------------------------------------------------------------
     def _rule(self, i: int, rule: RoutingTeam) -> dict[str, list[_Entry]]:
         """The entries of one routing rule, by the cluster(s) they route on."""
-        at = Where("routing", field=f"teams[{i}]")
+        at = Where("routing", field="teams").item(i)
         if rule.team not in self.teams:
             self.r.add(at.dot("team"), f"unknown team {rule.team!r}",
                        "declare it under `teams`, or route a declared team",
@@ -153,13 +153,13 @@ class _Resolver:
                        tuple(suggest(rule.cluster, self.clusters)) or tuple(self.clusters))
             return {}
         entries = [e for j, text in enumerate(rule.prefer)
-                   if (e := self._entry(at.dot(f"prefer[{j}]"), j, text, rule.prefer[:j]))]
+                   if (e := self._entry(at.dot("prefer").item(j), j, text, rule.prefer[:j]))]
         home = rule.cluster or next((e.pool.cluster.name for e in entries
                                      if e.pool is not None and e.pool.cluster), None)
         for e in entries:
             pool = e.pool
             if pool is not None and pool.cluster is not None and pool.cluster.name != home:
-                self.r.add(at.dot(f"prefer[{e.index}]"),
+                self.r.add(at.dot("prefer").item(e.index),
                            f"{e.text!r} is a pool of cluster {pool.cluster.name!r}, and this "
                            f"routing is for cluster {home!r}: a Kueue queue admits work to "
                            "its own cluster's nodes only",
@@ -222,7 +222,8 @@ class _Resolver:
             if rule.borrowing_limit_percent is not None:
                 borrow = rule.borrowing_limit_percent
             for e in entries:
-                at = Where("routing", field=f"teams[{i}].prefer[{e.index}]")
+                at = Where("routing", field="teams").item(i).dot("prefer").item(
+                    e.index)
                 if e.pool is not None:
                     order.append((e.pool, at))
                     continue
@@ -243,7 +244,7 @@ class _Resolver:
                 routed += n < len(order)
         if not flavors:
             return None
-        where = (Where("routing", field=f"teams[{planned[0]}]") if planned
+        where = (Where("routing", field="teams").item(planned[0]) if planned
                  else Where("teams", name=team))
         if routed > MAX_FLAVORS:
             self.r.add(where, f"team {team!r} is routed to {routed} pools on cluster "
@@ -338,7 +339,7 @@ class _Resolver:
             plan = planned.get((q.team, cluster))
             name = q.name
             if plan is not None and plan[1].namespace is not None:
-                where = Where("routing", field=f"teams[{plan[0]}].namespace")
+                where = Where("routing", field="teams").item(plan[0]).dot("namespace")
                 if not check_name(self.r, where, "namespace", name, ("k8s_namespace",),
                                   frozenset(used) | set(reserved)):
                     pass

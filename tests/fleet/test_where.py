@@ -38,3 +38,28 @@ def test_pydantic_locations_become_parts() -> None:
     assert where_of((), raw) == "spec"
     r = record(Problem(at, "m"), raw)
     assert (r["pool"], r["field"], r["value"]) == ("b", "zones[0]", "x")
+
+
+def test_removing_a_pool_that_routing_prefers_names_the_team_and_entry() -> None:
+    """fleet.requests reads the routing entry's team and position off the Where's steps (it
+    once matched the text with a regex)."""
+    import copy
+
+    import pytest
+
+    from fleet.catalog import load_catalog
+    from fleet.errors import RequestRefused
+    from fleet.requests.request import remove_pool
+    from tests.fleet.conftest import BASE, pool
+
+    raw = copy.deepcopy(BASE)
+    raw["pools"] = [pool(name="train-a", nodes=1), pool(name="train-b", nodes=1)]
+    raw["routing"] = {"teams": [{"team": "research", "prefer": ["train-b", "train-a"]}]}
+    with pytest.raises(RequestRefused) as err:
+        remove_pool(raw, "train-a", catalog=load_catalog())
+    [problem] = err.value.problems
+    assert problem.where == "routing.teams[0].prefer[1]"
+    assert problem.message == ("team research's routing `prefer` list names pool train-a (entry 2)"
+                               ": Kueue would route its jobs to a pool that is gone")
+    assert problem.hint == ("remove 'train-a' from routing.teams[0].prefer first (team research), "
+                            "then remove the pool")
