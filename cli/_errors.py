@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import NoReturn, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 import typer
 
@@ -17,30 +17,47 @@ def reported() -> Iterator[None]:
     """Print an AccelfleetError (message and hint, no traceback) and exit with its code; any
     other exception is a bug: one line naming it and where to report it, exit 3 (the
     traceback with ACCELFLEET_DEBUG=1). Ctrl-C exits 130."""
-    from fleet.errors import AccelfleetError
-
     try:
         yield
-    except AccelfleetError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(exc.exit_code) from None
     except (typer.Exit, typer.Abort, SystemExit):
         raise
-    except KeyboardInterrupt:
-        from fleet.errors import EXIT_INTERRUPTED
+    except (Exception, KeyboardInterrupt) as exc:
+        raise typer.Exit(report(exc)) from None
 
+
+def report(exc: BaseException) -> int:
+    """Say what went wrong, on stderr, and return the exit code it ends with: the one place an
+    error becomes an exit code. An AccelfleetError says its message and hint and exits with its
+    own code (fleet.errors); Ctrl-C exits 130; anything else is a bug (`internal_error`)."""
+    from fleet.errors import AccelfleetError
+
+    if isinstance(exc, AccelfleetError):
+        typer.echo(f"error: {exc}", err=True)
+    elif isinstance(exc, KeyboardInterrupt):
         typer.echo("interrupted", err=True)
-        raise typer.Exit(EXIT_INTERRUPTED) from None
-    except Exception as exc:
+    else:
         internal_error(exc)
+    return exit_code(exc)
 
 
-def internal_error(exc: BaseException) -> NoReturn:
-    """Report an unexpected exception as a bug (exit 3), never as a failed check (exit 1)."""
+def exit_code(exc: BaseException) -> int:
+    """The exit code an error ends a command with: an AccelfleetError's own (fleet.errors:
+    2 bad input, 1 a failed check), 130 for Ctrl-C, 3 for anything else (a bug)."""
+    from fleet.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, AccelfleetError
+
+    if isinstance(exc, AccelfleetError):
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    return EXIT_INTERNAL
+
+
+def internal_error(exc: BaseException) -> None:
+    """Say that an unexpected exception is a bug (exit 3), never a failed check (exit 1)."""
     import os
     import traceback
 
-    from fleet.errors import EXIT_INTERNAL, REPORT_URL
+    from fleet.errors import REPORT_URL
 
     if os.environ.get("ACCELFLEET_DEBUG"):
         traceback.print_exception(exc)
@@ -54,7 +71,6 @@ def internal_error(exc: BaseException) -> NoReturn:
                f"in accelfleet, not a problem with your fleet; please report it at "
                f"{REPORT_URL} with the command you ran (ACCELFLEET_DEBUG=1 shows the "
                "traceback)", err=True)
-    raise typer.Exit(EXIT_INTERNAL) from None
 
 
 def command(fn: Callable[P, R]) -> Callable[P, R]:

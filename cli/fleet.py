@@ -86,14 +86,15 @@ def validate(
 def _load_as_json(path: Path) -> Fleet:
     """The fleet; an invalid stack or an unreadable file is printed as the `--json` document
     (every problem named), then exits 2."""
+    from cli._errors import exit_code, report
     from fleet import load_fleet
-    from fleet.errors import EXIT_BAD_INPUT, InputError, SpecError
+    from fleet.errors import InputError, SpecError
 
     try:
         return load_fleet(str(path))
     except SpecError as exc:
         print_json(_invalid(str(path), exc))
-        raise typer.Exit(EXIT_BAD_INPUT) from None
+        raise typer.Exit(exit_code(exc)) from None
     except InputError as exc:  # the file itself: missing, not YAML, over a bound
         print_json({"stack": str(path), "valid": False, "teams": None,
                     "teams_note": "the stack file could not be read", "warnings": [],
@@ -101,8 +102,7 @@ def _load_as_json(path: Path) -> Fleet:
                                   "pool": None, "field": None, "value": None,
                                   "message": exc.message, "accepted": [],
                                   "fix": exc.hint}]})
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(EXIT_BAD_INPUT) from None
+        raise typer.Exit(report(exc)) from None
 
 
 def _document(path: str, fleet: Fleet, user: list[dict[str, Any]],

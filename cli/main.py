@@ -98,19 +98,11 @@ def main(
 def run() -> None:
     """Console entry point. Commands report accelfleet errors themselves (`cli._errors`);
     this is the last line of defence so that none ever reaches the user as a traceback."""
-    from fleet.errors import AccelfleetError
-
     try:
         app()
-    except AccelfleetError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
     except SystemExit:
         raise
     except Exception as exc:
-        from cli._errors import internal_error
+        from cli._errors import report
 
-        try:
-            internal_error(exc)
-        except typer.Exit as done:
-            sys.exit(done.exit_code)
+        sys.exit(report(exc))

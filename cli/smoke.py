@@ -379,7 +379,9 @@ def exit_if_interrupted(report: RunReport) -> None:
         typer.echo(f"interrupted: run {report.run_id} stopped; every object it created was "
                    "deleted" if not report.cleanup_errors else "; ".join(report.cleanup_errors),
                    err=True)
-        raise typer.Exit(130)
+        from fleet.errors import EXIT_INTERRUPTED
+
+        raise typer.Exit(EXIT_INTERRUPTED)
 
 
 def _exit_as(result: SmokeResult) -> None:

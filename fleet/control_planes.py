@@ -15,22 +15,17 @@ appends warnings (a version in extended support, or leaving standard support soo
 from __future__ import annotations
 
 from datetime import date, timedelta
-from typing import Protocol
 
 from fleet import words as W
 from fleet.catalog import Catalog
-from fleet.errors import Problem
+from fleet.errors import Problem, Where
+from fleet.errors import Problems as Checks
 from fleet.model import ControlPlaneCost
 from fleet.spec.fields import FleetSpec
 
 # EKS announces the end of standard support at least 60 days ahead (kubernetes-versions.html,
 # "Amazon EKS version FAQs"): a cluster at a version that leaves it within that time is warned.
 NOTICE_DAYS = 60
-
-
-class Checks(Protocol):
-    def add(self, where: str, message: str, hint: str = "",
-            accepted: tuple[str, ...] = ()) -> None: ...
 
 
 def control_plane_costs(checks: Checks, spec: FleetSpec, catalog: Catalog, today: date,
@@ -48,7 +43,7 @@ def control_plane_costs(checks: Checks, spec: FleetSpec, catalog: Catalog, today
         dates = eks.support.get(version)
         if dates is None:
             continue  # no pins for it: `fleet.rules.validate` refuses the version
-        at = f"clusters {cluster.name!r}.kubernetes_version"
+        at = Where("clusters", name=cluster.name, field="kubernetes_version")
         support = eks.support_on(version, today)
         move = f"set `kubernetes_version: \"{newest}\"` (the newest version pinned)"
         if support is None:

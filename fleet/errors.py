@@ -57,6 +57,55 @@ class StackFileError(InputError):
     """A stack file cannot be found, read or parsed."""
 
 
+class Where(str):
+    """Where a problem is: the text a person reads ("pools 'h100'.zones[0]") that also keeps its
+    parts, so that `fleet validate --json` reads the section, the item (index and/or name) and
+    the field off it instead of parsing the text back. `steps` is the field as it was built
+    (`dot` adds a name, `item` an index). A plain `str` where has no parts."""
+
+    section: str
+    position: int | None  # the item's index in its list
+    name: str | None
+    field: str | None
+    steps: tuple[str | int, ...]
+
+    def __new__(cls, section: str, *, position: int | None = None, name: str | None = None,
+                field: str | None = None, steps: tuple[str | int, ...] | None = None) -> Where:
+        text = section
+        if position is not None:
+            text += f"[{position}]"
+        if name is not None:
+            text += f" {name!r}"
+        if field:
+            text += f".{field}"
+        self = super().__new__(cls, text)
+        self.section, self.position, self.name, self.field = section, position, name, field or None
+        self.steps = steps if steps is not None else ((field,) if field else ())
+        return self
+
+    def dot(self, path: str) -> Where:
+        """A field further in: `.dot("zones")`, `.dot("capacity.block")`."""
+        field = f"{self.field}.{path}" if self.field else path
+        return Where(self.section, position=self.position, name=self.name, field=field,
+                     steps=(*self.steps, path))
+
+    def item(self, index: int) -> Where:
+        """Item `index` of this list: `pools` -> `pools[2]`, `...zones` -> `...zones[2]`."""
+        if self.field is None and self.position is None and self.name is None:
+            return Where(self.section, position=index)
+        field = f"{self.field or ''}[{index}]"
+        return Where(self.section, position=self.position, name=self.name, field=field,
+                     steps=(*self.steps, index))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_where, (self.section, self.position, self.name, self.field, self.steps))
+
+
+def _where(section: str, position: int | None, name: str | None, field: str | None,
+           steps: tuple[str | int, ...]) -> Where:
+    return Where(section, position=position, name=name, field=field, steps=steps)
+
+
 @dataclass(frozen=True)
 class Problem:
     """One broken rule in a fleet spec: where, what, what is accepted, and the fix."""
@@ -81,6 +130,18 @@ class Problem:
         if self.hint:
             text += f"\n    fix: {self.hint}"
         return text
+
+
+class Problems:
+    """The one sink every rule reports to: `add` one problem (where, what, the fix, what is
+    accepted); `problems` lists them in the order they were found."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def add(self, where: str, message: str, hint: str = "",
+            accepted: tuple[str, ...] = ()) -> None:
+        self.problems.append(Problem(where, message, hint, accepted))
 
 
 class SpecError(InputError):

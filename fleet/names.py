@@ -18,11 +18,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Protocol
 
 from fleet.catalog import Catalog, Cloud, NameRule
+from fleet.errors import Where
 from fleet.labels import CLUSTER_TAG, POOL_LABEL, TEAM_LABEL
 from fleet.labels import PREFIX as LABEL_PREFIX
+from fleet.rules.problems import RuleProblems as Reporter
 from fleet.spec.fields import FleetSpec, NodeTaint, Pool
 
 # Where a value lands, in words for the message.
@@ -61,13 +62,6 @@ RESERVED_LABEL_PREFIXES = (LABEL_PREFIX, "cloud.google.com/", "kubernetes.io/",
 MAX_TAINTS = 50
 
 
-class Reporter(Protocol):
-    catalog: Catalog
-
-    def add(self, where: str, message: str, hint: str = "",
-            accepted: tuple[str, ...] = ()) -> None: ...
-
-
 # -- the names accelfleet derives ---------------------------------------------------------
 # The Cloud TPU VM pools of a fleet share one network and one node identity, named after this
 # (components/gcp TpuVms): a GKE cluster of the same name would collide with them.
@@ -92,7 +86,7 @@ def check_derived_names(r: Reporter, spec: FleetSpec) -> None:
     for c in spec.clusters:
         if c.cloud != "gcp":
             continue
-        where = f"clusters {c.name!r}.name"
+        where = Where("clusters", name=c.name, field="name")
         if c.name == TPU_VMS_NAME:
             r.add(where, f"cluster name {c.name!r} is the name accelfleet gives the Cloud TPU "
                   f"VMs' network ({TPU_VMS_NAME}-vpc) and node service account "
@@ -150,7 +144,7 @@ def fixed_name(value: str, rule: NameRule, taken: Collection[str] = ()) -> str |
     return None
 
 
-def check_name(r: Reporter, where: str, what: str, value: str,
+def check_name(r: Reporter, where: Where, what: str, value: str,
                places: Sequence[str] | Mapping[str, str], taken: Collection[str] = ()) -> bool:
     """Report `value` where it does not fit one of `places` (a mapping gives each place the
     words saying where the value lands); True when it fits them all."""
@@ -174,15 +168,15 @@ def check_unique(r: Reporter, section: str, names: Sequence[str]) -> None:
     for name, count in Counter(names).items():
         if count > 1:
             free = next(f"{name}-{n}" for n in range(2, 10_000) if f"{name}-{n}" not in taken)
-            r.add(f"{section} {name!r}", f"the name {name!r} is used {count} times",
+            r.add(Where(section, name=name), f"the name {name!r} is used {count} times",
                   f"give each a unique name (e.g. rename the second to {free!r})")
 
 
-def check_pool_name(r: Reporter, pool: Pool, at: str, taken: Collection[str], *,
+def check_pool_name(r: Reporter, pool: Pool, at: Where, taken: Collection[str], *,
                     tpu_slices: int | None, runtime: str) -> None:
     """The pool name, and the names derived from it on GKE (slice node pools) and as Cloud
     TPU VMs."""
-    if not check_name(r, f"{at}.name", "pool name", pool.name, POOL_PLACES, taken):
+    if not check_name(r, at.dot("name"), "pool name", pool.name, POOL_PLACES, taken):
         return
     if tpu_slices is None or tpu_slices <= 1:
         return
@@ -193,7 +187,7 @@ def check_pool_name(r: Reporter, pool: Pool, at: str, taken: Collection[str], *,
     rule = r.catalog.names[place]
     if rule.problem(derived):
         room = rule.max - (len(derived) - len(pool.name))
-        r.add(f"{at}.name",
+        r.add(at.dot("name"),
               f"with multislice {tpu_slices}, the pool's slices are named {derived!r} and "
               f"alike ({len(derived)} characters), over the {rule.max} of {PLACES[place]}",
               f"shorten the pool name to {room} characters or fewer (e.g. "
@@ -213,7 +207,8 @@ def check_team_names(r: Reporter, spec: FleetSpec, clouds: Mapping[str, set[Clou
                                          "nodes")
         if "aws" in clouds.get(team.name, set()):
             places["aws_tag_value"] = f"the {TEAM_LABEL} tag value of its AWS nodes"
-        check_name(r, f"teams {team.name!r}.name", "team name", team.name, places, taken)
+        check_name(r, Where("teams", name=team.name, field="name"), "team name", team.name,
+                   places, taken)
 
 
 def check_cluster_names(r: Reporter, spec: FleetSpec) -> None:
@@ -221,31 +216,32 @@ def check_cluster_names(r: Reporter, spec: FleetSpec) -> None:
     taken = frozenset(names)
     check_unique(r, "clusters", names)
     for c in spec.clusters:
-        check_name(r, f"clusters {c.name!r}.name", "cluster name", c.name, CLUSTER_PLACES,
+        check_name(r, Where("clusters", name=c.name, field="name"), "cluster name", c.name,
+                   CLUSTER_PLACES,
                    taken)
 
 
-def check_labels(r: Reporter, pool: Pool, at: str) -> None:
+def check_labels(r: Reporter, pool: Pool, at: Where) -> None:
     for key, value in pool.labels.items():
-        _label_key(r, f"{at}.labels", key, "label key")
+        _label_key(r, at.dot("labels"), key, "label key")
         if any(key.startswith(p) for p in RESERVED_LABEL_PREFIXES):
-            r.add(f"{at}.labels", f"label key {key!r} uses a prefix that accelfleet or the "
+            r.add(at.dot("labels"), f"label key {key!r} uses a prefix that accelfleet or the "
                   "clouds set on nodes themselves",
                   "use a prefix of your own, e.g. example.com/owner", RESERVED_LABEL_PREFIXES)
-        check_name(r, f"{at}.labels.{key}", "label value", value, ("k8s_label_value",))
+        check_name(r, at.dot(f"labels.{key}"), "label value", value, ("k8s_label_value",))
     if len(pool.taints) > MAX_TAINTS:
-        r.add(f"{at}.taints", f"{len(pool.taints)} taints; an EKS node group takes at most "
+        r.add(at.dot("taints"), f"{len(pool.taints)} taints; an EKS node group takes at most "
               f"{MAX_TAINTS}", "keep the taints the pool's workloads need")
     for i, taint in enumerate(pool.taints):
-        _taint(r, f"{at}.taints[{i}]", taint)
+        _taint(r, at.dot(f"taints[{i}]"), taint)
 
 
-def _taint(r: Reporter, at: str, taint: NodeTaint) -> None:
-    _label_key(r, f"{at}.key", taint.key, "taint key")
-    check_name(r, f"{at}.value", "taint value", taint.value, ("k8s_label_value",))
+def _taint(r: Reporter, at: Where, taint: NodeTaint) -> None:
+    _label_key(r, at.dot("key"), taint.key, "taint key")
+    check_name(r, at.dot("value"), "taint value", taint.value, ("k8s_label_value",))
 
 
-def _label_key(r: Reporter, where: str, key: str, what: str) -> None:
+def _label_key(r: Reporter, where: Where, key: str, what: str) -> None:
     prefix, slash, name = key.rpartition("/")
     if slash and not prefix:
         r.add(where, f"{what} {key!r} has an empty prefix before '/'",
@@ -259,11 +255,12 @@ def _label_key(r: Reporter, where: str, key: str, what: str) -> None:
 
 
 def check_namespace(r: Reporter, spec: FleetSpec) -> None:
-    check_name(r, "smoke.namespace", "namespace", spec.smoke.namespace, ("k8s_namespace",))
+    check_name(r, Where("smoke", field="namespace"), "namespace", spec.smoke.namespace,
+               ("k8s_namespace",))
 
 
-def check_gce_reservation(r: Reporter, pool: Pool, at: str) -> None:
+def check_gce_reservation(r: Reporter, pool: Pool, at: Where) -> None:
     res = pool.capacity.reservation
     if res is not None:
-        check_name(r, f"{at}.capacity.reservation", "reservation name", res,
+        check_name(r, at.dot("capacity.reservation"), "reservation name", res,
                    {"gce_resource": "a Compute Engine reservation name"})

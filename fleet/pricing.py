@@ -4,9 +4,10 @@ A pool's rate per node-hour comes from, in this order:
 1. the stack's own rate (`prices:` in the fleet spec: negotiated or committed-use rates per
    machine type, or per TPU chip-hour per generation), for the pool's capacity kind or for all;
 2. on an EC2 Capacity Block, the catalog's Capacity Block rate (never the On-Demand price);
-3. the catalog's public list price: the spot price for a spot pool (the on-demand price where no
-   spot price is listed: never less than what is known), else the on-demand price (reservations,
-   flex-start and queued pools are billed at on-demand rates unless a commitment applies);
+3. the catalog's public list price (`fleet.catalog.list_rate`, the policy `advise` shows too): the
+   spot price for a spot pool (none where no spot price is published: the pool is unpriced,
+   never costed at the on-demand price), else the on-demand price (reservations, flex-start and
+   queued pools are billed at on-demand rates unless a commitment applies);
 4. else none: the pool is "unpriced", never $0.
 A pool costs its rate times its nodes, from its fewest to its most (`ResolvedPool.node_range`).
 Budgets check the most a team's pools can cost, and a budgeted team's pool with no price at all
@@ -19,24 +20,17 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal, Protocol
+from typing import Literal
 
 from fleet import words as W
 from fleet.catalog import Catalog, Shape
-from fleet.errors import AccelfleetError, suggest
+from fleet.catalog.list_rate import list_usd
+from fleet.errors import AccelfleetError, Where, suggest
 from fleet.model import PoolCost, PriceSource, ResolvedPool
+from fleet.rules.problems import RuleProblems as Checks
 from fleet.spec.fields import Capacity, FleetSpec, StackRate
 
 CapacityKind = Literal["on-demand", "spot", "reservation"]
-
-
-class Checks(Protocol):
-    """What the rules checker lends: the catalog and its problem list."""
-
-    catalog: Catalog
-
-    def add(self, where: str, message: str, hint: str = "",
-            accepted: tuple[str, ...] = ()) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -47,7 +41,7 @@ class Rate:
     tpu: bool
     usd: float
     capacity: CapacityKind | None
-    where: str  # prices[i], for the report
+    where: Where  # prices[i], for the report
 
 
 @dataclass(frozen=True)
@@ -73,7 +67,7 @@ def stack_rates(checks: Checks, spec: FleetSpec) -> RateBook:
     (unknown name with did-you-mean, a rate not above 0, the wrong unit, a duplicate)."""
     book: dict[tuple[str, CapacityKind | None], Rate] = {}
     for i, entry in enumerate(spec.prices):
-        rate = _rate(checks, entry, f"prices[{i}]")
+        rate = _rate(checks, entry, Where("prices", position=i))
         if rate is None:
             continue
         taken = book.get((rate.key, rate.capacity))
@@ -87,7 +81,7 @@ def stack_rates(checks: Checks, spec: FleetSpec) -> RateBook:
     return RateBook(book)
 
 
-def _rate(checks: Checks, entry: StackRate, at: str) -> Rate | None:
+def _rate(checks: Checks, entry: StackRate, at: Where) -> Rate | None:
     if (entry.machine_type is None) == (entry.tpu is None):
         both = entry.machine_type is not None
         checks.add(at, "names both `machine_type` and `tpu`" if both else
@@ -101,7 +95,7 @@ def _rate(checks: Checks, entry: StackRate, at: str) -> Rate | None:
                                                                        "usd_per_chip_hour")
     what = f"TPU {key} per chip-hour" if tpu else f"one {key} machine per hour"
     if getattr(entry, wrong) is not None:
-        checks.add(f"{at}.{wrong}", f"a {'TPU' if tpu else 'machine type'} rate is given as "
+        checks.add(at.dot(f"{wrong}"), f"a {'TPU' if tpu else 'machine type'} rate is given as "
                    f"`{unit}`", f"rename `{wrong}` to `{unit}` (US dollars for {what})")
         return None
     usd = getattr(entry, unit)
@@ -110,7 +104,7 @@ def _rate(checks: Checks, entry: StackRate, at: str) -> Rate | None:
                    f"add `{unit}: N`, the US dollars the stack pays for {what}")
         return None
     if not math.isfinite(usd) or usd <= 0:
-        checks.add(f"{at}.{unit}", f"{usd!r} is not a rate: a rate must be above 0 US dollars",
+        checks.add(at.dot(f"{unit}"), f"{usd!r} is not a rate: a rate must be above 0 US dollars",
                    f"give the dollars you pay for {what}, e.g. `{unit}: 2.5`; to leave a "
                    "pool unpriced, remove the entry")
         return None
@@ -119,7 +113,7 @@ def _rate(checks: Checks, entry: StackRate, at: str) -> Rate | None:
     return Rate(key=key, tpu=tpu, usd=float(usd), capacity=entry.capacity, where=at)
 
 
-def _rate_key(checks: Checks, entry: StackRate, at: str) -> tuple[str, bool]:
+def _rate_key(checks: Checks, entry: StackRate, at: Where) -> tuple[str, bool]:
     """(the machine type or TPU generation key, whether it is known); reports unknown names."""
     cat = checks.catalog
     if entry.tpu is not None:
@@ -127,7 +121,7 @@ def _rate_key(checks: Checks, entry: StackRate, at: str) -> tuple[str, bool]:
             return cat.tpu_generation(entry.tpu).key, True
         except AccelfleetError as exc:
             generations = sorted(cat.tpus)
-            checks.add(f"{at}.tpu", exc.message, "name a Cloud TPU generation: "
+            checks.add(at.dot("tpu"), exc.message, "name a Cloud TPU generation: "
                        + ", ".join(generations), tuple(generations))
             return entry.tpu, False
     name = str(entry.machine_type)
@@ -136,7 +130,7 @@ def _rate_key(checks: Checks, entry: StackRate, at: str) -> tuple[str, bool]:
     tpu_machine = next((g.key for g in cat.tpus.values()
                         if name in {m for _c, m in g.machine_types}), None)
     if tpu_machine is not None:
-        checks.add(f"{at}.machine_type", f"{name!r} is a Cloud TPU machine type: TPUs are "
+        checks.add(at.dot("machine_type"), f"{name!r} is a Cloud TPU machine type: TPUs are "
                    "priced per chip-hour", f"use `tpu: {tpu_machine}` with "
                    "`usd_per_chip_hour`")
         return name, False
@@ -144,7 +138,7 @@ def _rate_key(checks: Checks, entry: StackRate, at: str) -> tuple[str, bool]:
     message = f"unknown machine type {name!r}"
     if near:
         message += f"; did you mean {', '.join(repr(n) for n in near)}?"
-    checks.add(f"{at}.machine_type", message, "name a GPU or CPU machine type from "
+    checks.add(at.dot("machine_type"), message, "name a GPU or CPU machine type from "
                "`accelfleet catalog list` (for a TPU: `tpu: <generation>`)")
     return name, False
 
@@ -183,13 +177,9 @@ def pool_cost(pool: ResolvedPool, catalog: Catalog, rates: RateBook) -> PoolCost
     if price is None or (price.on_demand_usd is None and price.spot_usd is None):
         note = price.note if price is not None else "no entry in prices.yaml"
         return cost("unpriced", None, note)
-    per = price.on_demand_usd
-    detail = "on-demand" if kind == "on-demand" else f"on-demand ({kind} billed at on-demand)"
-    if kind == "spot":
-        per, detail = ((price.spot_usd, "spot") if price.spot_usd is not None
-                       else (price.on_demand_usd, "on-demand (no spot price listed)"))
+    per, detail = list_usd(price, kind)
     if per is None:
-        return cost("unpriced", None, f"no {kind} list price: {price.note}")
+        return cost("unpriced", None, detail)
     per_node = _per_node(per, shape) if price.unit == "chip_hour" else per
     return cost("list", per_node, detail, price.region, price.as_of)
 
@@ -218,7 +208,7 @@ def check_budgets(checks: Checks, spec: FleetSpec, pools: Sequence[ResolvedPool]
                                    if p.cost and p.cost.max_monthly_usd),
                                  *([f"control planes {W.usd(fixed)}"] if fixed else [])])
             checks.add(
-                f"teams {team.name!r}.monthly_budget_usd",
+                Where("teams", name=team.name, field="monthly_budget_usd"),
                 f"the team's pools cost up to about {W.usd(most)} a month at their largest "
                 f"({listing}), over its budget of {W.usd(budget)}",
                 "shrink or remove a pool, lower an autoscaling `max_nodes`, use spot capacity, "
@@ -244,8 +234,9 @@ def _unpriced(checks: Checks, pool: ResolvedPool, team: str, budget: float) -> N
     reason = ("the catalog has no EC2 Capacity Block rate for it (a block is never costed at "
               "the On-Demand price)" if pool.spec.capacity.block else
               "the catalog has no public list price for it (none could be confirmed)")
-    where = (f"clusters {pool.cluster.name!r}.system_pool" if pool.system and pool.cluster
-             else f"pools {pool.name!r}")
+    where = (Where("clusters", name=pool.cluster.name, field="system_pool")
+             if pool.system and pool.cluster
+             else Where("pools", name=pool.name))
     checks.add(where,
                f"{shape.machine_type} ({kind}) has no price: {reason} and the stack's "
                f"`prices:` gives none, so team {team}'s budget of {W.usd(budget)} cannot be "

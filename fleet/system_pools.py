@@ -14,12 +14,15 @@ paid by the platform (`PLATFORM_TEAM`), never by a team that owns accelerators.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING
 
-from fleet.catalog import Catalog, Cloud, Shape
-from fleet.errors import AccelfleetError, Problem
+from fleet.catalog import Cloud, Shape
+from fleet.errors import AccelfleetError, Problem, Where
 from fleet.model import PLATFORM_TEAM, SYSTEM_POOL, ResolvedPool
 from fleet.spec.fields import Cluster, FleetSpec, Pool
+
+if TYPE_CHECKING:  # the rules checker lends its problems, catalog and zone rules
+    from fleet.rules.validate import Checker as Checks
 
 # A system pool spreads over two zones unless told otherwise: DNS survives a lost zone.
 DEFAULT_ZONE_COUNT = 2
@@ -30,24 +33,11 @@ DEFAULT_ZONE_COUNT = 2
 PAD_ZONE_LETTERS: dict[Cloud, str] = {"gcp": "bc", "aws": ""}
 
 
-class Checks(Protocol):
-    """What the rules checker lends: the catalog, the problem list, and its zone rules."""
-
-    catalog: Catalog
-
-    def add(self, where: str, message: str, hint: str = "",
-            accepted: tuple[str, ...] = ()) -> None: ...
-
-    def _zones(self, pool: Pool, at: str, cloud: Cloud, region: str) -> None: ...
-
-    def _nodes_per_zone(self, pool: Pool, at: str, cloud: Cloud) -> None: ...
-
-
 def system_pools(checks: Checks, spec: FleetSpec) -> tuple[list[ResolvedPool], list[Problem]]:
     """(the system pool of every cluster that has one, warnings for the clusters without)."""
     for pool in spec.pools:
         if pool.name == SYSTEM_POOL:
-            checks.add(f"pools {pool.name!r}.name",
+            checks.add(Where("pools", name=pool.name, field="name"),
                        f"the name {SYSTEM_POOL!r} is reserved for every cluster's system pool",
                        "give the pool another name; size the system pool under "
                        "`clusters[].system_pool`")
@@ -60,7 +50,7 @@ def system_pools(checks: Checks, spec: FleetSpec) -> tuple[list[ResolvedPool], l
         region = spec.region_of(cluster.cloud)
         if region is None:
             continue  # reported by the cluster rules
-        at = f"clusters {cluster.name!r}.system_pool"
+        at = Where("clusters", name=cluster.name, field="system_pool")
         if not cluster.system_pool.enabled:
             warnings.append(Problem(
                 at, "disabled: nothing untainted is left for CoreDNS, the device plugin's "
@@ -89,17 +79,17 @@ def default_zones(cloud: Cloud, region: str, pools: Sequence[Pool]) -> list[str]
 
 
 def _resolve(checks: Checks, cluster: Cluster, region: str, pools: Sequence[Pool],
-             at: str) -> ResolvedPool | None:
+             at: Where) -> ResolvedPool | None:
     sp, cloud = cluster.system_pool, cluster.cloud
     defaults = checks.catalog.system_pool_defaults(cloud)
     machine = sp.machine_type or defaults.machine_type
     try:
         shape = checks.catalog.resolve(machine, cloud=cloud)
     except AccelfleetError as exc:
-        checks.add(f"{at}.machine_type", exc.message, exc.hint)
+        checks.add(at.dot("machine_type"), exc.message, exc.hint)
         return None
     if shape.kind != "cpu":
-        checks.add(f"{at}.machine_type",
+        checks.add(at.dot("machine_type"),
                    f"{machine!r} is a {shape.kind.upper()} machine; a system pool needs a CPU "
                    "machine type (its nodes carry no accelerator and no taint)",
                    f"use a CPU machine type, e.g. {defaults.machine_type} (the default)",
@@ -107,11 +97,11 @@ def _resolve(checks: Checks, cluster: Cluster, region: str, pools: Sequence[Pool
         return None
     auto = sp.autoscaling
     if auto is not None and auto.min_nodes < 1:
-        checks.add(f"{at}.autoscaling",
+        checks.add(at.dot("autoscaling"),
                    "a system pool at 0 nodes leaves CoreDNS and the add-ons with no node",
                    "set `min_nodes: 1` or more")
     if auto is not None and auto.min_nodes > auto.max_nodes:
-        checks.add(f"{at}.autoscaling",
+        checks.add(at.dot("autoscaling"),
                    f"min_nodes {auto.min_nodes} is above max_nodes {auto.max_nodes}",
                    "make min_nodes <= max_nodes")
     nodes = defaults.nodes if sp.nodes is None and auto is None else sp.nodes
@@ -127,19 +117,19 @@ def _resolve(checks: Checks, cluster: Cluster, region: str, pools: Sequence[Pool
                         placement="none", networking=None, system=True)
 
 
-def check_cpu_pool(checks: Checks, pool: Pool, at: str, shape: Shape) -> None:
+def check_cpu_pool(checks: Checks, pool: Pool, at: Where, shape: Shape) -> None:
     """A CPU pool takes none of the accelerator-only fields."""
     if shape.kind != "cpu":
         return
     cap = pool.capacity
     if cap.flex_start or cap.queued:
         mode = "flex-start" if cap.flex_start else "queued"
-        checks.add(f"{at}.capacity",
+        checks.add(at.dot("capacity"),
                    f"{mode} provisioning is for GPU and TPU pools, not a CPU pool",
                    "use on-demand or spot capacity, or a reservation")
     if pool.driver != "default":
-        checks.add(f"{at}.driver", "a CPU pool has no GPU driver to install",
+        checks.add(at.dot("driver"), "a CPU pool has no GPU driver to install",
                    "remove `driver`")
     if pool.placement == "compact":
-        checks.add(f"{at}.placement", "compact placement is for accelerator pools: a CPU "
+        checks.add(at.dot("placement"), "compact placement is for accelerator pools: a CPU "
                    "pool is built without a placement policy or group", "remove `placement`")

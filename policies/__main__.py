@@ -26,6 +26,7 @@ try:
 except ImportError:  # run from a checkout where accelfleet is not installed
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from policies import rules
+from fleet.placeholders import COMPUTED
 
 PACK = "accelfleet"
 
@@ -39,7 +40,7 @@ def plain(value: Any) -> Any:
             try:
                 out[str(key)] = plain(value[key])
             except UnknownValueError:
-                out[str(key)] = rules.COMPUTED
+                out[str(key)] = COMPUTED
         return out
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
         items = []
@@ -47,7 +48,7 @@ def plain(value: Any) -> Any:
             try:
                 items.append(plain(value[i]))
             except UnknownValueError:
-                items.append(rules.COMPUTED)
+                items.append(COMPUTED)
         return items
     return value
 

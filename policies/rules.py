@@ -22,7 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-COMPUTED = "<computed>"
+from fleet.placeholders import COMPUTED
+
 TEAM_LABEL = "accelfleet.io/team"  # fleet.model.TEAM_LABEL (Kubernetes node label)
 TEAM_GCP_LABEL = "accelfleet-team"  # a Google Cloud resource label: no dots or slashes
 OPEN = {"0.0.0.0/0", "::/0"}

@@ -18,7 +18,6 @@ import pulumi_aws as aws
 from components.aws._nodegroup import (
     DATA_VOLUME_DEVICE,
     DEFAULT_AMI,
-    EKS_TAINT_EFFECT,
     NodeGroupArgs,
     NodeGroupParts,
     managed_node_group,
@@ -27,6 +26,7 @@ from components.outputs import node_pool_outputs
 from fleet.catalog import Catalog
 from fleet.errors import CatalogError
 from fleet.model import ResolvedPool
+from fleet.taints import api_effect
 
 TYPE = "accelfleet:aws:CpuNodeGroup"
 
@@ -59,7 +59,7 @@ class CpuNodeGroup(pulumi.ComponentResource):
         family, ami_type = cpu_ami_for(pool, catalog)
         template, self.node_group = managed_node_group(self, name, args, NodeGroupParts(
             ami_type=ami_type, data_volume=DATA_VOLUME_DEVICE[family], labels=pool.labels,
-            taints=[{"key": t.key, "value": t.value, "effect": EKS_TAINT_EFFECT[t.effect]}
+            taints=[{"key": t.key, "value": t.value, "effect": api_effect(t.effect, "eks")}
                     for t in pool.spec.taints]))
         self.register_outputs(node_pool_outputs(self.node_group.node_group_name, pool,
                                                 launch_template_id=template.id))

@@ -16,6 +16,7 @@ from fleet.errors import CatalogError
 from fleet.labels import AMI_LABEL as AMI_LABEL
 from fleet.labels import POOL_LABEL, TEAM_LABEL
 from fleet.model import ResolvedPool
+from fleet.taints import api_effect
 
 TYPE = "accelfleet:aws:GpuNodeGroup"
 
@@ -27,8 +28,6 @@ DATA_VOLUME_DEVICE = {"al2023": "/dev/xvda", "bottlerocket": "/dev/xvdb"}
 # further, behind their own network namespace) do not, so they cannot borrow the node role and
 # must use IRSA. Hop limit 2 would let every pod act as the node.
 IMDS_HOP_LIMIT = 1
-EKS_TAINT_EFFECT = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE",
-                    "NoExecute": "NO_EXECUTE"}
 EFA_LABEL_VALUE = "true"
 
 
@@ -101,7 +100,7 @@ def pool_taints(pool: ResolvedPool, catalog: Catalog) -> tuple[Taint, ...]:
 
 def node_taints(pool: ResolvedPool, catalog: Catalog) -> list[dict[str, str]]:
     """`pool_taints` in EKS spelling."""
-    return [{"key": t.key, "value": t.value, "effect": EKS_TAINT_EFFECT[t.effect]}
+    return [{"key": t.key, "value": t.value, "effect": api_effect(t.effect, "eks")}
             for t in pool_taints(pool, catalog)]
 
 

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from fleet.errors import CatalogError, InputError
+from fleet.placeholders import COMPUTED
 
 TABLE = Path(__file__).resolve().parent / "data" / "replacements.yaml"
-COMPUTED = "<computed>"
 # Components that hold one pool (as components/engine/plan.py names them), and what to call them.
 POOL_KINDS = {"GpuNodePool": "node pool", "CpuNodePool": "node pool", "TpuSlice": "TPU slice",
               "TpuVm": "TPU VM slice", "GpuNodeGroup": "node group",

@@ -22,11 +22,10 @@ from components.engine._offline_zones import TOKEN as ZONES_TOKEN
 from components.engine._offline_zones import offline_zones
 from fleet.errors import AccelfleetError, InputError
 from fleet.model import SYSTEM_POOL, Fleet
+from fleet.placeholders import COMPUTED, SECRET
 
 PROGRAM = Path(__file__).resolve().parents[2] / "stacks" / "__main__.py"
 PROJECT = "accelfleet"
-COMPUTED = "<computed>"
-SECRET = "<secret>"
 SCHEMA_VERSION = 1
 # Components that hold one pool: named after the pool, or "<cluster>-<pool>".
 POOL_COMPONENTS = ("GpuNodePool", "TpuSlice", "TpuVm", "GpuNodeGroup", "CpuNodePool",

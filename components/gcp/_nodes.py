@@ -11,6 +11,7 @@ from components.gcp._cluster import NODE_SCOPES
 from fleet.catalog import Catalog
 from fleet.labels import POOL_RESOURCE_LABEL, TEAM_RESOURCE_LABEL
 from fleet.model import ResolvedPool
+from fleet.taints import api_effect
 
 C = gcp.container
 DRIVER_VERSIONS = {"default": "DEFAULT", "latest": "LATEST", "disabled": "INSTALLATION_DISABLED"}
@@ -20,14 +21,13 @@ RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 def taints(pool: ResolvedPool, catalog: Catalog
            ) -> list[gcp.container.NodePoolNodeConfigTaintArgs]:
     """The accelerator's taint from the catalog (a CPU pool has none), then the pool's own."""
-    effect = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE",
-              "NoExecute": "NO_EXECUTE"}
     out = []
     if pool.shape.kind != "cpu":
         t = catalog.kube(pool.shape).taint
         out.append(C.NodePoolNodeConfigTaintArgs(key=t.key, value=t.value,
-                                                 effect=effect[t.effect]))
-    out += [C.NodePoolNodeConfigTaintArgs(key=x.key, value=x.value, effect=effect[x.effect])
+                                                 effect=api_effect(t.effect, "gke")))
+    out += [C.NodePoolNodeConfigTaintArgs(key=x.key, value=x.value,
+                                          effect=api_effect(x.effect, "gke"))
             for x in pool.spec.taints]
     return out
 

@@ -19,6 +19,7 @@ from math import prod
 from fleet.advise.figures import Effective, advise_data, node_network, tpu_dcn
 from fleet.catalog import Catalog, Shape
 from fleet.model import ResolvedPool
+from fleet.pricing import capacity_kind
 
 
 @dataclass(frozen=True)
@@ -118,8 +119,11 @@ def _pool_price(cat: Catalog, offer: Offer, units: int) -> Placement:
         source = "unpriced" + (f": {cost.detail}" if cost is not None and cost.detail else "")
     else:
         source = f"{cost.source} ({cost.detail})" if cost.detail else cost.source
-    return Placement(offer, shape, units, None if rate is None else rate * nodes,
-                     _times(cat.hourly_usd(shape, spot=True), units), source)
+    usd = None if rate is None else rate * nodes
+    # a spot pool's spot figure is what it costs (fleet.pricing: its stack rate or list spot)
+    spot = usd if capacity_kind(pool.spec.capacity) == "spot" else _times(
+        cat.hourly_usd(shape, spot=True), units)
+    return Placement(offer, shape, units, usd, spot, source)
 
 
 def _tpu_slices(cat: Catalog, offer: Offer, chips: int) -> Placement:

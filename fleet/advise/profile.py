@@ -27,7 +27,7 @@ from fleet.advise.workload import (
     Training,
     Workload,
 )
-from fleet.errors import CatalogError, InputError, Problem, UnknownNameError, suggest
+from fleet.errors import CatalogError, InputError, Problems, UnknownNameError, suggest
 from fleet.input_files import shown
 
 MAX_PROFILE_BYTES = 64 * 2**10  # a profile is a few lines; the YAML parser reads 64 KiB in ~0.5 s
@@ -57,15 +57,8 @@ class Preset:
     workload: Workload
 
 
-class _Checker:
+class Checker(Problems):
     """Reads fields off a mapping, collecting every problem instead of stopping at the first."""
-
-    def __init__(self) -> None:
-        self.problems: list[Problem] = []
-
-    def add(self, where: str, message: str, hint: str = "",
-            accepted: tuple[str, ...] = ()) -> None:
-        self.problems.append(Problem(where, message, hint, accepted))
 
     def unknown(self, data: Mapping[str, Any], known: tuple[str, ...], prefix: str) -> None:
         for key in data:
@@ -162,7 +155,7 @@ def parse_workload(data: object, source: str, *, name: str | None = None,
                          f"{type(data).__name__}",
                          hint="start from a preset's fields (docs/advise.md), e.g. "
                          "`kind: training` on the first line")
-    c = _Checker()
+    c = Checker()
     kind = cast(Kind, c.choice(data, "kind", ("training", "inference"), "training",
                                "write `kind: training` or `kind: inference`"))
     if "kind" not in data:
@@ -222,7 +215,7 @@ def parse_workload(data: object, source: str, *, name: str | None = None,
                     raw_steps=raw_steps, training=training, inference=inference, notes=notes)
 
 
-def _model(c: _Checker, data: object) -> ModelShape | None:
+def _model(c: Checker, data: object) -> ModelShape | None:
     if not isinstance(data, Mapping):
         c.add("model", f"must be a mapping of fields, got {data!r}",
               "e.g. `model: {layers: 32, hidden_size: 4096, attention_heads: 32, "
@@ -251,7 +244,7 @@ def _model(c: _Checker, data: object) -> ModelShape | None:
                       tied_embeddings=c.flag(data, "tied_embeddings", p))
 
 
-def _raw(c: _Checker, data: object) -> RawStep | None:
+def _raw(c: Checker, data: object) -> RawStep | None:
     if not isinstance(data, Mapping):
         c.add("per_step", f"must be a mapping of fields, got {data!r}",
               "e.g. `per_step: {flops: 3.0e17, traffic_bytes: 2.0e12}`")
@@ -267,7 +260,7 @@ def _raw(c: _Checker, data: object) -> RawStep | None:
     return RawStep(flops, traffic, memory, collective)
 
 
-def _training(c: _Checker, data: Mapping[str, Any]) -> Training | None:
+def _training(c: Checker, data: Mapping[str, Any]) -> Training | None:
     seq = c.whole(data, "sequence_length", required=True, example="8192")
     batch = c.whole(data, "global_batch_sequences", required=True, example="512")
     micro = c.whole(data, "micro_batch_sequences") or 1
@@ -289,7 +282,7 @@ def _training(c: _Checker, data: Mapping[str, Any]) -> Training | None:
                     state or ADAM_MIXED_STATE_BYTES)
 
 
-def _inference(c: _Checker, data: Mapping[str, Any]) -> Inference | None:
+def _inference(c: Checker, data: Mapping[str, Any]) -> Inference | None:
     prompt = c.whole(data, "prompt_tokens", required=True, minimum=0, example="1024")
     output = c.whole(data, "output_tokens", required=True, example="256")
     batch = c.whole(data, "batch_sequences", required=True, example="64")

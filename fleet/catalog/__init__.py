@@ -44,6 +44,7 @@ from fleet.catalog._load import (
     read_yaml,
 )
 from fleet.catalog._zones import ZoneAnswer, ZoneOffers, load_zone_offers
+from fleet.catalog.list_rate import list_usd
 from fleet.catalog.records import (
     CLOUDS,
     HOURS_PER_MONTH,
@@ -463,10 +464,8 @@ class Catalog:
             block = self.capacity_block_prices.get(shape.machine_type)
             return None if block is None else block.instance_hour_usd
         price = self.price(shape)
-        if price is None:
-            return None
-        per = price.spot_usd if spot else price.on_demand_usd
-        if per is None:
+        per, _ = list_usd(price, "spot" if spot else "on-demand")
+        if price is None or per is None:
             return None
         return per * shape.chips if price.unit == "chip_hour" else per
 

@@ -12,6 +12,7 @@ from fleet import words as W
 from fleet.catalog import Catalog, Shape
 from fleet.errors import AccelfleetError, Problem, SpecError
 from fleet.model import Fleet, ResolvedPool
+from fleet.requests.edits import with_pool, with_updates
 from fleet.rules.validate import validate_fleet
 
 MAX_ZONES = 3  # other zones offered
@@ -60,8 +61,6 @@ def alternatives(raw: Mapping[str, Any], before: Fleet, catalog: Catalog,
                  resize: tuple[str, Mapping[str, Any]] | None = None) -> list[str]:
     """Variants of a refused request (`entry`, the new pool) or resize (`resize`: the pool's
     name and the keys it would set) that pass every rule, in words, with what each costs."""
-    from fleet.requests.request import with_pool, with_updates
-
     if entry is not None:
         name, current = str(entry["name"]), dict(entry)
 

@@ -15,7 +15,6 @@ that pass every rule (another zone, spot capacity, a smaller pool or slice), eac
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,16 +29,17 @@ from fleet.errors import (
     RequestRefused,
     SpecError,
     UnknownNameError,
+    Where,
 )
 from fleet.model import Fleet, ResolvedPool
 from fleet.names import fixed_name
+from fleet.requests.edits import REMOVE, pools_of, with_pool, with_updates, without_pool
 from fleet.requests.options import alternatives, pool_usd, topology_options
 from fleet.rules.validate import validate_fleet
 from fleet.spec.fields import Cluster
 
 Action = Literal["add", "resize", "remove"]
 CAPACITIES = ("on-demand", "spot", "flex-start", "queued")
-REMOVE = None  # an update that deletes the key
 
 
 @dataclass(frozen=True)
@@ -163,32 +163,6 @@ def _base(raw: Mapping[str, Any], catalog: Catalog, what: str) -> Fleet:
                              "change: fix it first (`accelfleet fleet validate` names every "
                              "problem and its fix)")
     return result
-
-
-def _pools(raw: Mapping[str, Any]) -> list[dict[str, Any]]:
-    pools = raw.get("pools") or []
-    return [p for p in pools if isinstance(p, dict)]
-
-
-def with_pool(raw: Mapping[str, Any], entry: Mapping[str, Any]) -> dict[str, Any]:
-    """The fleet mapping with one more pool at the end."""
-    spec = copy.deepcopy(dict(raw))
-    spec["pools"] = [*_pools(spec), dict(entry)]
-    return spec
-
-
-def with_updates(raw: Mapping[str, Any], name: str, updates: Mapping[str, Any]
-                 ) -> dict[str, Any]:
-    """The fleet mapping with pool `name`'s keys set (None deletes a key)."""
-    spec = copy.deepcopy(dict(raw))
-    for pool in _pools(spec):
-        if pool.get("name") == name:
-            for key, value in updates.items():
-                if value is REMOVE:
-                    pool.pop(key, None)
-                else:
-                    pool[key] = value
-    return spec
 
 
 def _find(fleet: Fleet, name: str, what: str) -> ResolvedPool:
@@ -433,7 +407,7 @@ def _tpu_updates(pool: ResolvedPool, topology: str | None, nodes: int | None,
                              alternatives=[f"--topology {t}" for t in near]) from None
     if new.topology == shape.topology:
         return {}
-    entry = next(p for p in _pools(raw) if p.get("name") == pool.name)
+    entry = next(p for p in pools_of(raw) if p.get("name") == pool.name)
     updates: dict[str, Any] = {"accelerator": shape.tpu.key, "topology": new.topology_str}
     if "nodes" in entry:
         updates["nodes"] = REMOVE  # a slice's nodes follow from its topology
@@ -449,8 +423,7 @@ def remove_pool(raw: Mapping[str, Any], name: str, *, catalog: Catalog) -> Chang
     what = f"the removal of pool {name}"
     before = _base(raw, catalog, what)
     _find(before, name, what)
-    spec = copy.deepcopy(dict(raw))
-    spec["pools"] = [p for p in _pools(spec) if p.get("name") != name]
+    spec = without_pool(raw, name)
     result = check(spec, catalog)
     if isinstance(result, SpecError):
         raise RequestRefused(what, [_named_by(p, name, raw) for p in result.problems],
@@ -463,16 +436,19 @@ def _named_by(problem: Problem, name: str, raw: Mapping[str, Any]) -> Problem:
     """A routing entry that names the removed pool, said as what it is (the did-you-mean of
     an unknown name would offer another GPU, maybe on another cloud): which team's `prefer`
     names it, and that the entry goes first."""
-    import re
-
-    m = re.fullmatch(r"routing\.teams\[(\d+)\]\.prefer\[(\d+)\]", problem.where)
-    if m is None or f"{name!r}" not in problem.message:
+    at = problem.where
+    if not isinstance(at, Where) or at.section != "routing" or f"{name!r}" not in problem.message:
         return problem
+    match at.steps:
+        case ("teams", int(i), "prefer", int(j)):
+            pass
+        case _:
+            return problem
     teams = (raw.get("routing") or {}).get("teams") if isinstance(raw.get("routing"),
                                                                   Mapping) else None
-    rule = teams[int(m[1])] if isinstance(teams, list) and int(m[1]) < len(teams) else {}
+    rule = teams[i] if isinstance(teams, list) and i < len(teams) else {}
     team = rule.get("team", "?") if isinstance(rule, Mapping) else "?"
     return Problem(problem.where, f"team {team}'s routing `prefer` list names pool {name} "
-                   f"(entry {int(m[2]) + 1}): Kueue would route its jobs to a pool that is "
-                   "gone", f"remove {name!r} from routing.teams[{m[1]}].prefer first (team "
+                   f"(entry {j + 1}): Kueue would route its jobs to a pool that is "
+                   "gone", f"remove {name!r} from routing.teams[{i}].prefer first (team "
                    f"{team}), then remove the pool")

@@ -30,8 +30,9 @@ import ipaddress
 import re
 from collections.abc import Sequence
 
+from fleet.errors import Where
 from fleet.model import ResolvedPool
-from fleet.names import Reporter
+from fleet.rules.problems import RuleProblems as Reporter
 from fleet.spec.fields import FleetSpec
 
 GKE_CONTROL_PLANE_CIDR = "172.16.0.0/28"  # == components.gcp._cluster.MASTER_CIDR (a test holds it)
@@ -55,26 +56,26 @@ def check_cloud_values(r: Reporter, spec: FleetSpec, pools: Sequence[ResolvedPoo
         _taints(r, pool)
         _labels(r, pool)
     for cluster in spec.clusters:
-        at = f"clusters {cluster.name!r}"
+        at = Where("clusters", name=cluster.name)
         if cluster.cloud != "gcp":
             continue
         if len(cluster.authorized_cidrs) > GKE_MAX_AUTHORIZED_NETWORKS:
-            r.add(f"{at}.authorized_cidrs", f"{len(cluster.authorized_cidrs)} authorized "
+            r.add(at.dot("authorized_cidrs"), f"{len(cluster.authorized_cidrs)} authorized "
                   f"networks; a GKE control plane takes at most {GKE_MAX_AUTHORIZED_NETWORKS}",
                   "merge neighbouring addresses into larger CIDR blocks, or reach the control "
                   "plane through a VPN or bastion (private_endpoint: true)")
         version = cluster.kubernetes_version
         if version is not None and not GKE_VERSION.match(version):
-            r.add(f"{at}.kubernetes_version", f"{version[:60]!r} is not a GKE version",
+            r.add(at.dot("kubernetes_version"), f"{version[:60]!r} is not a GKE version",
                   "write `latest`, a minor version such as 1.33, or a full GKE version such as "
                   "1.33.5-gke.1162000 (or leave it out: the release channel picks one)")
         net = cluster.network
         for field in ("cidr", "pods_cidr", "services_cidr"):
-            _gke_range(r, f"{at}.network.{field}", getattr(net, field))
+            _gke_range(r, at.dot(f"network.{field}"), getattr(net, field))
 
 
 def _taints(r: Reporter, pool: ResolvedPool) -> None:
-    at = f"pools {pool.name!r}.taints"
+    at = Where("pools", name=pool.name, field="taints")
     seen: dict[tuple[str, str], int] = {}
     if pool.shape.kind != "cpu":
         ours = r.catalog.kube(pool.shape).taint
@@ -84,11 +85,11 @@ def _taints(r: Reporter, pool: ResolvedPool) -> None:
         if first == i:
             continue
         if first < 0:
-            r.add(f"{at}[{i}]", f"taint {taint.key}:{taint.effect} is the accelerator taint "
+            r.add(at.item(i), f"taint {taint.key}:{taint.effect} is the accelerator taint "
                   "accelfleet adds to the pool's nodes itself", "remove it: the pool's nodes "
                   "carry it already (a node holds one taint per key and effect)")
         else:
-            r.add(f"{at}[{i}]", f"taint {taint.key}:{taint.effect} repeats taints[{first}]; "
+            r.add(at.item(i), f"taint {taint.key}:{taint.effect} repeats taints[{first}]; "
                   "a node holds one taint per key and effect",
                   f"keep one of them (taints[{first}])")
 
@@ -102,14 +103,15 @@ def _labels(r: Reporter, pool: ResolvedPool) -> None:
                          for ns in ("kubernetes.io", "k8s.io"))
         allowed = any(prefix == ns or prefix.endswith("." + ns) for ns in KUBELET_NAMESPACES)
         if kubernetes and not allowed:
-            r.add(f"pools {pool.name!r}.labels", f"label key {key[:120]!r} is in the "
+            r.add(Where("pools", name=pool.name, field="labels"),
+                  f"label key {key[:120]!r} is in the "
                   f"{prefix[:60]} namespace, which a node may not label itself with (the "
                   "NodeRestriction admission plugin refuses it when the node registers)",
                   "use a prefix of your own, e.g. example.com/role; a node-role label is set "
                   "by a cluster admin (`kubectl label node`), not by the pool")
 
 
-def _gke_range(r: Reporter, where: str, text: str) -> None:
+def _gke_range(r: Reporter, where: Where, text: str) -> None:
     try:
         net = ipaddress.ip_network(text)
     except ValueError:

@@ -15,9 +15,8 @@
 
 from __future__ import annotations
 
-from typing import Protocol
-
-from fleet.errors import Problem
+from fleet.errors import Problem, Where
+from fleet.errors import Problems as Checks
 from fleet.spec.fields import Cluster
 
 # https://docs.aws.amazon.com/eks/latest/userguide/access-entries.html (read 2026-11-24):
@@ -25,23 +24,18 @@ from fleet.spec.fields import Cluster
 ADMIN_POLICY_NAME = "AmazonEKSClusterAdminPolicy"
 
 
-class Checks(Protocol):
-    def add(self, where: str, message: str, hint: str = "",
-            accepted: tuple[str, ...] = ()) -> None: ...
-
-
 def check_eks_cluster(checks: Checks, cluster: Cluster, warnings: list[Problem]) -> None:
-    at = f"clusters {cluster.name!r}"
+    at = Where("clusters", name=cluster.name)
     if cluster.cloud != "aws":
         if cluster.admins:
-            checks.add(f"{at}.admins", "`admins` names EKS access entries; a GKE cluster "
+            checks.add(at.dot("admins"), "`admins` names EKS access entries; a GKE cluster "
                        "grants access through IAM on its project",
                        "remove `admins`; grant roles/container.admin (or narrower) on the "
                        "project to the people and CI service accounts instead")
         return
     if not cluster.admins:
         warnings.append(Problem(
-            f"{at}.admins",
+            at.dot("admins"),
             "no cluster admins: only the identity that runs the first `pulumi up` can use "
             "the cluster's Kubernetes API; a CI role or a teammate running `pulumi up`, "
             "`accelfleet up` or `smoke run` is refused on every Kubernetes call, and the "
@@ -51,7 +45,7 @@ def check_eks_cluster(checks: Checks, cluster: Cluster, warnings: list[Problem])
             f"with {ADMIN_POLICY_NAME})"))
     if cluster.private_endpoint:
         checks.add(
-            f"{at}.private_endpoint",
+            at.dot("private_endpoint"),
             "an EKS cluster with no public endpoint cannot be configured by the `pulumi up` "
             "that creates it: its Helm releases (device plugins, JobSet, Kueue) and Kueue "
             "objects go through the endpoint, which is reachable only from inside the new "

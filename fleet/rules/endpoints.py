@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from fleet.errors import Problem
+from fleet.errors import Problem, Where
 from fleet.spec.fields import Cluster, FleetSpec
 
 # GKE, "Add authorized networks for control plane access"
@@ -30,7 +30,7 @@ def endpoint_checks(spec: FleetSpec) -> tuple[list[Problem], list[Problem]]:
     problems: list[Problem] = []
     warnings: list[Problem] = []
     for c in spec.clusters:
-        where = f"clusters {c.name!r}"
+        where = Where("clusters", name=c.name)
         if c.private_endpoint:
             _private(c, where, problems, warnings)
         else:
@@ -54,13 +54,13 @@ def _is_public(cidr: str) -> bool:
                    for i in INTERNAL)
 
 
-def _private(c: Cluster, where: str, problems: list[Problem],
+def _private(c: Cluster, where: Where, problems: list[Problem],
              warnings: list[Problem]) -> None:
     public = [cidr for cidr in c.authorized_cidrs if _is_public(cidr)]
     if c.cloud == "gcp" and public:
         what = "is a public range" if len(public) == 1 else "are public ranges"
         problems.append(Problem(
-            f"{where}.authorized_cidrs",
+            where.dot("authorized_cidrs"),
             f"{', '.join(public)} {what}, but the cluster has only a private endpoint: "
             "GKE accepts only internal "
             f"(private) ranges then ({GKE_AUTHORIZED_NETWORKS_DOC})",
@@ -69,7 +69,7 @@ def _private(c: Cluster, where: str, problems: list[Problem],
     if c.cloud != "gcp":
         return  # EKS private endpoints: their own rules (issue 20, item 12)
     warnings.append(Problem(
-        f"{where}.private_endpoint",
+        where.dot("private_endpoint"),
         "the control plane has only a private endpoint: the machine running `pulumi up` must "
         "be inside the cluster's VPC or a network connected to it, or the Helm releases and "
         "Kueue objects of the same `pulumi up` time out after the cluster is created",
@@ -78,11 +78,11 @@ def _private(c: Cluster, where: str, problems: list[Problem],
         f"egress range in `authorized_cidrs` (e.g. [{EXAMPLE_RUNNER_CIDR}])"))
 
 
-def _public(c: Cluster, where: str, warnings: list[Problem]) -> None:
+def _public(c: Cluster, where: Where, warnings: list[Problem]) -> None:
     opened = [cidr for cidr in c.authorized_cidrs if cidr in OPEN]
     if opened:
         warnings.append(Problem(
-            f"{where}.authorized_cidrs",
+            where.dot("authorized_cidrs"),
             f"{', '.join(opened)} opens the public control-plane endpoint to every network; "
             "`accelfleet plan --policies` refuses it (public-endpoint-authorized-cidrs)",
             "in `authorized_cidrs`, list only the networks that need the API: your CI "
@@ -97,7 +97,7 @@ def _public(c: Cluster, where: str, warnings: list[Problem]) -> None:
     else:
         reach = "the EKS public endpoint then answers every network"
     warnings.append(Problem(
-        f"{where}.authorized_cidrs",
+        where.dot("authorized_cidrs"),
         f"the control plane has a public endpoint and no `authorized_cidrs`: {reach}; "
         "`accelfleet plan --policies` (what CI runs) refuses it "
         "(public-endpoint-authorized-cidrs)",

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import date
 
 from fleet import words as W
-from fleet.errors import Problem
+from fleet.errors import Problem, Where
 from fleet.model import ResolvedPool
 
 
@@ -38,7 +38,7 @@ def expiry_warnings(pools: Sequence[ResolvedPool], today: date) -> list[Problem]
     for p in expired_pools(pools, today):
         days = days_expired(p, today)
         out.append(Problem(
-            f"pools {p.name!r}.expires",
+            Where("pools", name=p.name, field="expires"),
             f"expired on {p.spec.expires} ({days} day{'s' if days != 1 else ''} ago) and still "
             f"costs {cost_words(p)}" + (f"; requested by {p.spec.requested_by}"
                                          if p.spec.requested_by else ""),

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fleet.catalog import CLOUDS, Bound, Cloud, Shape
-from fleet.errors import Problem, suggest
+from fleet.errors import Problem, Where, suggest
 from fleet.model import ResolvedPool
-from fleet.names import Reporter
+from fleet.rules.problems import RuleProblems as Reporter
 from fleet.spec.fields import FleetSpec, Pool
 
 
@@ -31,7 +31,7 @@ def known_regions(r: Reporter, spec: FleetSpec) -> set[Cloud]:
             ok.add(cloud)
             continue
         near = suggest(region, regions.zones)
-        r.add(f"clouds.{cloud}.region",
+        r.add(Where("clouds", field=f"{cloud}.region"),
               f"{region!r} is not {'a Google Cloud' if cloud == 'gcp' else 'an AWS'} "
               "region" + (f"; did you mean {', '.join(map(repr, near))}?" if near else ""),
               "use a region the cloud offers (fleet/catalog/data/regions.yaml lists them)",
@@ -39,28 +39,28 @@ def known_regions(r: Reporter, spec: FleetSpec) -> set[Cloud]:
     return ok
 
 
-def check_zones(r: Reporter, pool: Pool, at: str, cloud: Cloud, region: str) -> None:
+def check_zones(r: Reporter, pool: Pool, at: Where, cloud: Cloud, region: str) -> None:
     """Every zone of the pool is a zone of the fleet's region that the cloud offers."""
     regions = r.catalog.regions[cloud]
     offered = regions.zones.get(region, ())
     example = offered[0] if offered else (f"{region}-a" if cloud == "gcp" else f"{region}a")
     if not pool.zones:
-        r.add(f"{at}.zone", "is required", f"add `zone: {example}`", offered)
+        r.add(at.dot("zone"), "is required", f"add `zone: {example}`", offered)
     for i, zone in enumerate(pool.zones):
         if regions.region_of(zone) != region:
-            r.add(f"{at}.zones[{i}]", f"zone {zone!r} is not in region {region}",
+            r.add(at.dot(f"zones[{i}]"), f"zone {zone!r} is not in region {region}",
                   f"use a zone of {region}, such as {example}, or change the region", offered)
         elif offered and not regions.zone_ok(zone):
             near = suggest(zone, offered)
-            r.add(f"{at}.zones[{i}]", f"{region} has no zone {zone!r}"
+            r.add(at.dot(f"zones[{i}]"), f"{region} has no zone {zone!r}"
                   + (f"; did you mean {', '.join(map(repr, near))}?" if near else ""),
                   "use one of the region's zones (fleet/catalog/data/regions.yaml lists them)",
                   offered)
     if len(set(pool.zones)) != len(pool.zones):
-        r.add(f"{at}.zones", "a zone is listed twice", "list each zone once")
+        r.add(at.dot("zones"), "a zone is listed twice", "list each zone once")
 
 
-def check_zone_offers(r: Reporter, pool: Pool, at: str, shape: Shape, region: str) -> None:
+def check_zone_offers(r: Reporter, pool: Pool, at: Where, shape: Shape, region: str) -> None:
     """Every zone of the pool offers its machine type or TPU generation (zones.yaml). Where the
     catalog does not know, nothing is refused; a zone that does not exist is reported by
     `check_zones`, not here."""
@@ -73,13 +73,13 @@ def check_zone_offers(r: Reporter, pool: Pool, at: str, shape: Shape, region: st
             continue
         dated = f"(catalog zones.yaml, as of {answer.as_of})"
         if answer.offered:
-            r.add(f"{at}.zones[{i}]", f"{zone} does not offer {answer.what} {dated}",
+            r.add(at.dot(f"zones[{i}]"), f"{zone} does not offer {answer.what} {dated}",
                   f"use a zone of {region} that does: {', '.join(answer.offered)}",
                   answer.offered)
         else:
             elsewhere = ", ".join(answer.regions[:10]) + (", ..." if len(answer.regions) > 10
                                                           else "")
-            r.add(f"{at}.zones[{i}]", f"no zone of {region} offers {answer.what} {dated}; "
+            r.add(at.dot(f"zones[{i}]"), f"no zone of {region} offers {answer.what} {dated}; "
                   f"it is offered in {elsewhere}",
                   "choose an accelerator offered in this region (`accelfleet catalog list`), "
                   "or put the pool in a stack of a region that offers it")
@@ -96,13 +96,13 @@ def most_nodes(pool: ResolvedPool) -> int:
     return spec.nodes or 0
 
 
-def _at(pool: ResolvedPool) -> str:
+def _at(pool: ResolvedPool) -> Where:
     if pool.system and pool.cluster is not None:
-        return f"clusters {pool.cluster.name!r}.system_pool"
-    return f"pools {pool.name!r}"
+        return Where("clusters", name=pool.cluster.name, field="system_pool")
+    return Where("pools", name=pool.name)
 
 
-def _refuse(r: Reporter, where: str, what: str, value: int, bound: Bound, fix: str,
+def _refuse(r: Reporter, where: Where, what: str, value: int, bound: Bound, fix: str,
             unit: str = "", detail: str = "") -> None:
     r.add(where, f"{what} is {value:,}{unit}{detail}, over the {bound.value:,}{unit} "
           f"{'accelfleet allows' if bound.kind == 'accelfleet' else 'the cloud allows'} "
@@ -114,11 +114,11 @@ def check_pool_bounds(r: Reporter, pool: ResolvedPool, warnings: list[Problem]) 
     spec, at, b = pool.spec, _at(pool), r.catalog.bounds
     disk = b[f"{pool.cloud}_disk_gb"]
     if spec.disk_size_gb > disk.value:
-        _refuse(r, f"{at}.disk_size_gb", "the boot disk", spec.disk_size_gb, disk,
+        _refuse(r, at.dot("disk_size_gb"), "the boot disk", spec.disk_size_gb, disk,
                 f"use at most {disk.value:,} GB, and keep datasets on shared storage", " GB")
     slices = b["tpu_slices_per_pool"]
     if pool.shape.tpu is not None and spec.multislice > slices.value:
-        _refuse(r, f"{at}.multislice", "multislice", spec.multislice, slices,
+        _refuse(r, at.dot("multislice"), "multislice", spec.multislice, slices,
                 "split the slices over several pools, or check for a typo")
     most = most_nodes(pool)
     field = "autoscaling.max_nodes" if spec.autoscaling is not None else "nodes"
@@ -129,14 +129,14 @@ def check_pool_bounds(r: Reporter, pool: ResolvedPool, warnings: list[Problem]) 
         if per_zone > zone.value:
             spread = f"{most:,} nodes over {zones} zones" if zones > 1 else \
                 f"{most:,} nodes in one zone"
-            _refuse(r, f"{at}.{field}", "a GKE node pool's nodes per zone", per_zone, zone,
+            _refuse(r, at.dot(f"{field}"), "a GKE node pool's nodes per zone", per_zone, zone,
                     f"use at most {zone.value:,} nodes per zone ({zone.value * zones:,} in "
                     "all), add zones, or split the pool", detail=f" ({spread})")
     if pool.cloud == "aws":
         group = b["eks_nodes_per_node_group"]
         if most > group.value:
             warnings.append(Problem(
-                f"{at}.{field}", f"{most:,} nodes is above EKS's default quota of "
+                at.dot(f"{field}"), f"{most:,} nodes is above EKS's default quota of "
                 f"{group.value:,} nodes per managed node group ({group.source})",
                 f"request an increase of {group.quota} before `pulumi up`, or split the pool"))
 
@@ -151,11 +151,12 @@ def check_cluster_count(r: Reporter, spec: FleetSpec, warnings: list[Problem]) -
         if count <= bound.value:
             continue
         if bound.kind == "quota":
-            warnings.append(Problem("clusters", f"{count:,} EKS clusters is above the default "
+            warnings.append(Problem(Where("clusters"),
+                                    f"{count:,} EKS clusters is above the default "
                                     f"quota of {bound.value:,} per Region ({bound.source})",
                                     f"request an increase of {bound.quota} before `pulumi up`"))
         else:
-            _refuse(r, "clusters", "the number of GKE clusters", count, bound,
+            _refuse(r, Where("clusters"), "the number of GKE clusters", count, bound,
                     "split the clusters over several stacks (projects or regions)")
 
 
@@ -174,7 +175,8 @@ def check_cluster_nodes(r: Reporter, spec: FleetSpec, pools: Sequence[ResolvedPo
         if total > bound.value:
             largest = sorted(members, key=most_nodes, reverse=True)[:3]
             listing = ", ".join(f"{p.name} {most_nodes(p):,}" for p in largest)
-            _refuse(r, f"clusters {cluster.name!r}", "the cluster's nodes, every pool at its "
+            _refuse(r, Where("clusters", name=cluster.name),
+                    "the cluster's nodes, every pool at its "
                     "largest,", total, bound,
                     "move pools to another cluster, or lower their node counts",
                     detail=f" (largest: {listing})")

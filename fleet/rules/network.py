@@ -18,9 +18,10 @@ import math
 from collections.abc import Sequence
 
 from fleet.catalog import Cloud
+from fleet.errors import Where
 from fleet.model import ResolvedPool
-from fleet.names import Reporter
 from fleet.rules.limits import most_nodes
+from fleet.rules.problems import RuleProblems as Reporter
 from fleet.spec.fields import Cluster, FleetSpec
 
 Net = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -50,11 +51,11 @@ def check_cluster_ranges(r: Reporter, spec: FleetSpec) -> None:
     apart from each other."""
     seen: dict[Cloud, list[tuple[str, str, Net]]] = {"gcp": [], "aws": []}
     for cluster in spec.clusters:
-        at = f"clusters {cluster.name!r}.network"
+        at = Where("clusters", name=cluster.name, field="network")
         ranges = _ranges(cluster)
         v6 = [f for f, net in ranges.items() if net.version != 4]
         for f in v6:
-            r.add(f"{at}.{f}", f"{ranges[f]} is an IPv6 range; accelfleet builds IPv4 "
+            r.add(at.dot(f"{f}"), f"{ranges[f]} is an IPv6 range; accelfleet builds IPv4 "
                   "clusters", f"give an IPv4 range, e.g. {getattr(type(cluster.network)(), f)}")
         if v6:
             continue
@@ -62,13 +63,14 @@ def check_cluster_ranges(r: Reporter, spec: FleetSpec) -> None:
         for i, a in enumerate(names):
             for b in names[i + 1:]:
                 if ranges[a].overlaps(ranges[b]):
-                    r.add(f"{at}.{b}", f"{ranges[b]} overlaps the cluster's {a} {ranges[a]}",
+                    r.add(at.dot(f"{b}"), f"{ranges[b]} overlaps the cluster's {a} {ranges[a]}",
                           f"give {b} a range apart from {a}, e.g. "
                           f"{_free(ranges[b].prefixlen, [*ranges.values()])}")
         if cluster.cloud == "aws":
             _eks_ranges(r, at, ranges)
             if not cluster.private_endpoint:
-                _eks_public_access(r, f"clusters {cluster.name!r}.authorized_cidrs",
+                _eks_public_access(r, Where("clusters", name=cluster.name,
+                                            field="authorized_cidrs"),
                                    cluster.authorized_cidrs)
         for f in ("cidr", "pods_cidr"):
             if f in ranges:
@@ -101,12 +103,12 @@ def _apart(r: Reporter, cloud: Cloud, entries: list[tuple[str, str, Net]]) -> No
     for first, second in sorted(found)[:MAX_APART_PROBLEMS]:  # on the later-declared cluster
         c_name, c_f, c_net = entries[second]
         o_name, o_f, o_net = entries[first]
-        r.add(f"clusters {c_name!r}.network.{c_f}",
+        r.add(Where("clusters", name=c_name, field=f"network.{c_f}"),
               f"{c_net} overlaps cluster {o_name!r}'s {o_f} {o_net}: clusters of one {scope} "
               "need ranges apart to be peered or to share a network later",
               f"give each cluster its own ranges, e.g. {c_f}: {free.take(c_net.prefixlen)}")
     if len(found) > MAX_APART_PROBLEMS:
-        r.add("clusters", f"{len(found) - MAX_APART_PROBLEMS:,} more ranges overlap another "
+        r.add(Where("clusters"), f"{len(found) - MAX_APART_PROBLEMS:,} more ranges overlap another "
               f"cluster's (the first {MAX_APART_PROBLEMS} are listed)",
               "give every cluster its own `network` ranges")
 
@@ -136,13 +138,13 @@ class _Free:
         return str(ipaddress.IPv4Network((start, prefix)))
 
 
-def _eks_ranges(r: Reporter, at: str, ranges: dict[str, Net]) -> None:
+def _eks_ranges(r: Reporter, at: Where, ranges: dict[str, Net]) -> None:
     facts = r.catalog.network
     vpc, svc = ranges["cidr"], ranges["services_cidr"]
     low, high = facts.aws_vpc_prefix
     layout_max = EKS_VPC_MAX_PREFIX
     if not low <= vpc.prefixlen <= min(high, layout_max):
-        r.add(f"{at}.cidr", f"{vpc} is a /{vpc.prefixlen}: an Amazon VPC is /{low} to /{high} "
+        r.add(at.dot("cidr"), f"{vpc} is a /{vpc.prefixlen}: an Amazon VPC is /{low} to /{high} "
               f"({facts.aws_vpc_source}), and accelfleet's EKS layout (a private and a public "
               f"subnet per zone) needs /{layout_max} or larger",
               f"use a /{low} to /{layout_max}, e.g. "
@@ -150,12 +152,12 @@ def _eks_ranges(r: Reporter, at: str, ranges: dict[str, Net]) -> None:
     s_low, s_high = facts.eks_service_prefix
     inside = any(svc.subnet_of(w) for w in facts.eks_service_within if svc.version == 4)
     if not inside or not s_low <= svc.prefixlen <= s_high:
-        r.add(f"{at}.services_cidr", f"{svc} is not an EKS service range: it must lie in "
+        r.add(at.dot("services_cidr"), f"{svc} is not an EKS service range: it must lie in "
               f"{', '.join(map(str, facts.eks_service_within))} and be /{s_low} to /{s_high} "
               f"({facts.eks_service_source})", "use e.g. 172.20.0.0/16")
 
 
-def _eks_public_access(r: Reporter, at: str, cidrs: Sequence[str]) -> None:
+def _eks_public_access(r: Reporter, at: Where, cidrs: Sequence[str]) -> None:
     """An EKS public endpoint's allow-list: at most 40 ranges, none of them reserved."""
     facts = r.catalog.network
     if len(cidrs) > facts.eks_public_access_max:
@@ -168,7 +170,7 @@ def _eks_public_access(r: Reporter, at: str, cidrs: Sequence[str]) -> None:
         within = next((w for w in facts.eks_public_access_refused
                        if net.version == 4 and net.subnet_of(w)), None)  # type: ignore[arg-type]
         if within is not None:
-            r.add(f"{at}[{i}]", f"{cidr} is a private range (in {within}): no client reaches "
+            r.add(at.item(i), f"{cidr} is a private range (in {within}): no client reaches "
                   f"a public endpoint from it, and EKS refuses reserved addresses "
                   f"({facts.eks_public_access_source})",
                   "list the public addresses clients come from (a NAT gateway's, an office's); "
@@ -209,7 +211,7 @@ def check_capacity(r: Reporter, spec: FleetSpec, pools: Sequence[ResolvedPool]) 
         ranges = _ranges(cluster)
         if any(net.version != 4 for net in ranges.values()):
             continue  # reported by check_cluster_ranges
-        at = f"clusters {cluster.name!r}.network"
+        at = Where("clusters", name=cluster.name, field="network")
         if cluster.cloud == "gcp":
             _gke_capacity(r, at, ranges, members)
         else:
@@ -222,7 +224,7 @@ def _listing(pools: Sequence[ResolvedPool]) -> str:
     return shown + (", ..." if len(top) > 4 else "")
 
 
-def _gke_capacity(r: Reporter, at: str, ranges: dict[str, Net],
+def _gke_capacity(r: Reporter, at: Where, ranges: dict[str, Net],
                   members: Sequence[ResolvedPool]) -> None:
     facts = r.catalog.network
     nodes = sum(most_nodes(p) for p in members)
@@ -230,7 +232,7 @@ def _gke_capacity(r: Reporter, at: str, ranges: dict[str, Net],
     holds = node_net.num_addresses - facts.gce_reserved
     if nodes > holds:
         need = 32 - math.ceil(math.log2(nodes + facts.gce_reserved))
-        r.add(f"{at}.cidr", f"the node range {node_net} holds {max(holds, 0):,} nodes "
+        r.add(at.dot("cidr"), f"the node range {node_net} holds {max(holds, 0):,} nodes "
               f"({facts.gce_reserved} addresses of a subnet are reserved, "
               f"{facts.gce_reserved_source}), and the cluster's pools reach {nodes:,} at their "
               f"largest ({_listing(members)})",
@@ -239,17 +241,17 @@ def _gke_capacity(r: Reporter, at: str, ranges: dict[str, Net],
     pod_nodes = 2 ** (per_node - pod_net.prefixlen) if pod_net.prefixlen <= per_node else 0
     if nodes > pod_nodes:
         need = per_node - math.ceil(math.log2(nodes))
-        r.add(f"{at}.pods_cidr", f"the pod range {pod_net} holds the pods of {pod_nodes:,} "
+        r.add(at.dot("pods_cidr"), f"the pod range {pod_net} holds the pods of {pod_nodes:,} "
               f"nodes (a /{per_node} per node: {facts.gke_pods_source}), and the cluster's "
               f"pools reach {nodes:,} nodes at their largest ({_listing(members)})",
               _range_fix(pod_net, need))
 
 
-def _eks_capacity(r: Reporter, at: str, vpc: Net, members: Sequence[ResolvedPool]) -> None:
+def _eks_capacity(r: Reporter, at: Where, vpc: Net, members: Sequence[ResolvedPool]) -> None:
     facts = r.catalog.network
     zones = sorted({z for p in members for z in p.spec.zones})
     if len(zones) > EKS_MAX_ZONES:
-        r.add(f"{at}.cidr", f"the cluster's pools span {len(zones)} zones "
+        r.add(at.dot("cidr"), f"the cluster's pools span {len(zones)} zones "
               f"({', '.join(zones)}); accelfleet's EKS VPC holds at most {EKS_MAX_ZONES}",
               "spread the cluster's pools over fewer zones")
         return
@@ -263,7 +265,7 @@ def _eks_capacity(r: Reporter, at: str, vpc: Net, members: Sequence[ResolvedPool
                    * facts.eks_max_pods.get(p.shape.machine_type, 110) for p in users)
         if need > holds:
             room = 16 if vpc.prefixlen > 16 else None
-            r.add(f"{at}.cidr", f"zone {zone}'s subnet is a /{subnet.prefixlen} of {vpc} with "
+            r.add(at.dot("cidr"), f"zone {zone}'s subnet is a /{subnet.prefixlen} of {vpc} with "
                   f"{holds:,} addresses, and its nodes at their largest may take {need:,} "
                   "(the VPC CNI gives each pod an address: each node up to its max Pods, "
                   f"limits.yaml eks_max_pods; {_listing(users)})",

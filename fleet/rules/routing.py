@@ -11,10 +11,10 @@ validated `Fleet` (`Fleet.routing`), which the components and `accelfleet queue 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from fleet.catalog import Catalog, Shape
-from fleet.errors import AccelfleetError, Problem, suggest
+from fleet.errors import AccelfleetError, Problem, Where, suggest
 from fleet.model import SYSTEM_POOL, ResolvedPool
 from fleet.names import check_name, fixed_name
 from fleet.routing import (
@@ -31,24 +31,13 @@ from fleet.routing import (
     pool_flavor,
     smoke_queue,
 )
+from fleet.rules.problems import RuleProblems
 from fleet.spec.fields import FleetSpec, RoutingTeam
 
 # Namespaces a team's cannot be: Kubernetes' own and those of accelfleet's add-ons
 # (components/k8s/_charts.py; the smoke namespace is added from the stack).
 RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease",
                        "kueue-system", "jobset-system", "nvidia-device-plugin")
-
-
-@dataclass
-class _Reporter:
-    """What `fleet.names.check_name` reports through."""
-
-    catalog: Catalog
-    problems: list[Problem] = field(default_factory=list)
-
-    def add(self, where: str, message: str, hint: str = "",
-            accepted: tuple[str, ...] = ()) -> None:
-        self.problems.append(Problem(where, message, hint, accepted))
 
 
 @dataclass(frozen=True)
@@ -87,7 +76,7 @@ class _Resolver:
     def __init__(self, spec: FleetSpec, pools: Sequence[ResolvedPool], catalog: Catalog
                  ) -> None:
         self.spec, self.catalog = spec, catalog
-        self.r = _Reporter(catalog)
+        self.r = RuleProblems(catalog)
         self.by_name = {p.name: p for p in pools}
         self.declared = {p.name for p in spec.pools} - {SYSTEM_POOL}
         self.kube = [p for p in pools if p.cluster is not None and p.runtime != "tpu-vm"]
@@ -120,7 +109,7 @@ class _Resolver:
             self.applied[i] = len(by_cluster)
             for cluster, entries in by_cluster.items():
                 if (rule.team, cluster) in planned:
-                    self.r.add(f"routing.teams[{i}]",
+                    self.r.add(Where("routing", field="teams").item(i),
                                f"team {rule.team!r} is routed on cluster {cluster!r} twice "
                                f"(also by routing.teams[{planned[(rule.team, cluster)][0]}])",
                                "keep one entry per team and cluster")
@@ -151,7 +140,7 @@ class _Resolver:
             if len(missed) == self.applied[i]:
                 have = sorted({p.shape.accelerator.key for c in missed
                                for p in self.in_cluster.get(c, []) if p.shape.kind != "cpu"})
-                self.r.add(f"routing.teams[{i}].prefer[{j}]",
+                self.r.add(Where("routing", field="teams").item(i).dot("prefer").item(j),
                            f"no pool of {text!r} on cluster {', '.join(map(repr, missed))}",
                            "name a pool or an accelerator of the cluster", tuple(have))
         return out, self.r.problems, self.warnings
@@ -159,25 +148,25 @@ class _Resolver:
     # -- one routing entry -----------------------------------------------------------------
     def _rule(self, i: int, rule: RoutingTeam) -> dict[str, list[_Entry]]:
         """The entries of one routing rule, by the cluster(s) they route on."""
-        at = f"routing.teams[{i}]"
+        at = Where("routing", field="teams").item(i)
         if rule.team not in self.teams:
-            self.r.add(f"{at}.team", f"unknown team {rule.team!r}",
+            self.r.add(at.dot("team"), f"unknown team {rule.team!r}",
                        "declare it under `teams`, or route a declared team",
                        tuple(suggest(rule.team, self.teams)) or tuple(sorted(self.teams)))
             return {}
         if rule.cluster is not None and rule.cluster not in self.clusters:
-            self.r.add(f"{at}.cluster", f"unknown cluster {rule.cluster!r}",
+            self.r.add(at.dot("cluster"), f"unknown cluster {rule.cluster!r}",
                        "name a declared cluster, or leave `cluster` out",
                        tuple(suggest(rule.cluster, self.clusters)) or tuple(self.clusters))
             return {}
         entries = [e for j, text in enumerate(rule.prefer)
-                   if (e := self._entry(f"{at}.prefer[{j}]", j, text, rule.prefer[:j]))]
+                   if (e := self._entry(at.dot("prefer").item(j), j, text, rule.prefer[:j]))]
         home = rule.cluster or next((e.pool.cluster.name for e in entries
                                      if e.pool is not None and e.pool.cluster), None)
         for e in entries:
             pool = e.pool
             if pool is not None and pool.cluster is not None and pool.cluster.name != home:
-                self.r.add(f"{at}.prefer[{e.index}]",
+                self.r.add(at.dot("prefer").item(e.index),
                            f"{e.text!r} is a pool of cluster {pool.cluster.name!r}, and this "
                            f"routing is for cluster {home!r}: a Kueue queue admits work to "
                            "its own cluster's nodes only",
@@ -190,14 +179,14 @@ class _Resolver:
         own = [c for c in self.clusters
                if any(p.team == rule.team for p in self.in_cluster.get(c, []))]
         if not own:
-            self.r.add(f"{at}.cluster",
+            self.r.add(at.dot("cluster"),
                        f"team {rule.team!r} has no pools on any cluster, and its routing names "
                        "no pool: the cluster of its queue is unknown",
                        "add `cluster:` (the cluster whose pools it borrows), or name a pool",
                        tuple(self.clusters))
         return {c: entries for c in own}
 
-    def _entry(self, where: str, j: int, text: str, before: Sequence[str]) -> _Entry | None:
+    def _entry(self, where: Where, j: int, text: str, before: Sequence[str]) -> _Entry | None:
         if text in before:
             self.r.add(where, f"{text!r} is named twice", "name each pool or accelerator once")
             return None
@@ -233,14 +222,15 @@ class _Resolver:
                planned: tuple[int, RoutingTeam, list[_Entry]] | None) -> TeamQueue | None:
         pools = self.in_cluster.get(cluster, [])
         own = [p for p in pools if p.team == team]
-        order: list[tuple[ResolvedPool, str | None]] = []  # (pool, where a problem points)
+        order: list[tuple[ResolvedPool, Where | None]] = []  # (pool, where a problem points)
         borrow = self.spec.routing.borrowing_limit_percent
         if planned is not None:
             i, rule, entries = planned
             if rule.borrowing_limit_percent is not None:
                 borrow = rule.borrowing_limit_percent
             for e in entries:
-                at = f"routing.teams[{i}].prefer[{e.index}]"
+                at = Where("routing", field="teams").item(i).dot("prefer").item(
+                    e.index)
                 if e.pool is not None:
                     order.append((e.pool, at))
                     continue
@@ -261,7 +251,8 @@ class _Resolver:
                 routed += n < len(order)
         if not flavors:
             return None
-        where = f"routing.teams[{planned[0]}]" if planned else f"teams {team!r}"
+        where = (Where("routing", field="teams").item(planned[0]) if planned
+                 else Where("teams", name=team))
         if routed > MAX_FLAVORS:
             self.r.add(where, f"team {team!r} is routed to {routed} pools on cluster "
                        f"{cluster!r}; a Kueue ClusterQueue takes at most {MAX_FLAVORS} flavors",
@@ -299,7 +290,7 @@ class _Resolver:
         return [p for p in hits if p.team == team] + [p for p in hits if p.team != team]
 
     def _queue_flavor(self, team: str, cluster: str, pool: ResolvedPool, borrow: int,
-                      at: str | None) -> QueueFlavor | None:
+                      at: Where | None) -> QueueFlavor | None:
         quota = self.flavors[pool.name].quota
         if pool.team == team:
             if not pool.node_range[1]:
@@ -324,20 +315,20 @@ class _Resolver:
         return QueueFlavor(pool.name, pool.team, dict.fromkeys(quota, 0),
                            borrowing_limit=percent_of(quota, borrow))
 
-    def _no_quota(self, at: str, pool: ResolvedPool, why: str, fix: str) -> None:
+    def _no_quota(self, at: Where, pool: ResolvedPool, why: str, fix: str) -> None:
         self.r.add(at, f"flavor {pool.name!r} would give this queue no quota: {why}", fix)
 
     # -- objects Kueue and Kubernetes refuse --------------------------------------------------
     def _flavor_limits(self, f: Flavor) -> None:
-        at = f"pools {f.pool!r}"
+        at = Where("pools", name=f.pool)
         own = len(f.tolerations) - len(self.by_name[f.pool].spec.taints)  # accelfleet's
         if len(f.tolerations) > MAX_FLAVOR_TOLERATIONS:
-            self.r.add(f"{at}.taints",
+            self.r.add(at.dot("taints"),
                        f"its nodes need {len(f.tolerations)} tolerations; a Kueue "
                        f"ResourceFlavor holds at most {MAX_FLAVOR_TOLERATIONS}",
                        f"keep at most {MAX_FLAVOR_TOLERATIONS - own} taints of your own")
         if len(f.node_labels) > MAX_FLAVOR_LABELS:
-            self.r.add(f"{at}", f"{len(f.node_labels)} node labels select it; a Kueue "
+            self.r.add(at, f"{len(f.node_labels)} node labels select it; a Kueue "
                        f"ResourceFlavor holds at most {MAX_FLAVOR_LABELS}", "report it: "
                        "accelfleet chooses these labels")
 
@@ -355,7 +346,7 @@ class _Resolver:
             plan = planned.get((q.team, cluster))
             name = q.name
             if plan is not None and plan[1].namespace is not None:
-                where = f"routing.teams[{plan[0]}].namespace"
+                where = Where("routing", field="teams").item(plan[0]).dot("namespace")
                 if not check_name(self.r, where, "namespace", name, ("k8s_namespace",),
                                   frozenset(used) | set(reserved)):
                     pass

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from fleet import words as W
-from fleet.errors import Problem
+from fleet.errors import Problem, Where
 from fleet.model import ResolvedPool
 from fleet.spec.errors import readme_words
 from fleet.spec.fields import FleetSpec
@@ -150,7 +150,7 @@ class _SetAside:
                        if p.team == team.name and p.cost is not None)
             pools = ", ".join(repr(n) for n in aside)
             notes.append(Problem(
-                f"teams {team.name!r}.monthly_budget_usd",
+                Where("teams", name=team.name, field="monthly_budget_usd"),
                 f"checked without pool {pools} (set aside for its type error, so its cost is "
                 f"unknown): the team's other pools cost up to about {W.usd(most)} a month of "
                 f"its {W.usd(team.monthly_budget_usd)} budget",

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from fleet.catalog import Catalog, Cloud, GpuNetworking, Shape, load_catalog
 from fleet.control_planes import control_plane_costs
-from fleet.errors import AccelfleetError, Problem, SpecError, suggest
+from fleet.errors import AccelfleetError, Problem, SpecError, Where, suggest
 from fleet.model import PLATFORM_TEAM, ControlPlaneCost, Fleet, ResolvedPool
 from fleet.names import (
     POOL_PLACES,
@@ -42,6 +42,7 @@ from fleet.rules.limits import (
     known_regions,
 )
 from fleet.rules.network import check_capacity, check_cluster_ranges
+from fleet.rules.problems import RuleProblems
 from fleet.rules.routing import decide_routing
 from fleet.rules.set_aside import rules_beside
 from fleet.rules.tpu_vms import tpu_vm_limits
@@ -61,7 +62,7 @@ def validate_fleet(
         problems = from_pydantic(exc, raw) + rules_beside(
             exc, raw, lambda spec: _checked(spec, catalog))
         raise SpecError(problems, source=source, records=records(problems, raw)) from None
-    checker = _Checker(spec, catalog)
+    checker = Checker(spec, catalog)
     pools = checker.run()
     checker.problems = readme_words(checker.problems, raw)
     if checker.problems:
@@ -78,16 +79,15 @@ def validate_fleet(
 
 
 def _checked(spec: FleetSpec, catalog: Catalog) -> tuple[list[Problem], list[ResolvedPool]]:
-    checker = _Checker(spec, catalog)
+    checker = Checker(spec, catalog)
     resolved = checker.run()
     return checker.problems, resolved
 
 
-class _Checker:
+class Checker(RuleProblems):
     def __init__(self, spec: FleetSpec, catalog: Catalog) -> None:
+        super().__init__(catalog)
         self.spec = spec
-        self.catalog = catalog
-        self.problems: list[Problem] = []
         self.clusters = {c.name: c for c in spec.clusters}
         self.teams = {t.name: t for t in spec.teams}
         self.system_pools: list[ResolvedPool] = []  # see fleet.system_pools
@@ -98,17 +98,14 @@ class _Checker:
         self.pool_names = [p.name for p in spec.pools]
         self.taken = frozenset(self.pool_names)  # names a fix must not propose
 
-    def add(self, where: str, message: str, hint: str = "", accepted: tuple[str, ...] = ()
-            ) -> None:
-        self.problems.append(Problem(where, message, hint, accepted))
-
     def run(self) -> list[ResolvedPool]:
         check_cluster_names(self, self.spec)
         check_derived_names(self, self.spec)
         check_team_names(self, self.spec, _team_clouds(self.spec))
         check_unique(self, "pools", self.pool_names)
         for pool in self.spec.pools:
-            check_name(self, f"pools {pool.name!r}.name", "pool name", pool.name, POOL_PLACES,
+            check_name(self, Where("pools", name=pool.name, field="name"), "pool name",
+                       pool.name, POOL_PLACES,
                        self.taken)
         check_namespace(self, self.spec)
         self.regions_known = known_regions(self, self.spec)
@@ -157,7 +154,7 @@ class _Checker:
     def _cluster(self, cluster: Cluster) -> None:
         if self.spec.clouds.of(cluster.cloud) is None:
             self.add(
-                f"clusters {cluster.name!r}.cloud",
+                Where("clusters", name=cluster.name, field="cloud"),
                 f"cluster is on {cluster.cloud} but `clouds.{cluster.cloud}` is not declared",
                 f"add `clouds: {{{cluster.cloud}: ...}}` with its "
                 + ("project and region" if cluster.cloud == "gcp" else "account and region"),
@@ -166,7 +163,7 @@ class _Checker:
         addons = self.catalog.eks_addons
         version = cluster.kubernetes_version
         if cluster.cloud == "aws" and version is not None and version not in addons.versions:
-            self.add(f"clusters {cluster.name!r}.kubernetes_version",
+            self.add(Where("clusters", name=cluster.name, field="kubernetes_version"),
                      f"no EKS add-on versions (vpc-cni, kube-proxy, coredns) are pinned for "
                      f"Kubernetes {version}",
                      "use a version the catalog pins add-ons for, or add its pins to "
@@ -174,10 +171,10 @@ class _Checker:
 
     # -- pools -----------------------------------------------------------------------------
     def _pool(self, pool: Pool) -> ResolvedPool | None:
-        at = f"pools {pool.name!r}"
+        at = Where("pools", name=pool.name)
         cloud, cluster = self._placement_target(pool, at)
         if pool.team not in self.teams:
-            self.add(f"{at}.team", f"unknown team {pool.team!r}",
+            self.add(at.dot("team"), f"unknown team {pool.team!r}",
                      "declare it under `teams`, or use a declared team",
                      tuple(suggest(pool.team, self.teams)) or tuple(self.teams))
         if cloud is None:
@@ -191,7 +188,7 @@ class _Checker:
                                          single_host=pool.runtime == "tpu-vm")
         except AccelfleetError as exc:
             field = "topology" if pool.topology and "topology" in exc.message else "accelerator"
-            self.add(f"{at}.{field}", exc.message, exc.hint)
+            self.add(at.dot(f"{field}"), exc.message, exc.hint)
             return None
         if cloud in self.regions_known:
             check_zone_offers(self, pool, at, shape, region)  # zones.yaml
@@ -214,23 +211,23 @@ class _Checker:
         return ResolvedPool(spec=pool, cloud=cloud, region=region, cluster=cluster,
                             shape=shape, placement=placement, networking=networking)
 
-    def _placement_target(self, pool: Pool, at: str) -> tuple[Cloud | None, Cluster | None]:
+    def _placement_target(self, pool: Pool, at: Where) -> tuple[Cloud | None, Cluster | None]:
         if pool.runtime == "tpu-vm":
             if pool.cluster is not None:
-                self.add(f"{at}.cluster", "a tpu-vm pool runs outside Kubernetes",
+                self.add(at.dot("cluster"), "a tpu-vm pool runs outside Kubernetes",
                          "remove `cluster`, or drop `runtime: tpu-vm` to run it in GKE")
             if self.spec.clouds.gcp is None:
-                self.add(f"{at}.runtime", "tpu-vm pools need `clouds.gcp`",
+                self.add(at.dot("runtime"), "tpu-vm pools need `clouds.gcp`",
                          "declare clouds.gcp with project and region")
                 return None, None
             return "gcp", None
         if pool.cluster is None:
-            self.add(f"{at}.cluster", "is required", "name the cluster the pool joins",
+            self.add(at.dot("cluster"), "is required", "name the cluster the pool joins",
                      tuple(self.clusters))
             return None, None
         cluster = self.clusters.get(pool.cluster)
         if cluster is None:
-            self.add(f"{at}.cluster", f"unknown cluster {pool.cluster!r}",
+            self.add(at.dot("cluster"), f"unknown cluster {pool.cluster!r}",
                      "declare it under `clusters`, or use a declared cluster",
                      tuple(suggest(pool.cluster, self.clusters)) or tuple(self.clusters))
             return None, None
@@ -243,20 +240,20 @@ class _Checker:
         assert region is not None  # _placement_target returns only declared clouds
         return region
 
-    def _zones(self, pool: Pool, at: str, cloud: Cloud, region: str) -> None:
+    def _zones(self, pool: Pool, at: Where, cloud: Cloud, region: str) -> None:
         if cloud in self.regions_known:  # an unknown region is reported once, not per pool
             check_zones(self, pool, at, cloud, region)
 
-    def _runtime(self, pool: Pool, at: str, cloud: Cloud, is_tpu: bool) -> None:
+    def _runtime(self, pool: Pool, at: Where, cloud: Cloud, is_tpu: bool) -> None:
         runtime = pool.runtime
         if runtime == "tpu-vm" and not is_tpu:
-            self.add(f"{at}.runtime", "tpu-vm is for Cloud TPU pools only",
+            self.add(at.dot("runtime"), "tpu-vm is for Cloud TPU pools only",
                      "remove `runtime`, or choose a TPU accelerator")
         if runtime == "tpu-vm" and (pool.capacity.flex_start or pool.capacity.queued):
             # Flex-start and queued TPU VMs are queued resources; pulumi-gcp's
             # tpu.V2QueuedResource has no service account, shielded VM, labels, provisioning
             # model or max run duration (tests/components/test_gcp_tpu_vms.py).
-            self.add(f"{at}.capacity",
+            self.add(at.dot("capacity"),
                      "flex-start and queued TPU VMs are Cloud TPU queued resources, and "
                      "pulumi-gcp's tpu.V2QueuedResource cannot give them a service account, "
                      "secure boot, labels or the flex-start provisioning model (they would run "
@@ -267,19 +264,19 @@ class _Checker:
             tpu_vm_limits(self, pool, at)
         expected = {"gcp": "gke", "aws": "eks"}[cloud]
         if runtime in ("gke", "eks") and runtime != expected:
-            self.add(f"{at}.runtime", f"{runtime!r} does not match a {cloud} cluster",
+            self.add(at.dot("runtime"), f"{runtime!r} does not match a {cloud} cluster",
                      f"use {expected!r} or leave `runtime` out", (expected, "tpu-vm"))
         if not is_tpu and (pool.topology is not None or pool.multislice != 1):
             field = "topology" if pool.topology is not None else "multislice"
-            self.add(f"{at}.{field}", f"only TPU pools take `{field}`", f"remove `{field}`")
+            self.add(at.dot(f"{field}"), f"only TPU pools take `{field}`", f"remove `{field}`")
 
-    def _nodes(self, pool: Pool, at: str, multi_host: bool, is_tpu: bool, hosts: int) -> None:
+    def _nodes(self, pool: Pool, at: Where, multi_host: bool, is_tpu: bool, hosts: int) -> None:
         auto = pool.autoscaling
         flex = pool.capacity.flex_start or pool.capacity.queued
         if is_tpu:
             if pool.nodes is not None and pool.nodes != hosts:
                 self.add(
-                    f"{at}.nodes",
+                    at.dot("nodes"),
                     f"a TPU slice of this topology has exactly {hosts} node(s), not {pool.nodes}",
                     "remove `nodes` (it follows from the topology) or change the topology"
                     + ("; a multi-host slice cannot be resized" if multi_host else ""),
@@ -288,41 +285,41 @@ class _Checker:
             # https://cloud.google.com/kubernetes-engine/docs/how-to/tpu-multislice, not read
             # here).
             if not multi_host and pool.multislice > 1:
-                self.add(f"{at}.multislice",
+                self.add(at.dot("multislice"),
                          f"{pool.multislice} slices of a single-host topology: GKE supports "
                          "Multislice only for multi-host TPU slices",
                          "use a multi-host topology for the slices, or remove `multislice` "
                          "(one slice per pool)")
             # GKE and xpk scale a multi-host slice atomically: none of its hosts, or all.
             if auto is not None and multi_host and (auto.min_nodes, auto.max_nodes) != (0, hosts):
-                self.add(f"{at}.autoscaling",
+                self.add(at.dot("autoscaling"),
                          f"a multi-host TPU slice scales atomically between 0 and all its {hosts} "
                          f"hosts, not {auto.min_nodes}..{auto.max_nodes}",
                          f"use `autoscaling: {{min_nodes: 0, max_nodes: {hosts}}}` or remove it; "
                          "add slices with `multislice`")
         elif pool.nodes is None and auto is None:
-            self.add(f"{at}.nodes", "is required for a GPU pool",
+            self.add(at.dot("nodes"), "is required for a GPU pool",
                      "add `nodes: N`, or `autoscaling: {min_nodes: A, max_nodes: B}`")
         elif flex and auto is None and not pool.nodes:
-            self.add(f"{at}.nodes",
+            self.add(at.dot("nodes"),
                      "a flex-start or queued pool autoscales from 0 and needs a maximum",
                      "set `nodes: N` (the most nodes it may get) or "
                      "`autoscaling: {min_nodes: 0, max_nodes: N}`")
         if flex and auto is not None and auto.min_nodes != 0:
-            self.add(f"{at}.autoscaling",
+            self.add(at.dot("autoscaling"),
                      f"a flex-start or queued pool scales from 0 (GKE refuses a minimum of "
                      f"{auto.min_nodes})", "set `min_nodes: 0`")
         if auto is not None:
             if auto.min_nodes > auto.max_nodes:
-                self.add(f"{at}.autoscaling",
+                self.add(at.dot("autoscaling"),
                          f"min_nodes {auto.min_nodes} is above max_nodes {auto.max_nodes}",
                          "make min_nodes <= max_nodes")
             elif pool.nodes is not None and not auto.min_nodes <= pool.nodes <= auto.max_nodes:
-                self.add(f"{at}.nodes",
+                self.add(at.dot("nodes"),
                          f"{pool.nodes} is outside autoscaling {auto.min_nodes}..{auto.max_nodes}",
                          "put `nodes` inside the autoscaling range")
 
-    def _nodes_per_zone(self, pool: Pool, at: str, cloud: Cloud) -> None:
+    def _nodes_per_zone(self, pool: Pool, at: Where, cloud: Cloud) -> None:
         # GKE counts a fixed node pool's nodes per zone: N nodes over k zones is N/k in each.
         zones = len(pool.zones)
         flex = pool.capacity.flex_start or pool.capacity.queued  # autoscaled: no split
@@ -330,15 +327,15 @@ class _Checker:
                 and zones > 1 and pool.nodes % zones:
             lower = pool.nodes - pool.nodes % zones
             self.add(
-                f"{at}.nodes",
+                at.dot("nodes"),
                 f"{pool.nodes} nodes cannot be spread evenly over {zones} zones (GKE places "
                 "the same number of nodes in each zone)",
                 f"use a multiple of {zones} (e.g. {lower or zones}), one zone, or autoscaling",
             )
 
-    def _capacity(self, pool: Pool, at: str, cloud: Cloud) -> None:
+    def _capacity(self, pool: Pool, at: Where, cloud: Cloud) -> None:
         cap = pool.capacity
-        where = f"{at}.capacity"
+        where = at.dot("capacity")
         if cap.spot and cap.reservation:
             self.add(where, "spot and a reservation cannot be combined",
                      "remove `spot` to consume the reservation, or remove `reservation`")
@@ -353,53 +350,53 @@ class _Checker:
             self.add(where, "flex-start and queued provisioning are GKE features",
                      "on aws use on-demand, spot or a capacity reservation (cr-...)")
         if cap.block and (cloud != "aws" or not cap.reservation):
-            self.add(f"{where}.block",
+            self.add(where.dot("block"),
                      "`block` marks an AWS Capacity Block for ML, given as `reservation`",
                      "set `reservation: cr-...` with the capacity block's id, or remove `block`")
         if cloud == "aws" and cap.reservation and not re.match(r"^cr-[0-9a-f]{8,17}$",
                                                                cap.reservation):
-            self.add(f"{where}.reservation",
+            self.add(where.dot("reservation"),
                      f"{cap.reservation!r} is not an EC2 capacity reservation id",
                      "use the id of the reservation or capacity block, e.g. cr-0123456789abcdef0")
 
-    def _capacity_block(self, pool: Pool, at: str, shape: Shape) -> None:
+    def _capacity_block(self, pool: Pool, at: Where, shape: Shape) -> None:
         # EC2 sells Capacity Blocks for a few instance types only (catalog aws.yaml).
         if not pool.capacity.block or shape.machine is None or shape.machine.capacity_block:
             return
         offered = tuple(sorted(m.name for m in self.catalog.machines.values()
                                if m.cloud == shape.cloud and m.capacity_block))
-        self.add(f"{at}.capacity.block",
+        self.add(at.dot("capacity.block"),
                  f"{shape.machine_type} cannot be reserved as an EC2 Capacity Block for ML",
                  "choose an instance type that Capacity Blocks offer, or remove `block` to use "
                  "an On-Demand Capacity Reservation (cr-...) of this type", offered)
 
-    def _cloud_fields(self, pool: Pool, at: str, cloud: Cloud) -> None:
+    def _cloud_fields(self, pool: Pool, at: Where, cloud: Cloud) -> None:
         if cloud == "aws" and pool.driver != "default":
-            self.add(f"{at}.driver", "on aws the NVIDIA AMI carries the driver",
+            self.add(at.dot("driver"), "on aws the NVIDIA AMI carries the driver",
                      "remove `driver`; choose the AMI with `ami: al2023 | bottlerocket`")
         if cloud == "gcp" and pool.ami is not None:
-            self.add(f"{at}.ami", "`ami` is for EKS node groups",
+            self.add(at.dot("ami"), "`ami` is for EKS node groups",
                      "remove it; GKE pools choose the driver with `driver`")
 
-    def _placement(self, pool: Pool, at: str, shape: Shape, fabric: bool) -> str:
+    def _placement(self, pool: Pool, at: Where, shape: Shape, fabric: bool) -> str:
         multi_host = shape.multi_host
         refusal = self._compact_refusal(pool, shape)
         placement = pool.placement
         if placement is None:
             placement = "compact" if multi_host or (fabric and not refusal) else "none"
         if placement == "compact" and refusal:
-            self.add(f"{at}.placement", refusal[0], refusal[1])
+            self.add(at.dot("placement"), refusal[0], refusal[1])
         if placement == "compact" and len(pool.zones) > 1:
             # The fix must pass: an EFA pool in `placement: none` is refused for its zones
             # next (EFA does not cross Availability Zones), so it is told what does pass.
             efa = fabric and shape.cloud == "aws"
-            self.add(f"{at}.placement",
+            self.add(at.dot("placement"),
                      f"compact placement needs a single zone, got {len(pool.zones)}",
                      "keep one zone (EFA does not cross Availability Zones), or set "
                      "`fabric: off` and `placement: none` if the pool needs no EFA" if efa
                      else "keep one zone, or set `placement: none`")
         if multi_host and placement == "none":
-            self.add(f"{at}.placement", "a multi-host TPU slice is always placed compactly",
+            self.add(at.dot("placement"), "a multi-host TPU slice is always placed compactly",
                      "remove `placement: none`")
         return placement
 
@@ -421,7 +418,7 @@ class _Checker:
                     f"{', '.join(allowed)}")
         return None
 
-    def _zonal(self, pool: Pool, at: str, networking: GpuNetworking | None,
+    def _zonal(self, pool: Pool, at: Where, networking: GpuNetworking | None,
                placement: str) -> None:
         """EFA traffic and capacity reservations stay in one zone; compact pools are refused
         for several zones by `_placement` already."""
@@ -429,12 +426,12 @@ class _Checker:
             return
         zones = ", ".join(pool.zones)
         if networking is not None and networking.kind == "efa" and placement == "none":
-            self.add(f"{at}.zones",
+            self.add(at.dot("zones"),
                      f"EFA does not cross Availability Zones, and this EFA pool spans {zones}",
                      "keep the pool in one zone, or set `fabric: off` if it needs no EFA")
         if pool.capacity.reservation:
             kind = "Capacity Block" if pool.capacity.block else "capacity"
-            self.add(f"{at}.zones",
+            self.add(at.dot("zones"),
                      f"a {kind} reservation ({pool.capacity.reservation}) holds capacity in one "
                      f"zone, and this pool spans {zones}: nodes outside that zone never launch",
                      "list only the reservation's zone under `zone`")
@@ -452,7 +449,7 @@ class _Checker:
             if len(zones) > 1:
                 listing = "; ".join(f"{z}: {', '.join(n)}" for z, n in sorted(zones.items()))
                 self.add(
-                    f"clusters {cluster!r}",
+                    Where("clusters", name=cluster),
                     f"GPUDirect RDMA pools are in {len(zones)} zones ({listing}); the "
                     "cluster's RDMA network profile is zonal",
                     "put every RDMA pool (a3-ultragpu-8g, a4-highgpu-8g) of a cluster in one "

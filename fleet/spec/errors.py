@@ -12,7 +12,7 @@ from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from fleet.errors import Problem, suggest
+from fleet.errors import Problem, Where, suggest
 from fleet.spec.fields import PATTERN_WORDS, FleetSpec, SpecValueError
 
 _NUMBER = {"int_type": "a whole number", "int_parsing": "a whole number",
@@ -112,20 +112,24 @@ def readme_words(problems: Sequence[Problem], raw: object) -> list[Problem]:
     `zone`, not about `zones[0]` (the form the spec turns it into)."""
     out = []
     for p in problems:
-        m = re.match(r"^(pools\[(\d+)\](?: '[^']*')?|pools '([^']*)')\.zones\[0\]", p.where)
-        pool = _pool_of(raw, m[2], m[3]) if m else None
-        if m and isinstance(pool, Mapping) and "zone" in pool and "zones" not in pool:
-            p = Problem(m[1] + ".zone" + p.where[m.end():], p.message, p.hint, p.accepted)
+        at = p.where
+        if isinstance(at, Where) and at.section == "pools" and at.field is not None \
+                and (at.field == "zones[0]" or at.field.startswith(("zones[0].", "zones[0]["))):
+            pool = _pool_of(raw, at.position, at.name)
+            if isinstance(pool, Mapping) and "zone" in pool and "zones" not in pool:
+                field = "zone" + at.field.removeprefix("zones[0]")
+                p = Problem(Where("pools", position=at.position, name=at.name, field=field),
+                            p.message, p.hint, p.accepted)
         out.append(p)
     return out
 
 
-def _pool_of(raw: object, index: str | None, name: str | None) -> object:
+def _pool_of(raw: object, position: int | None, name: str | None) -> object:
     pools = raw.get("pools") if isinstance(raw, Mapping) else None
     if not isinstance(pools, list):
         return None
-    if index is not None:
-        return pools[int(index)] if int(index) < len(pools) else None
+    if position is not None:
+        return pools[position] if position < len(pools) else None
     return next((p for p in pools if isinstance(p, Mapping) and p.get("name") == name), None)
 
 
@@ -193,10 +197,26 @@ def _fields_at(loc: tuple[int | str, ...]) -> list[str]:
     return sorted({f for m in models for f in m.model_fields})
 
 
-def where_of(loc: tuple[int | str, ...], raw: object) -> str:
+def where_of(loc: tuple[int | str, ...], raw: object) -> Where:
     """('pools', 2, 'nodes') -> "pools[2] 'h100-train'.nodes", naming the item where known."""
+    if not loc:
+        return Where("spec")
+    if not isinstance(loc[0], str):
+        return Where(_path(loc, raw))
+    section, rest = loc[0], loc[1:]
+    node: Any = raw.get(section) if isinstance(raw, Mapping) else None
+    position, name = None, None
+    if rest and isinstance(rest[0], int):
+        position, rest = rest[0], rest[1:]
+        node = node[position] if isinstance(node, list) and position < len(node) else None
+        if isinstance(node, Mapping) and isinstance(node.get("name"), str):
+            name = node["name"]
+    return Where(section, position=position, name=name, field=_path(rest, node) or None)
+
+
+def _path(loc: tuple[int | str, ...], node: Any) -> str:
+    """The rest of a location as a field path, naming list items where known."""
     out = ""
-    node: Any = raw
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
@@ -206,11 +226,7 @@ def where_of(loc: tuple[int | str, ...], raw: object) -> str:
         else:
             out += f".{part}" if out else str(part)
             node = node.get(part) if isinstance(node, Mapping) else None
-    return out or "spec"
-
-
-_WHERE = re.compile(r"^(?P<section>[a-z_]+)(?:\[(?P<index>\d+)\])?(?: '(?P<name>[^']*)')?"
-                    r"(?:\.(?P<field>.*))?$")
+    return out
 
 
 def records(problems: Sequence[Problem], raw: object) -> tuple[dict[str, Any], ...]:
@@ -229,37 +245,36 @@ def records(problems: Sequence[Problem], raw: object) -> tuple[dict[str, Any], .
 def record(problem: Problem, raw: object,
            index: Mapping[tuple[str, str], Any] | None = None) -> dict[str, Any]:
     """A problem as `fleet validate --json` reports it: where, the pool (or cluster, team),
-    the field, the value given, the message, what is accepted and the fix."""
-    m = _WHERE.match(problem.where)
-    section = m["section"] if m else None
-    name, field = (m["name"], m["field"]) if m else (None, None)
-    if m and section in ("clouds", "smoke"):
+    the field, the value given, the message, what is accepted and the fix; read off the parts
+    of its `Where` (a problem with a plain-text where names no section, item or field)."""
+    at = problem.where if isinstance(problem.where, Where) else None
+    section = at.section if at is not None else None
+    name, field = (at.name, at.field) if at is not None else (None, None)
+    if at is not None and section in ("clouds", "smoke"):
         field = f"{section}.{field}" if field else section
-    value = _value_at(raw, m, index) if m else None
-    return {"where": problem.where, "section": section, "name": name,
+    value = _value_at(raw, at, index) if at is not None else None
+    return {"where": str(problem.where), "section": section, "name": name,
             "pool": name if section == "pools" else None, "field": field,
             "value": value, "message": problem.message, "accepted": list(problem.accepted),
             "fix": problem.hint}
 
 
-def _value_at(raw: object, m: re.Match[str],
-              index: Mapping[tuple[str, str], Any] | None) -> Any:
+def _value_at(raw: object, at: Where, index: Mapping[tuple[str, str], Any] | None) -> Any:
     """The value the stack gave where a problem points, or None."""
-    node: Any = raw.get(m["section"]) if isinstance(raw, Mapping) else None
-    if m["index"] is not None or m["name"] is not None:
+    node: Any = raw.get(at.section) if isinstance(raw, Mapping) else None
+    if at.position is not None or at.name is not None:
         if not isinstance(node, list):
             return None
-        if m["index"] is not None:
-            i = int(m["index"])
-            node = node[i] if i < len(node) else None
-        elif index is not None:
-            node = index.get((m["section"], m["name"]))
+        if at.position is not None:
+            node = node[at.position] if at.position < len(node) else None
+        elif index is not None and at.name is not None:
+            node = index.get((at.section, at.name))
         else:
-            node = next((i for i in node if isinstance(i, Mapping) and i.get("name") == m["name"]),
+            node = next((i for i in node if isinstance(i, Mapping) and i.get("name") == at.name),
                         None)
-    if m["field"] is None:
-        return None if m["name"] is not None else _plain(node)
-    for part in re.findall(r"[^.\[\]]+|\[\d+\]", m["field"]):
+    if at.field is None:
+        return None if at.name is not None else _plain(node)
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", at.field):
         if part.startswith("["):
             i = int(part[1:-1])
             node = node[i] if isinstance(node, list) and i < len(node) else None

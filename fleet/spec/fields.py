@@ -21,8 +21,7 @@ from pydantic import (
 )
 
 from fleet import smoke_defaults as SD
-
-Effect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+from fleet.taints import NO_SCHEDULE, Effect
 
 
 class _Model(BaseModel):
@@ -244,7 +243,7 @@ class SystemPool(_Model):
 class NodeTaint(_Model):
     key: str
     value: str = ""
-    effect: Effect = "NoSchedule"
+    effect: Effect = NO_SCHEDULE
 
 
 class Pool(_Model):

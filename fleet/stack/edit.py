@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from fleet.errors import InputError, StackFileError
-from fleet.requests.request import REMOVE, Change
+from fleet.requests.edits import REMOVE
+from fleet.requests.request import Change
 from fleet.stack.read import CONFIG_KEY, MAX_STACK_BYTES, fleet_config, parse_stack_text
 
 LOCK_TIMEOUT_S = 120.0

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from fleet.errors import InputError
 from fleet.labels import SMOKE_ANNOTATION_PREFIX, SMOKE_FAILED, SMOKE_KEY
+from fleet.taints import NO_SCHEDULE
 from fleet.words import precise
 from smoke.cluster.access import with_retries
 from smoke.cluster.run import PoolReport, RunReport
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 
 KEY = SMOKE_KEY  # the taint's and the label's key
 VALUE = SMOKE_FAILED
-EFFECT = "NoSchedule"
+EFFECT = NO_SCHEDULE
 PREFIX = SMOKE_ANNOTATION_PREFIX
 UNDO = PREFIX + "undo"
 FIELDS = ("run", "pool", "cluster", "host", "probe", "device", "figure", "threshold", "reason",

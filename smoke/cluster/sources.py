@@ -15,6 +15,7 @@ from typing import Any
 from fleet import smoke_defaults as SD
 from fleet.errors import InputError, StackFileError
 from fleet.inventory import Inventory, build_inventory
+from fleet.placeholders import SECRET
 from smoke.cluster.access import ClusterRef
 
 
@@ -102,7 +103,7 @@ def load_source(stack_file: Path | None, outputs: Path | Mapping[str, Any] | Non
             raise InputError(f"{label}: `kubeconfigs` is not a mapping",
                              hint="save the outputs with --show-secrets")
         for name, value in raw.items():
-            if not isinstance(value, str) or value in ("[secret]", "<secret>"):
+            if not isinstance(value, str) or value in ("[secret]", SECRET):
                 raise InputError(f"{label}: the kubeconfig of {name} is "
                                  "hidden", hint="save the outputs with `pulumi stack output "
                                  "--json --show-secrets`")

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from fleet.errors import Problem, SpecError
+from fleet.errors import Problem, SpecError, Where
 from fleet.rules.validate import validate_fleet
 
 BASE: dict[str, Any] = {
@@ -41,6 +41,9 @@ def problems(spec: dict[str, Any]) -> list[Problem]:
     with pytest.raises(SpecError) as err:
         validate_fleet(spec)
     assert err.value.exit_code == 2
+    # every problem keeps its location as parts (`fleet validate --json` reads them, issue 22)
+    plain = [p.where for p in err.value.problems if not isinstance(p.where, Where)]
+    assert plain == [], f"problems with a plain-text where: {plain}"
     return list(err.value.problems)
 
 
