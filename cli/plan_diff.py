@@ -85,52 +85,6 @@ def _plan_file() -> Any:
     return PlanFile
 
 
-def _git(args: list[str], cwd: Path) -> tuple[int, str, str]:
-    import subprocess
-
-    from fleet.errors import SetupError
-
-    try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                              timeout=60, check=False)
-    except FileNotFoundError:
-        raise SetupError("git is not installed, and --base-ref reads the stack file from git",
-                         hint="install git, or pass a saved plan with --diff FILE") from None
-    return done.returncode, done.stdout, done.stderr.strip()
-
-
-def stack_text_at_ref(stack_file: Path, ref: str) -> str | None:
-    """The stack file's text at a git ref, read with `git show REF:path` (argv, no shell);
-    None when the file does not exist at that ref (a new stack: everything is added)."""
-    from fleet.errors import InputError
-
-    if not ref or ref.startswith("-") or any(c in ref for c in "\0\n"):
-        raise InputError(f"--base-ref {ref!r} is not a git ref",
-                         hint="give a branch, tag or commit, e.g. origin/main")
-    where = stack_file.resolve().parent
-    if not where.is_dir():
-        raise InputError(f"stack file {stack_file} does not exist",
-                         hint="give a stacks/Pulumi.<stack>.yaml file")
-    code, top, err = _git(["rev-parse", "--show-toplevel"], where)
-    if code != 0:
-        raise InputError(f"{stack_file} is not inside a git work tree ({err})",
-                         hint="run from a clone, or pass a saved plan with --diff FILE")
-    root = Path(top.strip())
-    code, _, err = _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], root)
-    if code != 0:
-        raise InputError(f"unknown git ref {ref!r} in {root}",
-                         hint="fetch it first (e.g. `git fetch origin main`; CI: checkout "
-                         "with fetch-depth: 0) or name an existing branch, tag or commit")
-    rel = stack_file.resolve().relative_to(root.resolve()).as_posix()
-    code, _, _ = _git(["cat-file", "-e", f"{ref}:{rel}"], root)
-    if code != 0:
-        return None
-    code, text, err = _git(["show", f"{ref}:{rel}"], root)
-    if code != 0:
-        raise InputError(f"cannot read {rel} at {ref}: {err}", hint="check the ref and path")
-    return text
-
-
 def plan_at_ref(stack_file: Path, ref: str) -> dict[str, Any]:
     """The stack file at `ref`, planned the same way (`run_plan`, today's program), as the
     plan JSON document; an empty plan when the file is new at HEAD."""
@@ -138,6 +92,7 @@ def plan_at_ref(stack_file: Path, ref: str) -> dict[str, Any]:
 
     from components.engine.plan import run_plan
     from fleet.errors import InputError
+    from fleet.stack.git import stack_text_at_ref
 
     text = stack_text_at_ref(stack_file, ref)
     if text is None:
@@ -391,6 +346,7 @@ def report(stack_file: Path, *, diff: Path | None, base_ref: str | None, fmt: st
     from components.engine.diff import diff_plans
     from components.engine.plan import run_plan
     from fleet.errors import CheckFailed, InputError
+    from fleet.stack.git import stack_text_at_ref
 
     if diff is not None and base_ref is not None:
         raise InputError("--diff and --base-ref both name a base", hint="give one of them")

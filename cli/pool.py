@@ -201,13 +201,10 @@ def remove(
 
 def _whoami() -> str | None:
     import getpass
-    import subprocess
 
-    try:
-        email = subprocess.run(["git", "config", "user.email"], capture_output=True, text=True,
-                               timeout=5, check=False).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        email = ""
+    from fleet.stack.git import user_email
+
+    email = user_email()
     if email:
         return email
     try:

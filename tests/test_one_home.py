@@ -280,3 +280,11 @@ def test_the_bundle_carries_the_homes_its_probes_import() -> None:
     files = bundle_files()
     for home in ("fleet/smoke_defaults.py", "fleet/words.py", "smoke/probes/names.py"):
         assert home in files
+
+
+def test_git_runs_from_one_place() -> None:
+    """One git runner (fleet.stack.git.run_git): `plan --base-ref` read the stack at a ref
+    with a runner of its own in cli/plan_diff.py."""
+    found = [f"{rel}:{line}" for rel, line, text in literals(*PACKAGES, "policies")
+             if text == "git" and rel != "fleet/stack/git.py"]
+    assert found == [], "run git through fleet.stack.git.run_git:\n  " + "\n  ".join(found)
