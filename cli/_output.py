@@ -64,17 +64,6 @@ def num(value: float | None, fmt: str = "{:,.0f}") -> str:
     return "-" if value is None else fmt.format(value)
 
 
-def save(path: Path, text: str) -> str | None:
-    """Write `text` to `path`, creating its parent directories; the problem in words (to
-    report after the results are shown, so that nothing measured is lost), or None."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        return f"cannot write {path}: {exc.strerror or exc}"
-    return None
-
-
 def writable(path: Path | None, *, directory: bool = False) -> None:
     """Refuse, before any work, an output path that cannot be written: a file path that is a
     directory, a directory path that is a file, or a place under a file or without write

@@ -46,10 +46,11 @@ def plan(
     stack file, the base plan or the git ref is missing or invalid; 3 on an internal error.
     """
     stack_file = one_stack(stack_file, stack)
-    from cli._output import save, writable
+    from cli._output import writable
     from cli.plan_diff import output_format, report
     from components.engine.plan import run_plan
     from fleet.errors import InputError
+    from fleet.output_files import save
     from fleet.stack.choice import stack_to_read
 
     writable(out)  # before any work
@@ -69,7 +70,14 @@ def plan(
             if out is None or save(out, text):
                 typer.echo(text, nl=False)
         raise
+    _emit(result, style, out)
+
+
+def _emit(result: Plan, style: str, out: Path | None) -> None:
+    """The plan in its format, printed or written to `out`."""
     from cli._output import terminal_width
+    from fleet.errors import InputError
+    from fleet.output_files import save
 
     width = terminal_width() if style == "text" and out is None else None
     text = result.to_json() if style == "json" else render(result, width)

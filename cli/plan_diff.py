@@ -342,10 +342,10 @@ def report(stack_file: Path, *, diff: Path | None, base_ref: str | None, fmt: st
     result in `fmt`. Raises CheckFailed (exit 1) after printing when a policy is broken."""
     import typer
 
-    from cli._output import save
     from components.engine.diff import diff_plans
     from components.engine.plan import run_plan
     from fleet.errors import CheckFailed, InputError
+    from fleet.output_files import save
     from fleet.stack.git import stack_text_at_ref
 
     if diff is not None and base_ref is not None:

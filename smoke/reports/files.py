@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fleet.output_files import save
+
 if TYPE_CHECKING:
     from smoke.cluster.quarantine import ActionReport
     from smoke.cluster.run import RunReport
@@ -27,17 +29,6 @@ class Kept:
     written: tuple[Path, ...] = ()
     problems: tuple[str, ...] = ()
     drifted: tuple[Trend, ...] = ()
-
-
-def save(path: Path, text: str) -> str | None:
-    """Write `text` to `path`, creating its parent directories; the problem in words (to
-    report after the results are shown, so that nothing measured is lost), or None."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        return f"cannot write {path}: {exc.strerror or exc}"
-    return None
 
 
 def save_all(files: dict[Path, str]) -> Kept:
