@@ -60,10 +60,6 @@ def json_safe(data: Any) -> Any:
     return data
 
 
-def num(value: float | None, fmt: str = "{:,.0f}") -> str:
-    return "-" if value is None else fmt.format(value)
-
-
 def writable(path: Path | None, *, directory: bool = False) -> None:
     """Refuse, before any work, an output path that cannot be written: a file path that is a
     directory, a directory path that is a file, or a place under a file or without write

@@ -10,7 +10,7 @@ import typer
 
 from cli._args import StackOpt, one_stack
 from cli._errors import command
-from fleet.words import usd
+from fleet.words import count, duration, usd
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -144,27 +144,6 @@ def _document(result: Advice, shown: tuple[Estimate, ...], where: str | None,
                                          "node_busbw_gbps": m.node_busbw_gbps}
                                      for k, m in sorted(measured.items())}},
     }
-
-
-def duration(seconds: float) -> str:
-    """1.72 s, 14 ms, 35 min, 18.3 h, 27.7 d."""
-    if seconds < 1:
-        return f"{seconds * 1000:,.3g} ms"
-    if seconds < 120:
-        return f"{seconds:,.3g} s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:,.0f} min"
-    if seconds < 48 * 3600:
-        return f"{seconds / 3600:,.1f} h"
-    return f"{seconds / 86400:,.1f} d"
-
-
-def count(value: float) -> str:
-    """160B, 1.4T, 4.19M, 512."""
-    for size, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if value >= size:
-            return f"{value / size:,.3g}{suffix}"
-    return f"{value:,.0f}"
 
 
 def _usd(value: float | None, unpriced: str = "unpriced") -> str:

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cli._errors import command
-from cli._output import console, num, print_json, print_table
+from cli._output import console, print_json, print_table
 from cli._typer import App
+from fleet.words import num
 
 if TYPE_CHECKING:
     from fleet.catalog import Catalog, Shape

@@ -68,3 +68,29 @@ def figure(value: float | None) -> str:
 def precise(value: float | None) -> str:
     """A figure a record keeps (annotations, history): 4 significant digits, '-' for none."""
     return "-" if value is None else f"{value:,.4g}"
+
+
+def duration(seconds: float) -> str:
+    """1.72 s, 14 ms, 35 min, 18.3 h, 27.7 d."""
+    if seconds < 1:
+        return f"{seconds * 1000:,.3g} ms"
+    if seconds < 120:
+        return f"{seconds:,.3g} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:,.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:,.1f} h"
+    return f"{seconds / 86400:,.1f} d"
+
+
+def count(value: float) -> str:
+    """160B, 1.4T, 4.19M, 512."""
+    for size, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if value >= size:
+            return f"{value / size:,.3g}{suffix}"
+    return f"{value:,.0f}"
+
+
+def num(value: float | None, fmt: str = "{:,.0f}") -> str:
+    """A table cell's figure in `fmt`, or `-` when there is none."""
+    return "-" if value is None else fmt.format(value)

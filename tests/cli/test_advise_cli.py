@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cli.advise import duration
 from cli.main import app
+from fleet.words import duration
 
 runner = CliRunner()
 
