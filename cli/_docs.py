@@ -123,10 +123,9 @@ def reference() -> str:
 
 def render(doc: str) -> str:
     """`doc` with the text between the markers replaced by the current reference."""
-    head, sep, rest = doc.partition(BEGIN)
-    if not sep or END not in rest:
-        raise ValueError(f"the document lacks the markers {BEGIN!r} ... {END!r}")
-    return f"{head}{BEGIN}\n\n{reference()}\n{END}{rest.partition(END)[2]}"
+    from fleet.output_files import between_markers
+
+    return between_markers(doc, BEGIN, END, f"\n{reference()}")
 
 
 if __name__ == "__main__":

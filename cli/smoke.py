@@ -206,16 +206,10 @@ class LiveTable:
 
 
 def _images(values: list[str]) -> dict[str, str]:
-    from fleet.errors import InputError
+    from smoke.cluster.access import key_values
 
-    out = {}
-    for v in values:
-        key, sep, ref = v.partition("=")
-        if not sep or not key or not ref:
-            raise InputError(f"--image {v!r} is not BACKEND=REF",
-                             hint="e.g. --image torch=nvcr.io/nvidia/pytorch:25.01-py3@sha256:...")
-        out[key] = ref
-    return out
+    return key_values(values, "--image", "BACKEND=REF",
+                      "torch=nvcr.io/nvidia/pytorch:25.01-py3@sha256:...")
 
 
 def _pool_names(value: str | None) -> list[str] | None:

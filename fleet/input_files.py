@@ -32,6 +32,17 @@ def file_kind(mode: int) -> str:
     return next((words for test, words in _KINDS if test(mode)), "not a regular file")
 
 
+def regular_or_absent(path: Path, *, what: str, hint: str) -> None:
+    """Refuse a path that exists but is not a regular file (a FIFO blocks a reader forever,
+    a device never ends), before another library opens it; a missing path is the caller's."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        raise InputError(f"{what} {path} is {file_kind(mode)}, not a regular file", hint=hint)
+
+
 def read_bytes(path: Path, *, what: str, max_bytes: int, hint: str) -> bytes:
     """At most `max_bytes` of a regular file. The file is opened without blocking (a FIFO
     with no writer would block on open) and checked to be regular on the open descriptor

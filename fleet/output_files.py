@@ -15,3 +15,12 @@ def save(path: Path, text: str) -> str | None:
     except OSError as exc:
         return f"cannot write {path}: {exc.strerror or exc}"
     return None
+
+
+def between_markers(doc: str, begin: str, end: str, text: str) -> str:
+    """`doc` with what stands between the markers `begin` and `end` replaced by `text` (a
+    generated part of a docs page: the command reference, the thresholds table)."""
+    head, sep, rest = doc.partition(begin)
+    if not sep or end not in rest:
+        raise ValueError(f"the document lacks the markers {begin!r} ... {end!r}")
+    return f"{head}{begin}\n{text}\n{end}{rest.partition(end)[2]}"

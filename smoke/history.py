@@ -40,6 +40,7 @@ from types import TracebackType
 from typing import Any
 
 from fleet.errors import InputError
+from fleet.input_files import regular_or_absent
 from fleet.words import precise
 from smoke._history_schema import (
     COLUMNS,
@@ -194,18 +195,7 @@ def _names(tables: dict[str, set[str]]) -> str:
     return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
-def _refuse_non_regular(path: Path) -> None:
-    import stat
-
-    from fleet.input_files import file_kind
-
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return
-    if not stat.S_ISREG(mode):
-        raise InputError(f"the smoke history {path} is {file_kind(mode)}, not a regular file",
-                         hint="pass a history file with --history PATH")
+_HISTORY_HINT = "pass a history file with --history PATH"
 
 
 class History:
@@ -225,7 +215,7 @@ class History:
             return cls._open_read_only(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            _refuse_non_regular(path)
+            regular_or_absent(path, what="the smoke history", hint=_HISTORY_HINT)
             conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
             raise InputError(f"cannot open the smoke history {path}: {exc}",
@@ -238,7 +228,7 @@ class History:
             raise InputError(f"no smoke history at {path}",
                              hint="`accelfleet smoke run` and `smoke local` record one (by "
                              f"default in {DEFAULT_PATH}); or pass --history PATH")
-        _refuse_non_regular(path)
+        regular_or_absent(path, what="the smoke history", hint=_HISTORY_HINT)
         try:
             conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
                                    timeout=BUSY_TIMEOUT_S, isolation_level=None)

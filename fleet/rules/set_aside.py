@@ -55,14 +55,7 @@ def rules_beside(exc: ValidationError, raw: object,
         return []
     found, resolved = check(spec)
     problems = [p for p in readme_words(found, rest) if not aside.explains(p)]
-    for note in aside.budget_notes(spec, resolved):
-        over = next((i for i, p in enumerate(problems) if p.where == note.where), None)
-        if over is None:
-            problems.append(note)
-        else:  # over budget even without the pool set aside: say the figure leaves it out
-            problems[over] = replace(problems[over], message=f"{problems[over].message}; "
-                                     f"{note.message.split(':', 1)[0]}")
-    return problems
+    return aside.with_budget_notes(problems, spec, resolved)
 
 
 class _SetAside:
@@ -133,26 +126,33 @@ class _SetAside:
             or any(problem.where == p or problem.where.startswith((f"{p}.", f"{p}["))
                    for p in self.prefixes)
 
-    def budget_notes(self, spec: FleetSpec, resolved: list[ResolvedPool]) -> list[Problem]:
-        """A budgeted team with a pool set aside: its budget was checked without that pool."""
+    def with_budget_notes(self, problems: list[Problem], spec: FleetSpec,
+                          resolved: list[ResolvedPool]) -> list[Problem]:
+        """`problems`, saying of each budgeted team with a pool set aside that its budget was
+        checked without that pool: on its over-budget problem, else as a problem of its own."""
         by_team: dict[str, list[str]] = {}
         for i in sorted(self.entries.get("pools", ())):
             item = self.raw["pools"][i]
             if isinstance(item, dict) and isinstance(item.get("team"), str) \
                     and isinstance(item.get("name"), str):
                 by_team.setdefault(item["team"], []).append(item["name"])
-        notes = []
+        out = list(problems)
         for team in spec.teams:
             aside = by_team.get(team.name)
             if not aside or team.monthly_budget_usd is None:
                 continue
+            pools = ", ".join(repr(n) for n in aside)
+            where = Where("teams", name=team.name, field="monthly_budget_usd")
+            without = (f"checked without pool {pools} (set aside for its type error, so its "
+                       "cost is unknown)")
+            over = next((i for i, p in enumerate(out) if p.where == where), None)
+            if over is not None:  # over budget even without it: the figure leaves it out
+                out[over] = replace(out[over], message=f"{out[over].message}; {without}")
+                continue
             most = sum(p.cost.max_monthly_usd or 0.0 for p in resolved
                        if p.team == team.name and p.cost is not None)
-            pools = ", ".join(repr(n) for n in aside)
-            notes.append(Problem(
-                Where("teams", name=team.name, field="monthly_budget_usd"),
-                f"checked without pool {pools} (set aside for its type error, so its cost is "
-                f"unknown): the team's other pools cost up to about {W.usd(most)} a month of "
-                f"its {W.usd(team.monthly_budget_usd)} budget",
+            out.append(Problem(
+                where, f"{without}: the team's other pools cost up to about {W.usd(most)} a "
+                f"month of its {W.usd(team.monthly_budget_usd)} budget",
                 f"fix pool {pools} and validate again: its cost counts toward the budget"))
-        return notes
+        return out

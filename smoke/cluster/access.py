@@ -50,16 +50,21 @@ class ClusterRef:
                 "stack's `pulumi stack output --json --show-secrets`")
 
 
-def parse_contexts(values: list[str]) -> dict[str, str]:
-    """`--context CLUSTER=CTX` values -> {cluster: context}; InputError on a malformed one."""
+def key_values(values: list[str], option: str, shape: str, example: str) -> dict[str, str]:
+    """Repeated `--OPTION KEY=VALUE` values -> {key: value}; InputError naming `shape` and
+    `example` on a malformed one."""
     out: dict[str, str] = {}
     for v in values:
-        cluster, sep, ctx = v.partition("=")
-        if not sep or not cluster or not ctx:
-            raise InputError(f"--context {v!r} is not CLUSTER=CONTEXT",
-                             hint="e.g. --context ml-gke=gke_acme_us-central1_ml-gke")
-        out[cluster] = ctx
+        key, sep, value = v.partition("=")
+        if not sep or not key or not value:
+            raise InputError(f"{option} {v!r} is not {shape}", hint=f"e.g. {option} {example}")
+        out[key] = value
     return out
+
+
+def parse_contexts(values: list[str]) -> dict[str, str]:
+    """`--context CLUSTER=CTX` values -> {cluster: context}; InputError on a malformed one."""
+    return key_values(values, "--context", "CLUSTER=CONTEXT", "ml-gke=gke_acme_us-central1_ml-gke")
 
 
 def default_kubeconfig() -> Path:
@@ -79,22 +84,6 @@ def _contexts(path: Path) -> list[str]:
     if not isinstance(contexts, list):
         return []
     return [str(c["name"]) for c in contexts if isinstance(c, dict) and "name" in c]
-
-
-def _regular_or_absent(path: Path) -> None:
-    """Refuse a kubeconfig path that is a FIFO or a device (reading one blocks forever or
-    never ends), before the Kubernetes client opens it."""
-    import stat
-
-    from fleet.input_files import file_kind
-
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return
-    if not stat.S_ISREG(mode):
-        raise InputError(f"kubeconfig {path} is {file_kind(mode)}, not a regular file",
-                         hint="pass a kubeconfig file with --kubeconfig (or $KUBECONFIG)")
 
 
 def _guess_context(cluster: str, names: list[str]) -> str | None:
@@ -117,7 +106,10 @@ def connect(refs: list[ClusterRef], *, kubeconfig: Path | None = None,
         raise InputError(f"--context names cluster(s) the run does not use: "
                          f"{', '.join(sorted(unknown))}",
                          hint=f"clusters: {', '.join(r.name for r in refs)}")
-    _regular_or_absent(path)
+    from fleet.input_files import regular_or_absent
+
+    regular_or_absent(path, what="kubeconfig",
+                      hint="pass a kubeconfig file with --kubeconfig (or $KUBECONFIG)")
     names = _contexts(path) if path.exists() else []
     clients: dict[str, ApiClient] = {}
     failed: list[SetupError] = []

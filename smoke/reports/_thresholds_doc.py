@@ -64,10 +64,9 @@ def table() -> str:
 
 def render(doc: str) -> str:
     """`doc` with the text between the markers replaced by the current table."""
-    head, sep, rest = doc.partition(BEGIN)
-    if not sep or END not in rest:
-        raise ValueError(f"the document lacks the markers {BEGIN!r} ... {END!r}")
-    return f"{head}{BEGIN}\n{table()}\n{END}{rest.partition(END)[2]}"
+    from fleet.output_files import between_markers
+
+    return between_markers(doc, BEGIN, END, table())
 
 
 if __name__ == "__main__":

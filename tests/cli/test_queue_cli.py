@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from fleet.stack.read import EXAMPLE_STACK
+from tests.stacks import ONE_GKE_CLUSTER
 
 runner = CliRunner()
 
@@ -70,15 +71,7 @@ def test_help() -> None:
     assert "--team" in result.output and "--json" in result.output
 
 
-QUEUED_STACK = """\
-config:
-  accelfleet:fleet:
-    clouds:
-      gcp: {project: acme-ml-test, region: us-central1}
-    clusters:
-      - {name: c1, cloud: gcp}
-    teams:
-      - {name: research}
+QUEUED_STACK = ONE_GKE_CLUSTER + """\
     pools:
       - {name: h100-q, cluster: c1, team: research, accelerator: a3-highgpu-8g, nodes: 2,
          zone: us-central1-a, capacity: queued}

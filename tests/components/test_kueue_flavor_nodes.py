@@ -21,16 +21,9 @@ from fleet.routing import Flavor, fleet_routing
 from fleet.stack.read import EXAMPLE_STACK
 from tests.smoke.fakekube._api import _tolerates
 from tests.smoke.nodes import pool_node
+from tests.stacks import ONE_GKE_CLUSTER
 
-QUEUED = """\
-config:
-  accelfleet:fleet:
-    clouds:
-      gcp: {project: acme-ml-test, region: us-central1}
-    clusters:
-      - {name: c1, cloud: gcp}
-    teams:
-      - {name: research}
+QUEUED = ONE_GKE_CLUSTER + """\
     pools:
       - {name: h100-q, cluster: c1, team: research, accelerator: a3-highgpu-8g, nodes: 2,
          zone: us-central1-a, capacity: queued}

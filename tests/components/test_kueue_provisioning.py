@@ -40,6 +40,7 @@ from fleet.model import POOL_LABEL, SYSTEM_POOL
 from fleet.routing import ClusterRouting, fleet_routing
 from tests.plan_tree import cluster_of
 from tests.schemas import strict
+from tests.stacks import ONE_GKE_CLUSTER
 
 DATA = Path(__file__).parent / "data"
 PLURALS = {"ResourceFlavor": "resourceflavors", "ClusterQueue": "clusterqueues",
@@ -48,15 +49,7 @@ PLURALS = {"ResourceFlavor": "resourceflavors", "ClusterQueue": "clusterqueues",
            "ProvisioningRequestConfig": "provisioningrequestconfigs"}
 K8S_VERSION = "1.33"
 RELEASE = "kubernetes:helm.sh/v3:Release"
-STACK = """\
-config:
-  accelfleet:fleet:
-    clouds:
-      gcp: {project: acme-ml-test, region: us-central1}
-    clusters:
-      - {name: c1, cloud: gcp}
-    teams:
-      - {name: research}
+STACK = ONE_GKE_CLUSTER + """\
       - {name: vision}
     smoke:
       namespace: smoke-test

@@ -21,18 +21,11 @@ from cli.main import app
 from smoke.probes.expect import Expectation
 from smoke.probes.results import HostReport, ProbeResult, Verdict
 from tests.smoke.nodes import pool_node
+from tests.stacks import ONE_GKE_CLUSTER
 
 pytest.importorskip("torch")
 
-HEAD = """\
-config:
-  accelfleet:fleet:
-    clouds:
-      gcp: {project: acme-ml-test, region: us-central1}
-    clusters:
-      - {name: c1, cloud: gcp}
-    teams:
-      - {name: research}
+HEAD = ONE_GKE_CLUSTER + """\
     smoke:
       namespace: smoke-test
       timeout_s: 120
