@@ -48,6 +48,22 @@ class InventoryNetwork:
 
 
 @dataclass(frozen=True)
+class InventoryGate:
+    """A pool's gate (issue 26, docs/gate.md): its new nodes carry `fleet.labels.GATE_TAINT_*`
+    until the gate controller proves them with tiers 0..`max_tier` (and the pool's fabric
+    check when `fabric`), re-proves idle nodes every `reprove_interval_s` (None: never), and
+    quarantines at most `quarantine_cap` of the pool (`3` or `10%`, as `--max-quarantine`).
+    `enabled` False: the pool opted out, `reason` says why."""
+
+    enabled: bool = True
+    reason: str | None = None
+    max_tier: int = 2
+    fabric: bool = False
+    reprove_interval_s: int | None = 86_400
+    quarantine_cap: str = "10%"
+
+
+@dataclass(frozen=True)
 class InventoryPool:
     name: str
     team: str
@@ -81,6 +97,14 @@ class InventoryPool:
     host: InventoryHost | None = None
     # The GPU fabric's figures; None without one (or in an older inventory: the catalog's).
     network: InventoryNetwork | None = None
+    # The pool's gate; None: an inventory from before the gate, or a pool that has no devices
+    # (CPU pools are never gated). Read with `InventoryPool.gated`.
+    gate: InventoryGate | None = None
+
+    @property
+    def gated(self) -> bool:
+        """Whether the pool's new nodes wait for their proof (its gate is declared and on)."""
+        return self.gate is not None and self.gate.enabled
 
 
 @dataclass(frozen=True)

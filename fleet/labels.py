@@ -29,3 +29,17 @@ SMOKE_ANNOTATION_PREFIX = SMOKE_KEY + "-"  # accelfleet.io/smoke-{run,pool,...,u
 # GCP resource labels allow no '.' or '/': GKE node pools and TPU VMs carry these instead
 POOL_RESOURCE_LABEL = "accelfleet-pool"
 TEAM_RESOURCE_LABEL = "accelfleet-team"
+
+# the gate (docs/gate.md): a gated pool's nodes are created with GATE_TAINT (key=value:effect)
+# and only proof pods tolerate it; the controller lifts it when the node's proof passes.
+# The key carries cluster-autoscaler's startup-taint prefix, which the autoscaler ignores when
+# it builds a node template from a live node (so scale-up from zero still happens); which
+# autoscaler honours what is cited in docs/gate.md and components where the taint is set.
+STARTUP_TAINT_PREFIX = "startup-taint.cluster-autoscaler.kubernetes.io/"
+GATE_TAINT_KEY = STARTUP_TAINT_PREFIX + "accelfleet-gate"
+GATE_TAINT_VALUE = "unproven"
+GATE_TAINT_EFFECT = "NoSchedule"
+GATE_LABEL = PREFIX + "gate"  # a node's gate state: proving, proven, failed, open
+GATE_PROOF_ANNOTATION = PREFIX + "gate-proof"  # JSON: at, tiers, version, run, verdict
+GATE_OPEN_ANNOTATION = PREFIX + "gate-open"  # JSON: who opened the pool's gate, when, why
+GATE_CONDITION = "AccelfleetProof"  # the node condition a failed (or passed) proof sets
