@@ -14,9 +14,11 @@
 The steps: render the run's manifests from the stack (or its saved outputs), reach every
 cluster it uses, size each GPU pool to its live nodes, submit and follow every pool (SIGINT
 and SIGTERM stop the run, and every object it created is deleted before this returns),
-quarantine what failed within the cap, then write the files asked for. A cluster that cannot
+write the files asked for, then quarantine what failed within the cap. A cluster that cannot
 be reached or a bad input raises (AccelfleetError); a file that cannot be written is named in
-`unsaved`, after the results are known, so that nothing measured is lost.
+`unsaved`, after the results are known, so that nothing measured is lost. Every file and the
+history row are written before quarantine acts (run.json and the HTML report again after it,
+with what it did): a quarantine that fails loses nothing measured.
 """
 
 from __future__ import annotations
@@ -164,13 +166,13 @@ class _Quiet:
 
 def run_smoke(request: SmokeRequest, *, progress: Progress | None = None,
               stop: threading.Event | None = None) -> SmokeResult:
-    """Smoke every node `request` names, quarantine what failed (with a cap), and keep the
-    files asked for. Setting `stop` (or SIGINT/SIGTERM, on the main thread) ends the run at
+    """Smoke every node `request` names, keep the files asked for, then quarantine what
+    failed (with a cap). Setting `stop` (or SIGINT/SIGTERM, on the main thread) ends the run at
     once; every object it created is deleted before this returns, and the report says
     `cancelled` (no quarantine, no HTML, metrics or history then)."""
     from smoke.cluster.access import connect
     from smoke.cluster.launcher import launch
-    from smoke.cluster.live import live_pools
+    from smoke.cluster.live import live_pools, run_targets
     from smoke.cluster.workload import write_manifests
 
     rendered, source, timeout = plan_run(request)
@@ -181,6 +183,7 @@ def run_smoke(request: SmokeRequest, *, progress: Progress | None = None,
     if any(lp.size != lp.declared for lp in live.values()):
         rendered, _, _ = plan_run(request, run_id=rendered.run_id,
                                   live={name: lp.size for name, lp in live.items()})
+    targets = run_targets(rendered.pools, clients, live)
     written: list[Path] = []
     if request.out is not None:
         written += write_manifests(rendered, request.out / "manifests")
@@ -189,14 +192,38 @@ def run_smoke(request: SmokeRequest, *, progress: Progress | None = None,
     with _stopped_by_signals(stop), shown:
         report = launch(rendered, clients, stack=source.inventory.stack, timeout_s=timeout,
                         stop=stop, display=shown,
-                        notes={name: lp.checks() for name, lp in live.items()})
-    taken = None
-    if request.quarantine is not None and not report.cancelled:
-        from smoke.cluster.quarantine import quarantine
+                        notes={name: lp.checks() for name, lp in live.items()},
+                        targets=targets)
+    # what was measured is kept before anything else can fail: quarantine comes after
+    result = _kept(SmokeResult(report), request, written)
+    if request.quarantine is None or report.cancelled:
+        return result
+    from smoke.cluster.quarantine import quarantine
 
-        taken = quarantine(report, clients, cap=request.quarantine,
-                           pools={p.name: p for p in source.inventory.pools})
-    return _kept(SmokeResult(report, taken), request, written)
+    taken = quarantine(report, clients, cap=request.quarantine,
+                       pools={p.name: p for p in source.inventory.pools})
+    return _with_quarantine(result, taken, request)
+
+
+def _with_quarantine(result: SmokeResult, taken: ActionReport, request: SmokeRequest
+                     ) -> SmokeResult:
+    """`result` with what quarantine did, and the files that show it (run.json, the HTML
+    report) written again to say so; were they not, the first ones stand."""
+    from dataclasses import replace
+
+    from smoke.reports.files import save_all
+
+    result = replace(result, quarantine=taken)
+    files: dict[Path, str] = {}
+    if request.out is not None:
+        files[request.out / "run.json"] = result.to_json()
+    if request.html is not None:
+        from smoke.reports.html import render_html
+
+        files[request.html] = render_html(result.report, quarantine=taken)
+    saved = save_all(files)
+    return replace(result, unsaved=result.unsaved + tuple(
+        f"{problem} (the copy written before quarantine stands)" for problem in saved.problems))
 
 
 def _kept(result: SmokeResult, request: SmokeRequest, written: list[Path]) -> SmokeResult:

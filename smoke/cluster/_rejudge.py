@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from smoke.cluster.run import REPORT, Check
+from smoke.cluster.run import REPORT, WORKLOAD, Check
 from smoke.probes import verdict as V
 from smoke.probes.backend import KnownAnswer
 from smoke.probes.expect import Expectation
@@ -263,4 +263,54 @@ def pool_outliers(outcomes: Iterable[NodeOutcome]) -> list[Check]:
             if value is not None:
                 by_node[o.node or o.pod] = value
         checks += [Check(node, r) for node, r in V.judge_pool_outliers(probe, by_node)]
+    return checks
+
+
+COVERAGE = "coverage"  # the details key of a coverage check: never a node's own failure
+
+
+def _uncovered(node: str, probe: str, rule: str, reason: str) -> Check:
+    r = _fail(V.HOST, probe, reason)
+    return Check(node, replace(r, details={**r.details, COVERAGE: rule}))
+
+
+def coverage(outcomes: Iterable[NodeOutcome], targets: Sequence[str] | None, *,
+             every_target: bool = True) -> list[Check]:
+    """The pool's node coverage, judged centrally (the API's pod placement is evidence to
+    check, not truth): each node of `targets` (the nodes the run sized the pool to) needs
+    exactly one judged report from a pod that ran on it. A FAIL, naming the node, for a report
+    whose pod's node is unknown, for two or more pods reporting from one node (neither stands
+    for another node), for a report from a node outside `targets` and, with `every_target`,
+    for each target with no report. `targets` None: the nodes are not known before the run
+    (the pool had no live node); only the first two rules apply. A coverage check is never
+    a node's own failure (`details["coverage"]` names the rule): quarantine leaves the node
+    alone."""
+    by_node: dict[str, list[str]] = {}
+    checks: list[Check] = []
+    for o in outcomes:
+        if o.report is None:  # a pod with no report is named by its own check already
+            continue
+        if not o.node:
+            checks.append(_uncovered(o.pod, REPORT, "no-node", (
+                f"pod {o.pod} printed a report but the API names no node it ran on: its "
+                "results cannot be attributed to a node")))
+            continue
+        by_node.setdefault(o.node, []).append(o.pod)
+    for node, pods in sorted(by_node.items()):
+        if len(pods) > 1:
+            checks.append(_uncovered(node, REPORT, "duplicate", (
+                f"{len(pods)} pods ({', '.join(sorted(pods))}) report from this node where "
+                "one pod per node runs: one node's proof cannot stand for another's")))
+    if targets is None:
+        return checks
+    wanted = set(targets)
+    for node in sorted(set(by_node) - wanted):
+        checks.append(_uncovered(node, REPORT, "outside", (
+            f"a report came from node {node}, which is not one of the nodes this run "
+            f"targeted for the pool ({len(wanted)}): it proves no node of the pool")))
+    if every_target:
+        for node in sorted(wanted - set(by_node)):
+            checks.append(_uncovered(node, WORKLOAD, "untested", (
+                "not tested: no pod of this run reported from this node, one of the "
+                f"{len(wanted)} the run targeted; it passes nothing")))
     return checks

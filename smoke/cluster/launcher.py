@@ -17,7 +17,7 @@ import json
 import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -29,6 +29,7 @@ from smoke.cluster._pods import _PodState
 from smoke.cluster._queue import PROVISIONING_REQUEST, held_by_kueue, is_queued
 from smoke.cluster._rejudge import (
     PoolPlan,
+    coverage,
     host_documents,
     parse_host_report,
     pool_outliers,
@@ -85,6 +86,7 @@ class _Pool:
     status: PoolStatus | None = None
     reason: str = ""
     finished: float = 0.0
+    targets: tuple[str, ...] | None = None  # the nodes the run sized the pool to
 
     @property
     def name(self) -> str:
@@ -122,32 +124,57 @@ class _ClusterRun:
 
     # -- submit ------------------------------------------------------------------------
     def _create(self, obj: dict[str, Any]) -> None:
+        """Create `obj`; what may already exist is fine: the namespace (runs share it; another
+        run may make it between our read and our create) and an object of THIS run (a create
+        retried after its answer was lost). Anything else already there is a conflict."""
         from kubernetes.client.exceptions import ApiException
 
-        kind = obj["kind"]
+        kind, name = obj["kind"], obj["metadata"]["name"]
+        body: Any = obj  # the client takes its models or plain dicts alike
         t = REQUEST_TIMEOUT_S
+        group, version, plural = JOBSET
+        calls: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {
+            "Namespace": (lambda: self.core.create_namespace(body, _request_timeout=t),
+                          lambda: self.core.read_namespace(name, _request_timeout=t)),
+            "ConfigMap": (lambda: self.core.create_namespaced_config_map(
+                self.ns, body, _request_timeout=t), lambda: self.core.read_namespaced_config_map(
+                name, self.ns, _request_timeout=t)),
+            "Service": (lambda: self.core.create_namespaced_service(
+                self.ns, body, _request_timeout=t), lambda: self.core.read_namespaced_service(
+                name, self.ns, _request_timeout=t)),
+            "Job": (lambda: self.batch.create_namespaced_job(self.ns, body, _request_timeout=t),
+                    lambda: self.batch.read_namespaced_job(name, self.ns, _request_timeout=t)),
+            "JobSet": (lambda: self.custom.create_namespaced_custom_object(
+                group, version, self.ns, plural, body, _request_timeout=t),
+                lambda: self.custom.get_namespaced_custom_object(
+                group, version, self.ns, plural, name, _request_timeout=t)),
+        }
+        if kind not in calls:
+            raise ValueError(f"the launcher cannot create a {kind}")
+        create, read = calls[kind]
         if kind == "Namespace":
             try:
-                with_retries(self.core.read_namespace, obj["metadata"]["name"],
-                             _request_timeout=t)
+                with_retries(read)
                 return
             except ApiException as exc:
                 if exc.status != 404:
                     raise
-            with_retries(self.core.create_namespace, obj, _request_timeout=t)
-        elif kind == "ConfigMap":
-            with_retries(self.core.create_namespaced_config_map, self.ns, obj,
-                         _request_timeout=t)
-        elif kind == "Service":
-            with_retries(self.core.create_namespaced_service, self.ns, obj, _request_timeout=t)
-        elif kind == "Job":
-            with_retries(self.batch.create_namespaced_job, self.ns, obj, _request_timeout=t)
-        elif kind == "JobSet":
-            group, version, plural = JOBSET
-            with_retries(self.custom.create_namespaced_custom_object, group, version, self.ns,
-                         plural, obj, _request_timeout=t)
-        else:
-            raise ValueError(f"the launcher cannot create a {kind}")
+        try:
+            with_retries(create)
+        except ApiException as exc:
+            if exc.status != 409 or not self._ours(kind, with_retries(read)):
+                raise
+
+    def _ours(self, kind: str, existing: Any) -> bool:
+        """Whether an object found where ours was to be created may stand for it: the shared
+        namespace always; otherwise one labelled with this run's id."""
+        if kind == "Namespace":
+            return True
+        meta = existing.get("metadata") if isinstance(existing, dict) else getattr(
+            existing, "metadata", None)
+        labels = (meta.get("labels") if isinstance(meta, dict) else
+                  getattr(meta, "labels", None)) or {}
+        return isinstance(labels, dict) and labels.get(RUN_LABEL) == self.run.run_id
 
     def submit(self) -> bool:
         """Shared objects, then each pool's; a pool that cannot be submitted is named."""
@@ -398,6 +425,12 @@ class _ClusterRun:
             crashed = [c for c in p.checks if c.result.probe == POD]
             status = PoolStatus.PARTIAL if crashed else PoolStatus.DONE
             reason = f"{len(crashed)} pod(s) crashed" if crashed else ""
+        # every targeted node tested once, judged here: a GPU pool was sized to its targets
+        # (one pod each); a TPU slice's pods land where the JobSet puts them, on the pool's
+        # nodes, each on its own
+        p.checks.extend(coverage(p.outcomes.values(), p.targets,
+                                 every_target=p.workload.kind == "job"
+                                 and status in (PoolStatus.DONE, PoolStatus.PARTIAL)))
         p.checks.extend(pool_outliers(p.outcomes.values()))
         p.finish(status, reason)
         failed = any(c.result.verdict is Verdict.FAIL for c in p.checks) or any(
@@ -442,16 +475,22 @@ class _ClusterRun:
 def launch(run: RenderedRun, clients: Mapping[str, ApiClient], *, stack: str, timeout_s: int,
            poll_s: float = 0.5, stop: threading.Event | None = None,
            display: Display | None = None,
-           notes: Mapping[str, list[Check]] | None = None) -> RunReport:
+           notes: Mapping[str, list[Check]] | None = None,
+           targets: Mapping[str, Sequence[str]] | None = None) -> RunReport:
     """Submit `run` to every cluster in parallel, follow it, clean up, and return the report.
     Setting `stop` (ctrl-C) ends following at once; the cleanup still runs. `notes`: checks
-    known before the run, per pool (the live nodes that get no pod, and why)."""
+    known before the run, per pool (the live nodes that get no pod, and why). `targets`: the
+    nodes each pool was sized to (its live, testable nodes): each needs exactly one judged
+    report from a pod that ran on it (`_rejudge.coverage`); a pool absent from it is checked
+    for two pods on one node only."""
     from smoke.cluster._bundle import digest
 
     stop = stop or threading.Event()
     shown = display or _NoDisplay()
     started, t0 = datetime.now(UTC).isoformat(timespec="seconds"), time.monotonic()
-    pools = [_Pool(w, checks=list((notes or {}).get(w.pool.name, ()))) for w in run.pools]
+    pools = [_Pool(w, checks=list((notes or {}).get(w.pool.name, ())),
+                   targets=tuple((targets or {})[w.pool.name])
+                   if w.pool.name in (targets or {}) else None) for w in run.pools]
     for p in pools:
         if p.workload.kind == "skipped":
             p.finish(PoolStatus.SKIPPED, p.workload.skipped or "skipped")

@@ -86,3 +86,18 @@ def live_pools(workloads: Sequence[PoolWorkload],
     """Every GPU pool's live nodes (TPU slices have a fixed shape: their hosts all run)."""
     return {w.pool.name: live_pool(clients[w.cluster], w) for w in workloads
             if w.kind == "job" and w.cluster in clients}
+
+
+def run_targets(workloads: Sequence[PoolWorkload], clients: Mapping[str, ApiClient],
+                live: Mapping[str, LivePool]) -> dict[str, tuple[str, ...]]:
+    """The nodes each pool's reports must come from (`launch(targets=...)`): a GPU pool's
+    testable live nodes (the run is sized to them); a TPU pool's testable nodes, listed now
+    (its slices' hosts: each pod must land on one of them). A pool with no live node is left
+    out: its nodes are not known before the autoscaler makes them."""
+    out = {name: lp.testable for name, lp in live.items() if lp.testable}
+    for w in workloads:
+        if w.kind == "jobset" and w.cluster in clients:
+            nodes = live_pool(clients[w.cluster], w).testable
+            if nodes:
+                out[w.pool.name] = nodes
+    return out

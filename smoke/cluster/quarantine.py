@@ -37,6 +37,7 @@ from fleet.errors import InputError
 from fleet.labels import SMOKE_ANNOTATION_PREFIX, SMOKE_FAILED, SMOKE_KEY
 from fleet.taints import NO_SCHEDULE
 from fleet.words import precise
+from smoke.cluster._rejudge import COVERAGE
 from smoke.cluster.access import with_retries
 from smoke.cluster.run import PoolReport, RunReport
 from smoke.probes import names as P
@@ -231,11 +232,14 @@ def _cause(results: Sequence[ProbeResult]) -> ProbeResult:
 
 def failing_nodes(pool: PoolReport) -> dict[str, list[ProbeResult]]:
     """Each node's own failures: its devices', its pod's, its outlier verdict (never warn or
-    skipped, never the pool-wide collective, never a pod that no node ran)."""
+    skipped, never the pool-wide collective, never a pod that no node ran, never the run's
+    coverage of the pool: two pods on one node, or a node no pod reported from, is the
+    run's failure, not the node's)."""
     known = {o.node for o in pool.nodes if o.node}
     out: dict[str, list[ProbeResult]] = {}
     for node, r in pool.verdicts():
-        if node in known and r.verdict is Verdict.FAIL and r.probe != FABRIC:
+        if node in known and r.verdict is Verdict.FAIL and r.probe != FABRIC and \
+                COVERAGE not in r.details:
             out.setdefault(node, []).append(r)
     return out
 
@@ -257,40 +261,71 @@ def quarantine(run: RunReport, clients: Mapping[str, ApiClient], *,
         if not bad or pool.cluster is None or pool.cluster not in clients:
             continue
         api = k.CoreV1Api(clients[pool.cluster])
-        info = pools.get(pool.name)
-        before = _quarantined_units(api, pool.name)
-        if _is_slice_pool(info):
-            assert info is not None
-            units = _slices(api, pool, bad)
-            total = info.slices
-            what = "slice"
-        else:
-            units = [_Unit(pool.name, [n], [n], {n: rs}) for n, rs in sorted(bad.items())]
-            total = max(pool.expected_pods, len(pool.nodes))
-            what = "node"
-        room = cap.limit(total) - len(before)
-        skipped = 0
-        for unit in sorted(units, key=lambda u: u.rank):
-            if set(unit.nodes) <= before.get_nodes():
-                actions += [_action(pool, n, unit, "already", "quarantined before: "
-                                    "`accelfleet smoke status` shows by which run")
-                            for n in unit.nodes]
-                continue
-            if room <= 0:
-                skipped += 1
-                actions += [_action(pool, n, unit, "over-cap", "not quarantined: the "
-                                    "pool's cap is reached") for n in unit.nodes]
-                continue
-            room -= 1
-            actions += _apply(api, run, pool, unit)
-        if skipped:
-            limit = cap.limit(total)
-            capped.append(f"{pool.cluster}/{pool.name}: {skipped} more failing {what}"
-                          f"{'s' if skipped != 1 else ''} not quarantined: the cap is "
-                          f"{limit} {what}{'s' if limit != 1 else ''} of {total} "
-                          f"(--max-quarantine {cap}), {len(before)} already quarantined; "
-                          "check the threshold before raising it")
+        done: list[NodeAction] = []
+        try:
+            capped += _quarantine_pool(api, run, pool, bad, pools.get(pool.name), cap, done)
+        except Exception as exc:  # the API's answer was refused or malformed: say so, and
+            # list every failing node left untouched (an error, never a lost run)
+            why = _stopped(exc)
+            acted = {a.node for a in done}
+            done += [NodeAction(pool.cluster, pool.name, node, "error", node,
+                                _describe(rs), f"left untouched: quarantine of the pool "
+                                f"stopped: {why}") for node, rs in sorted(bad.items())
+                     if node not in acted]
+        actions += done
     return ActionReport(tuple(actions), tuple(capped))
+
+
+def _stopped(exc: Exception) -> str:
+    """Why a pool's quarantine stopped, in words: an API error, or an answer that was not a
+    Node as the API defines it."""
+    from kubernetes.client.exceptions import ApiException
+
+    if isinstance(exc, ApiException):
+        return _api_problem(exc, "read or patch nodes")
+    return (f"the API server's answer was malformed ({type(exc).__name__}: "
+            f"{str(exc)[:120]}); check the API server or a proxy in front of it")
+
+
+def _quarantine_pool(api: CoreV1Api, run: RunReport, pool: PoolReport,
+                     bad: dict[str, list[ProbeResult]], info: InventoryPool | None, cap: Cap,
+                     actions: list[NodeAction]) -> list[str]:
+    """Quarantine one pool's failing units within `cap`, appending to `actions`; the pools
+    past their cap, in words."""
+    capped: list[str] = []
+    before = _quarantined_units(api, pool.name)
+    if _is_slice_pool(info):
+        assert info is not None
+        units = _slices(api, pool, bad)
+        total = info.slices
+        what = "slice"
+    else:
+        units = [_Unit(pool.name, [n], [n], {n: rs}) for n, rs in sorted(bad.items())]
+        total = max(pool.expected_pods, len(pool.nodes))
+        what = "node"
+    room = cap.limit(total) - len(before)
+    skipped = 0
+    for unit in sorted(units, key=lambda u: u.rank):
+        if set(unit.nodes) <= before.get_nodes():
+            actions += [_action(pool, n, unit, "already", "quarantined before: "
+                                "`accelfleet smoke status` shows by which run")
+                        for n in unit.nodes]
+            continue
+        if room <= 0:
+            skipped += 1
+            actions += [_action(pool, n, unit, "over-cap", "not quarantined: the "
+                                "pool's cap is reached") for n in unit.nodes]
+            continue
+        room -= 1
+        actions += _apply(api, run, pool, unit)
+    if skipped:
+        limit = cap.limit(total)
+        capped.append(f"{pool.cluster}/{pool.name}: {skipped} more failing {what}"
+                      f"{'s' if skipped != 1 else ''} not quarantined: the cap is "
+                      f"{limit} {what}{'s' if limit != 1 else ''} of {total} "
+                      f"(--max-quarantine {cap}), {len(before)} already quarantined; "
+                      "check the threshold before raising it")
+    return capped
 
 
 class _Before:
@@ -403,8 +438,14 @@ def _apply(api: CoreV1Api, run: RunReport, pool: PoolReport, unit: _Unit) -> lis
         try:
             obj = _patch(api, node, lambda n: _quarantine_patch(n, ann, unit.nodes))
         except ApiException as exc:
-            out.append(_action(pool, node, unit, "error", _api_problem(exc, "patch nodes")))
+            out.append(_action(pool, node, unit, "error", "left untouched: "
+                               + _api_problem(exc, "patch nodes")))
             continue
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # not a Node
+            out.append(_action(pool, node, unit, "error", "left untouched: " + _stopped(exc)))
+            continue
+        if not isinstance(obj.get("metadata"), dict):  # patched, but the answer is no Node:
+            obj = {"metadata": {"name": node}}  # the Event names the node we patched
         note = _event(api, obj, "SmokeQuarantined", _message(run, unit, node))
         out.append(_action(pool, node, unit, "quarantined", note))
     return out

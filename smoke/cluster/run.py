@@ -126,9 +126,10 @@ class PoolReport:
 
     @property
     def tested(self) -> int:
-        """Nodes whose report holds at least one result that is not skipped."""
-        return sum(1 for n in self.nodes if n.report is not None and any(
-            r.verdict is not Verdict.SKIPPED for r in n.report.results))
+        """Nodes whose report holds at least one result that is not skipped (each node once:
+        two pods that say they ran on one node tested one node at most)."""
+        return len({n.node or n.pod for n in self.nodes if n.report is not None and any(
+            r.verdict is not Verdict.SKIPPED for r in n.report.results)})
 
     @property
     def failures(self) -> list[Failure]:

@@ -8,6 +8,7 @@ import json
 import os
 import secrets
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -53,6 +54,7 @@ class FakeCluster(_KueueControllers):
         self._commands: dict[str, list[str]] = {}
         self._outputs: dict[str, tuple[str, int]] = {}
         self._failures: list[_Failure] = []
+        self._lies: list[list[Any]] = []  # [method, path part, rule, times left]
         self._stop = threading.Event()
         self._rv = itertools.count(1)
         self._server: ThreadingHTTPServer | None = None
@@ -133,6 +135,24 @@ class FakeCluster(_KueueControllers):
         (0: close the connection without an answer, as a dropped connection does)."""
         with self.lock:
             self._failures.append(_Failure(count, status, path_contains))
+
+    def lie(self, method: str, path_contains: str,
+            rule: Callable[[Any], Any], *, times: int = -1) -> None:
+        """A lying rule in front of the server: the answer to each `method` request whose path
+        contains `path_contains` goes through `rule` (which may change it, or raise an
+        ApiError), `times` times (-1: every time). What a hostile or broken API server says."""
+        with self.lock:
+            self._lies.append([method, path_contains, rule, times])
+
+    def rewritten(self, method: str, path: str, result: Any) -> Any:
+        """`result` as the lying rules tell it (the HTTP side calls this for every answer)."""
+        with self.lock:
+            rules = [r for r in self._lies if r[0] == method and r[1] in path and r[3] != 0]
+            for r in rules:
+                r[3] -= 1 if r[3] > 0 else 0
+        for _, _, rule, _ in rules:
+            result = rule(result)
+        return result
 
     def failures_left(self) -> int:
         """Injected failures not yet served."""

@@ -65,6 +65,7 @@ class _Handler(BaseHTTPRequestHandler):
                 raise ApiError(code, "InternalError" if code >= 500 else "TooManyRequests",
                                "injected failure")
             result = self._route(method, url.path.rstrip("/").split("/")[1:], query, body)
+            result = c.rewritten(method, url.path, result)
         except ApiError as exc:
             self._send(exc.code, exc.status())
             return
