@@ -1,5 +1,5 @@
 """`python -m cli` runs the accelfleet command."""
 
-from cli.main import run
+from cli.entry import run
 
 run()

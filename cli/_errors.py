@@ -2,14 +2,37 @@
 
 from __future__ import annotations
 
+import signal
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import FrameType
 from typing import ParamSpec, TypeVar
 
 import typer
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+# Set by Ctrl-C (SIGINT) once `catch_interrupts` is on: whatever an interrupt leaves behind (a
+# module half imported raising AttributeError, an exception raised while unwinding) still
+# ends the command as interrupted, exit 130, never as an internal error.
+INTERRUPTED = threading.Event()
+
+
+def _on_interrupt(signum: int, frame: FrameType | None) -> None:
+    INTERRUPTED.set()
+    raise KeyboardInterrupt
+
+
+def catch_interrupts() -> None:
+    """Note every Ctrl-C from now on (the command's start), then raise KeyboardInterrupt as
+    Python does. Only on the main thread, and only over Python's own handler (a caller's
+    handler, e.g. a test runner's, stays)."""
+    INTERRUPTED.clear()
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGINT) in (signal.default_int_handler, _on_interrupt):
+        signal.signal(signal.SIGINT, _on_interrupt)
 
 
 @contextmanager
@@ -23,6 +46,8 @@ def reported() -> Iterator[None]:
         raise
     except (Exception, KeyboardInterrupt) as exc:
         raise typer.Exit(report(exc)) from None
+    if INTERRUPTED.is_set():  # an interrupt something swallowed: the command did not finish
+        raise typer.Exit(report(KeyboardInterrupt()))
 
 
 def report(exc: BaseException) -> int:
@@ -31,9 +56,9 @@ def report(exc: BaseException) -> int:
     own code (fleet.errors); Ctrl-C exits 130; anything else is a bug (`internal_error`)."""
     from fleet.errors import AccelfleetError
 
-    if isinstance(exc, AccelfleetError):
+    if isinstance(exc, AccelfleetError) and not INTERRUPTED.is_set():
         typer.echo(f"error: {exc}", err=True)
-    elif isinstance(exc, KeyboardInterrupt):
+    elif isinstance(exc, KeyboardInterrupt) or INTERRUPTED.is_set():
         typer.echo("interrupted", err=True)
     else:
         internal_error(exc)
@@ -45,10 +70,10 @@ def exit_code(exc: BaseException) -> int:
     2 bad input, 1 a failed check), 130 for Ctrl-C, 3 for anything else (a bug)."""
     from fleet.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, AccelfleetError
 
+    if isinstance(exc, KeyboardInterrupt) or INTERRUPTED.is_set():
+        return EXIT_INTERRUPTED
     if isinstance(exc, AccelfleetError):
         return exc.exit_code
-    if isinstance(exc, KeyboardInterrupt):
-        return EXIT_INTERRUPTED
     return EXIT_INTERNAL
 
 

@@ -93,6 +93,9 @@ def main(
     ] = False,
 ) -> None:
     """Accelerator fleets as code."""
+    from cli._errors import catch_interrupts
+
+    catch_interrupts()
 
 
 def run() -> None:
@@ -102,7 +105,11 @@ def run() -> None:
         app()
     except SystemExit:
         raise
-    except Exception as exc:
+    except (Exception, KeyboardInterrupt) as exc:
         from cli._errors import report
 
         sys.exit(report(exc))
+    finally:  # the command is over: a Ctrl-C while Python shuts down changes nothing
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

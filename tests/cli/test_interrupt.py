@@ -1,0 +1,34 @@
+"""Issue 30: Ctrl-C is exit 130 with "interrupted" wherever it lands, the imports of a
+command's libraries included (a provider module half imported used to surface as an internal
+error, exit 3). `accelfleet plan` of the example stack is interrupted at several moments, as a
+person's Ctrl-C would: a real SIGINT to a real process."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DELAYS_S = (0.15, 0.5, 1.0, 1.6, 2.4, 3.4)  # start-up, imports, validation, the program
+
+
+@pytest.mark.parametrize("delay_s", DELAYS_S)
+def test_ctrl_c_during_plan_is_interrupted_never_an_internal_error(delay_s: float) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "cli", "plan",
+                             str(ROOT / "stacks" / "Pulumi.example.yaml")], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(delay_s)
+    if proc.poll() is not None:  # finished first: nothing was interrupted
+        proc.communicate()
+        pytest.skip(f"the plan finished within {delay_s} s")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    text = err.decode("utf-8", "replace")
+    assert proc.returncode == 130, text
+    assert "interrupted" in text and "internal error" not in text, text
+    assert "Traceback" not in text, text
