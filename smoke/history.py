@@ -229,8 +229,14 @@ class History:
                              hint="`accelfleet smoke run` and `smoke local` record one (by "
                              f"default in {DEFAULT_PATH}); or pass --history PATH")
         regular_or_absent(path, what="the smoke history", hint=_HISTORY_HINT)
+        # A WAL database read with mode=ro still makes its -wal and -shm files (and cannot in
+        # a read-only folder). With no -wal beside it no writer holds it: it is read as an
+        # immutable file, which makes nothing and locks nothing; with one, a writer may be at
+        # work (its files exist already) and the ordinary read-only mode shares them.
+        wal = path.with_name(path.name + "-wal")
+        mode = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
         try:
-            conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+            conn = sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True,
                                    timeout=BUSY_TIMEOUT_S, isolation_level=None)
         except (OSError, sqlite3.Error, ValueError) as exc:
             raise InputError(f"cannot read the smoke history {path}: {exc}",
