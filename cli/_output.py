@@ -70,6 +70,10 @@ def writable(path: Path | None, *, directory: bool = False) -> None:
 
     if path is None:
         return
+    if path.is_symlink() and not path.exists():
+        raise InputError(f"cannot write {path}: it is a symbolic link to "
+                         f"{os.readlink(path)}, which does not exist",
+                         hint="remove the link, or give another path")
     if directory and path.exists() and not path.is_dir():
         raise InputError(f"cannot write into {path}: it is a file, not a directory",
                          hint="give a directory (it is created if missing)")

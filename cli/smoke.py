@@ -260,9 +260,11 @@ def render(
     """Print (or write) the exact manifests `smoke run` would submit, with no cluster: for
     review and for CI. Exit 0, or 2 for a bad stack or option."""
     stack_file = one_stack(stack_file, stack)
+    from cli._output import writable
     from smoke.cluster.workload import write_manifests
     from smoke.session import plan_run
 
+    writable(out, directory=True)
     run, _, _ = plan_run(_request(stack_file, outputs, pools, tier, timeout_s, image, sustain_s),
                          run_id="render")
     if out is not None:

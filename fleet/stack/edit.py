@@ -123,7 +123,14 @@ def edit_stack(path: Path, decide: Callable[[dict[str, Any]], Change], *, write:
         change = decide(fleet_of(old, str(path)))
         new = render(old, change, str(path))
         if not change.changes_nothing:
-            write_atomic(target, new)
+            try:
+                write_atomic(target, new)
+            except OSError as exc:  # a read-only folder (its lock file may be writable), a
+                # full disk: the stack is as it was (the new text went to a temporary file)
+                raise InputError(f"cannot write {path}: {exc.strerror or exc} (in "
+                                 f"{target.parent})", hint="run where you may write the "
+                                 "stack's folder, or use --patch FILE to write the change "
+                                 "as a diff instead") from None
     return Edit(target, change, old, new, not change.changes_nothing)
 
 

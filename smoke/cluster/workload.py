@@ -463,6 +463,15 @@ def write_manifests(run: RenderedRun, out_dir: Path) -> list[Path]:
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"{out_dir} exists and is not a directory",
                          hint="give --out a directory (it is created if missing)")
+    try:
+        return _write_manifests(run, out_dir)
+    except OSError as exc:  # a link to nowhere, a file on the way, a full disk, no permission
+        raise InputError(f"cannot write the manifests into {out_dir}: "
+                         f"{exc.strerror or exc}", hint="give --out a directory you can "
+                         "write to (it is created if missing)") from None
+
+
+def _write_manifests(run: RenderedRun, out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for cluster, shared in run.shared.items():
