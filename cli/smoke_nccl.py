@@ -124,24 +124,45 @@ def _what(expect: Expect) -> str:
     return ", ".join(parts)
 
 
+TABLE_RANKS = 64  # more ranks than this: one row per distinct setting, with its ranks counted
+
+
+def _row(r: RankLog) -> tuple[str, ...]:
+    from smoke.probes.nccl_log import plugin_text
+
+    gdr = {True: "on", False: "off", None: "-"}[r.gdr]
+    found = f"found {r.nics_found}" if r.nics_found is not None else ""
+    groups = f"{len(r.nic_groups)} NIC groups" if r.nic_groups else ""
+    used = ",".join(f"{n}/{i}" for n, i in sorted(r.nics_used))
+    return (r.nccl_version or "-", plugin_text(r) or "-", ", ".join(r.transports) or "-", gdr,
+            "; ".join(x for x in (found, groups, used) if x) or "-")
+
+
 def _print(ranks: Sequence[RankLog], summary: str) -> None:
+    """One row per rank; past TABLE_RANKS ranks, one row per distinct setting with the ranks
+    that share it counted (a log of 300,000 ranks prints in seconds, not minutes), at most
+    TABLE_RANKS rows, the rest said in a line (`--json` lists every rank)."""
     from rich.markup import escape
     from rich.table import Table
 
     from cli._output import console, print_table
-    from smoke.probes.nccl_log import plugin_text
+    from fleet.words import counted
 
     t = Table(title="NCCL ranks in the log")
     for col in ("rank", "NCCL", "net plugin", "transport", "GDRDMA", "NICs"):
         t.add_column(col, overflow="fold")
+    rows: dict[tuple[str, ...], list[str]] = {}
     for r in ranks:
-        gdr = {True: "on", False: "off", None: "-"}[r.gdr]
-        found = f"found {r.nics_found}" if r.nics_found is not None else ""
-        groups = f"{len(r.nic_groups)} NIC groups" if r.nic_groups else ""
-        used = ",".join(f"{n}/{i}" for n, i in sorted(r.nics_used))
-        t.add_row(escape(r.key), escape(r.nccl_version or "-"),
-                  escape(plugin_text(r) or "-"), escape(", ".join(r.transports) or "-"), gdr,
-                  escape("; ".join(x for x in (found, groups, used) if x) or "-"))
+        rows.setdefault(_row(r), []).append(r.key)
+    grouped = len(ranks) > TABLE_RANKS
+    shown = list(rows.items()) if grouped else [(_row(r), [r.key]) for r in ranks]
+    for row, keys in shown[:TABLE_RANKS]:
+        label = keys[0] if not grouped else (
+            f"{counted(len(keys), 'rank')} ({keys[0]}{', ...' if len(keys) > 1 else ''})")
+        t.add_row(escape(label), *(escape(cell) for cell in row))
     out = console()
     print_table(out, t)
+    if len(shown) > TABLE_RANKS:
+        out.print(f"... and {counted(len(shown) - TABLE_RANKS, 'more setting')} (--json lists "
+                  "every rank)")
     out.print(escape(summary))

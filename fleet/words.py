@@ -94,3 +94,8 @@ def count(value: float) -> str:
 def num(value: float | None, fmt: str = "{:,.0f}") -> str:
     """A table cell's figure in `fmt`, or `-` when there is none."""
     return "-" if value is None else fmt.format(value)
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """`n` and its noun, singular or plural: 1 rank, 300,000 ranks, 1 more setting."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
