@@ -4,6 +4,12 @@ figures the issue asks for: exit-3 cases, tracebacks, hangs (a case over HANG_S,
 an alarm), cases that changed a file, cases over the 2 s budget, and time per reader.
 
     nice .venv/bin/python benchmarks/fuzz_readers.py [--cases 10000] [--seed 21] [--out F]
+        [--api-cases 200]
+
+`--api-cases N` adds the hostile-API angle (issue 30, tests/fuzz/hostile_api.py): N seeded
+runs of `smoke run --quarantine` against the fake API server with lying rules in front of it
+(some on every answer), each counted as exit 3, traceback, hang, a pass of a node that was not
+judged, or measurements lost.
 
 Exit 0 when no case gave exit 3, a traceback, a hang or a changed file; 1 otherwise (each
 such case is listed with its reader, seed file and mutations, to replay).
@@ -43,6 +49,7 @@ def main() -> int:
     ap.add_argument("--cases", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=21)
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    ap.add_argument("--api-cases", type=int, default=0, help="hostile-API runs (issue 30)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     signal.signal(signal.SIGALRM, _alarm)
@@ -88,6 +95,10 @@ def main() -> int:
                   f"{exit3}, tracebacks {tracebacks}, hangs {hangs}, changed {changed}, "
                   f"over {BUDGET_S:g} s {slow}", flush=True)
     total = time.perf_counter() - started
+    api = _api_angle(args.api_cases, random.Random(args.seed), bad) if args.api_cases else {}
+    exit3 += int(api.get("exit3", 0))
+    tracebacks += int(api.get("tracebacks", 0))
+    hangs += int(api.get("hangs", 0))
     figures = {
         "cases": args.cases, "seed": args.seed, "seconds": round(total, 1),
         "exit3": exit3, "tracebacks": tracebacks, "hangs": hangs, "changed_files": changed,
@@ -96,6 +107,7 @@ def main() -> int:
                            "median_ms": round(statistics.median(t) * 1000, 1) if t else None,
                            "max_ms": round(max(t) * 1000, 1) if t else None}
                        for r, t in times.items()},
+        "hostile_api": api,
         "cases_to_look_at": bad[:50],
     }
     print(json.dumps({k: v for k, v in figures.items() if k != "cases_to_look_at"}, indent=1))
@@ -103,7 +115,53 @@ def main() -> int:
         print("CASE", json.dumps(b)[:400])
     if args.out is not None:
         args.out.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
-    return 1 if exit3 or tracebacks or hangs or changed else 0
+    untested_or_lost = int(api.get("passed_untested", 0)) + int(api.get("lost", 0))
+    return 1 if exit3 or tracebacks or hangs or changed or untested_or_lost else 0
+
+
+API_HANG_S = 120  # a hostile-API run past its own deadline (30 s + grace) and cleanup
+
+
+def _api_angle(cases: int, rng: random.Random, bad: list[dict[str, object]]
+               ) -> dict[str, object]:
+    """The hostile-API runs: their counts, and each bad case appended to `bad`."""
+    from tests.fuzz.hostile_api import random_case, run_api_case
+
+    counts = {"cases": cases, "exit3": 0, "tracebacks": 0, "hangs": 0, "passed_untested": 0,
+              "lost": 0, "exit_codes": {}}
+    seconds: list[float] = []
+    started = time.perf_counter()
+    for case_no in range(cases):
+        case = random_case(rng)
+        with tempfile.TemporaryDirectory(prefix="accelfleet-api-") as tmp:
+            signal.alarm(API_HANG_S)
+            try:
+                o = run_api_case(case, Path(tmp))
+            except Hang:
+                counts["hangs"] += 1  # type: ignore[operator]
+                bad.append({"api_case": case_no, **case.to_dict(), "hang": True})
+                continue
+            finally:
+                signal.alarm(0)
+        seconds.append(o.seconds)
+        codes = counts["exit_codes"]
+        assert isinstance(codes, dict)
+        codes[o.code] = codes.get(o.code, 0) + 1
+        problem = [p for p, hit in (("exit 3", o.code not in (0, 1, 2)),
+                                    ("traceback", o.traceback),
+                                    (o.passed_untested, bool(o.passed_untested)),
+                                    (o.lost, bool(o.lost))) if hit]
+        counts["exit3"] += o.code not in (0, 1, 2)  # type: ignore[operator]
+        counts["tracebacks"] += o.traceback  # type: ignore[operator]
+        counts["passed_untested"] += bool(o.passed_untested)  # type: ignore[operator]
+        counts["lost"] += bool(o.lost)  # type: ignore[operator]
+        if problem:
+            bad.append({"api_case": case_no, **case.to_dict(), "problem": problem,
+                        "output": o.output[-600:]})
+    counts["seconds"] = round(time.perf_counter() - started, 1)
+    counts["median_s"] = round(statistics.median(seconds), 2) if seconds else None
+    counts["max_s"] = round(max(seconds), 1) if seconds else None
+    return counts
 
 
 if __name__ == "__main__":

@@ -55,5 +55,6 @@ def _exit_code(status: Mapping[str, Any]) -> int | None:
     for cs in status.get("containerStatuses") or []:
         term = (cs.get("state") or {}).get("terminated")
         if term is not None:
-            return int(term.get("exitCode", 0))
+            code = term.get("exitCode", 0) if isinstance(term, dict) else None
+            return code if isinstance(code, int) and not isinstance(code, bool) else None
     return None

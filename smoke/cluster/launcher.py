@@ -100,6 +100,15 @@ class _Pool:
         self.status, self.reason, self.finished = status, reason, time.monotonic()
 
 
+def _pod_state(pod: Any) -> _PodState | None:
+    """What the launcher reads of one item of a pod list; None for an item that is not a Pod
+    as the API defines one (no name, fields of the wrong type): it tells of no pod."""
+    try:
+        return _PodState.of(pod)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
 def _raw(resp: Any) -> bytes:
     data = getattr(resp, "data", None)
     if data is None and hasattr(resp, "read"):
@@ -245,8 +254,11 @@ class _ClusterRun:
                                 _continue=token, _preload_content=False,
                                 _request_timeout=REQUEST_TIMEOUT_S)
             page = json.loads(_raw(resp))
-            states += [_PodState.of(pod) for pod in page.get("items") or []]
-            token = (page.get("metadata") or {}).get("continue") or None
+            if not isinstance(page, dict):
+                raise ValueError("the pod list is not a PodList")
+            states += [s for s in map(_pod_state, page.get("items") or []) if s is not None]
+            meta = page.get("metadata")
+            token = (meta.get("continue") if isinstance(meta, dict) else None) or None
             if token is None:
                 return states
 

@@ -52,9 +52,14 @@ class LivePool:
 
 def _why_untestable(node: Mapping[str, Any]) -> str:
     spec, status = node.get("spec") or {}, node.get("status") or {}
+    if not isinstance(spec, dict) or not isinstance(status, dict):
+        return "its spec or status is not an object (a malformed answer)"
     if spec.get("unschedulable"):
         return "cordoned (spec.unschedulable)"
-    for cond in status.get("conditions") or []:
+    conditions = status.get("conditions") or []
+    for cond in conditions if isinstance(conditions, list) else []:
+        if not isinstance(cond, dict):
+            continue
         if cond.get("type") == "Ready" and cond.get("status") != "True":
             return f"not Ready ({cond.get('reason') or cond.get('status')})"
     return ""
@@ -69,10 +74,26 @@ def live_pool(client: ApiClient, w: PoolWorkload) -> LivePool:
     resp = with_retries(k.CoreV1Api(client).list_node, label_selector=selector,
                         _preload_content=False, _request_timeout=(5.0, 30.0))
     data = getattr(resp, "data", None)
-    items = json.loads(data if isinstance(data, bytes) else b"{}").get("items") or []
+    try:
+        answer = json.loads(data if isinstance(data, bytes) else b"{}")
+    except ValueError:
+        answer = None
+    items = answer.get("items") if isinstance(answer, dict) else None
+    if not isinstance(items, list | None):
+        items = None
+    if not isinstance(answer, dict) or (items is None and "items" in answer):
+        from fleet.errors import SetupError
+
+        raise SetupError(f"cluster {w.cluster}: the API server's node list for pool "
+                         f"{w.pool.name} is not a NodeList", hint="check the API server (or "
+                         "a proxy in front of it) with `kubectl get nodes -l "
+                         f"{selector}`; the run tested nothing")
     testable, untested = [], {}
-    for node in items:
-        name = str(node["metadata"]["name"])
+    for node in items or []:  # an item that is not a Node (no name) tells of no node
+        meta = node.get("metadata") if isinstance(node, dict) else None
+        name = meta.get("name") if isinstance(meta, dict) else None
+        if not isinstance(name, str) or not name:
+            continue
         why = _why_untestable(node)
         if why:
             untested[name] = why
