@@ -17,11 +17,26 @@ ROOT = Path(__file__).resolve().parents[2]
 DELAYS_S = (0.15, 0.5, 1.0, 1.6, 2.4, 3.4)  # start-up, imports, validation, the program
 
 
+def _started(proc: subprocess.Popen[bytes]) -> None:
+    """Wait until the child runs Python (its command line is ours): a signal that reaches
+    the forked child before its exec is lost with the image it was sent to, on a busy machine
+    too, and would test nothing."""
+    cmdline = Path(f"/proc/{proc.pid}/cmdline")
+    for _ in range(2000):
+        try:
+            if b"cli\0plan" in cmdline.read_bytes():
+                return
+        except OSError:
+            return  # no /proc here, or the process is gone: nothing better to wait for
+        time.sleep(0.005)
+
+
 @pytest.mark.parametrize("delay_s", DELAYS_S)
 def test_ctrl_c_during_plan_is_interrupted_never_an_internal_error(delay_s: float) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "cli", "plan",
                              str(ROOT / "stacks" / "Pulumi.example.yaml")], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _started(proc)
     time.sleep(delay_s)
     if proc.poll() is not None:  # finished first: nothing was interrupted
         proc.communicate()
