@@ -94,7 +94,8 @@ def _other_types() -> tuple[re.Pattern[str], ...]:
     """ruamel.yaml's implicit resolvers of YAML 1.1 and 1.2 for every type but str."""
     from ruamel.yaml.resolver import implicit_resolvers
 
-    return tuple(regexp for versions, tag, regexp, _first in implicit_resolvers
+    return tuple(re.compile(regexp.pattern, regexp.flags)  # ruamel's are lazily compiled
+                 for versions, tag, regexp, _first in implicit_resolvers
                  if tag != _STR_TAG and ((1, 1) in versions or (1, 2) in versions))
 
 
