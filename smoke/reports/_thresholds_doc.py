@@ -36,7 +36,7 @@ def _row(key: str, probe: str, th: T.Threshold, peak: float | None = None, *,
         f"warn-only: {th.unenforced}" if th.unenforced else "no floor")
     if enforced == "enforced" and not verified:
         enforced = "warn-only: the catalog's figures for this SKU are unverified"
-    return f"| {probe} | {key} | {floor} | {warn} | {enforced} | {th.source} |"
+    return f"| {probe} | {key} | {floor} | {warn} | {enforced} | {th.source} | {th.as_of} |"
 
 
 def table() -> str:
@@ -45,7 +45,8 @@ def table() -> str:
     from fleet.catalog import load_catalog
 
     cat = load_catalog()
-    rows = ["| probe | SKU | floor | warn | enforced | source |", "|---|---|---|---|---|---|"]
+    rows = ["| probe | SKU | floor | warn | enforced | source | read |",
+            "|---|---|---|---|---|---|---|"]
     for probe in (T.MATMUL, T.MEMORY):
         for acc in cat.accelerators.values():
             if acc.key == "cpu":
