@@ -28,6 +28,7 @@ from smoke.probes.names import ALLREDUCE as ALLREDUCE
 from smoke.probes.names import FABRIC as FABRIC
 from smoke.probes.names import MATMUL as MATMUL
 from smoke.probes.names import MEMORY as MEMORY
+from smoke.probes.names import P2P as P2P
 from smoke.probes.names import SUSTAINED as SUSTAINED
 
 MATMUL_N = 8192  # the GPU/TPU matmul size (smoke.probes.backend.Sizes)
@@ -186,6 +187,23 @@ _FABRIC_UNMEASURED = _bw(
     "checked, and judged against the pool's other nodes",
     source="no published 2-node all-reduce figure for this machine and fabric")
 
+# -- GPU pairs inside the node (T3): copy bandwidth per pair, p2pBandwidthLatencyTest's size ----
+# CUDA's p2pBandwidthLatencyTest (NVIDIA/cuda-samples outputBandwidthMatrix): 10,000,000 ints,
+# 5 cudaMemcpyPeerAsync per pair; the agent copies the same (smoke.probes.nvlink)
+P2P_BYTES = 10_000_000 * 4
+P2P_REPEATS = 5
+_H100_P2P = Threshold(
+    floor_abs=round(DCGM_RULE * 376.27, 1), outlier_fail=None, outlier_warn=None,
+    size=P2P_BYTES, as_of="2026-11-27",
+    source="0.75 x 376.27 GB/s, the median GPU-0 pair of CUDA's p2pBandwidthLatencyTest "
+    "(unidirectional, P2P writes, 40 MB) on an HGX H100 SXM: 371.02-376.82 GB/s "
+    "(NVIDIA/nccl#1264); each pair is also judged against the node's own pairs "
+    "(smoke.probes.nvlink)")
+_P2P_UNMEASURED = Threshold(
+    floor_abs=None, outlier_fail=None, outlier_warn=None, enforced=False,
+    unenforced=_NO_REF + ": each pair is judged against the node's own pairs", as_of="2026-11-27",
+    source="no published p2pBandwidthLatencyTest matrix for this GPU read yet")
+
 # -- sustained (T2) ---------------------------------------------------------------------------
 # floor_ratio is of the SAME device's burst figure (T2 matmul), not of the catalog peak; no
 # outlier rule (under one jitted JAX program every device shows the same figure). Throttle
@@ -210,6 +228,9 @@ REGISTRY: dict[tuple[str, str], Threshold] = {
     ("cpu", ALLREDUCE): _CPU,
     ("cpu", FABRIC): _CPU,
     ("*", SUSTAINED): _SUSTAINED,
+    ("*", P2P): _P2P_UNMEASURED,
+    ("cpu", P2P): _CPU,
+    ("h100-80gb", P2P): _H100_P2P,
     ("cpu", SUSTAINED): _CPU,
     ("h100-80gb", MATMUL): _H100_MATMUL,
     ("tpu7x", MATMUL): _TPU7X_MATMUL,

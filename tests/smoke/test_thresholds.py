@@ -165,12 +165,14 @@ def test_bandwidth_node_outliers_and_nan_peers() -> None:
 
 
 def test_enforced_sizes_are_the_sizes_the_agent_runs() -> None:
+    from smoke.probes.names import P2P
+    from smoke.probes.nvlink import P2P_BYTES
     gpu = Sizes.for_platform("gpu")
     assert MATMUL_N == gpu.matmul_n
     assert BANDWIDTH_BYTES == gpu.allreduce_mib * 2**20
     for (key, probe), th in REGISTRY.items():
         if th.enforced and th.size is not None:
-            want = MATMUL_N if probe == MATMUL else BANDWIDTH_BYTES
+            want = {MATMUL: MATMUL_N, P2P: P2P_BYTES}.get(probe, BANDWIDTH_BYTES)
             if th.smaller_size_bound:  # a figure that rises with size, measured below ours
                 assert probe == MATMUL and th.size < want, (key, probe)
             else:
