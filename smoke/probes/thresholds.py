@@ -111,11 +111,12 @@ _CPU = Threshold(floor_ratio=None, outlier_fail=None, outlier_warn=None,
 
 # -- in-node all-reduce (T3), busbw at 2 GiB per device ----------------------------------------
 def _bw(floor_abs: float | None, source: str, *, size: int | None = BANDWIDTH_BYTES,
-        enforced: bool = True, unenforced: str = "") -> Threshold:
+        enforced: bool = True, unenforced: str = "", as_of: str = "2026-11-24") -> Threshold:
     """A bandwidth entry: one figure per host, so no per-device outlier rule (the pool's
     nodes are compared with each other instead: verdict.POOL_OUTLIER)."""
     return Threshold(floor_abs=floor_abs, outlier_fail=None, outlier_warn=None,
-                     enforced=enforced, source=source, size=size, unenforced=unenforced)
+                     enforced=enforced, source=source, size=size, unenforced=unenforced,
+                     as_of=as_of)
 
 
 _H100_NVLINK = _bw(
@@ -142,6 +143,33 @@ _ALLREDUCE_UNMEASURED = _bw(
     None, size=None, enforced=False, unenforced=_NO_REF + " at 2 GiB: the figure is reported, "
     "and judged against the pool's other nodes",
     source="no published in-node all-reduce figure for this machine")
+
+# TPU psum (the in-host all-reduce over ICI; the slice-wide one is the fabric probe): no floor
+# from a measurement at our size and slice exists, so warn-only, per generation, with the reason.
+_TPU_PSUM_CHECKED = ("; the sum is checked and the figure reported (and across a pool's hosts, "
+                     "judged against the other hosts)")
+_TPU_NOT_FOUND = ("no published psum (all-reduce) bandwidth measurement for this TPU "
+                  "generation: none in AI-Hypercomputer/accelerator-microbenchmarks@6a306a80 "
+                  "or AI-Hypercomputer/tpu-recipes@c8cfe2f6")
+
+
+def _tpu_psum(why: str, source: str) -> Threshold:
+    return _bw(None, size=None, enforced=False, unenforced=why + _TPU_PSUM_CHECKED,
+               source=source, as_of="2026-11-27")
+
+
+_TPU_PSUM = {
+    "tpu-v6e": _tpu_psum(
+        "the one published v6e psum figure is of a 256-chip slice at 0.606 GB per device, "
+        "with its own bandwidth definition (bytes / time), not of a host at 256 MiB as busbw",
+        "psum_ici 235.76 GB/s, v6e-256, 17408x17408 bf16 (0.606 GB), an example log line of "
+        "AI-Hypercomputer/tpu-recipes@acf1f8f5:microbenchmarks/trillium/collectives/README.md"),
+    "tpu7x": _tpu_psum(
+        "Ironwood's collectives benchmark (psum on 2x2x1 to 4x4x8) publishes no results",
+        "AI-Hypercomputer/tpu-recipes@c8cfe2f6:microbenchmarks/ironwood/README.md: a GEMM "
+        "results table only; " + _TPU_NOT_FOUND),
+    **{k: _tpu_psum(_TPU_NOT_FOUND, _TPU_NOT_FOUND) for k in ("tpu-v4", "tpu-v5e", "tpu-v5p")},
+}
 
 # -- cross-node fabric (T3), busbw at 2 GiB per device, 2 nodes x 8 GPUs -------------------------
 _TWO_NODES = "2 nodes x 8 GPUs; ring busbw does not fall with more nodes in theory, large " \
@@ -241,6 +269,7 @@ REGISTRY: dict[tuple[str, str], Threshold] = {
     ("l4", MEMORY): _dcgm(198_500),
     ("l40s", MEMORY): _L40S_MEMORY,
     **{(k, MEMORY): _TPU_MEMORY for k in ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu7x")},
+    **{(k, ALLREDUCE): th for k, th in _TPU_PSUM.items()},
     ("a3-highgpu-8g", ALLREDUCE): _H100_NVLINK,
     ("p5.48xlarge", ALLREDUCE): _H100_NVLINK,
     ("a3-megagpu-8g", ALLREDUCE): _warn_only(

@@ -179,3 +179,19 @@ def test_enforced_sizes_are_the_sizes_the_agent_runs() -> None:
                 assert th.size == want, (key, probe)
         if not th.enforced and key != "cpu":
             assert th.unenforced, (key, probe)  # the report must say why
+
+
+def test_tpu_psum_is_warn_only_per_generation_with_the_reason() -> None:
+    """Issue 28 item 3: no published psum figure at our size and slice, for any generation."""
+    from smoke.probes.verdict import threshold
+
+    for words in ("v4 2x2x1", "v5e 2x2", "v5p 2x2x1", "v6e 2x2", "tpu7x 2x2x1"):
+        exp = from_catalog(words, "jax")
+        assert exp.accelerator is not None
+        th = threshold(exp.accelerator.key, ALLREDUCE, exp.machine)
+        assert not th.enforced and th.floor_abs is None and "psum" in th.unenforced, words
+        r = judge_allreduce(AllReduce(busbw_gbps=1.0, algbw_gbps=0.7, seconds=1.0,
+                                        bytes_per_device=256 * 2**20, correct=True), 4, exp)
+        assert r.verdict is Verdict.PASS and "no floor:" in r.reason and "psum" in r.reason
+    v6e = threshold("tpu-v6e", ALLREDUCE)
+    assert "256-chip slice" in v6e.unenforced and "235.76" in v6e.source
