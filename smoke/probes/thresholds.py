@@ -7,10 +7,13 @@ fabric (`a3-megagpu-8g/tcpxo`; `socket` for a GPU pool built without one), or `*
 Rules every entry follows:
 - A floor is enforced only where a published measurement of that SKU exists at the size our
   probe runs (`size`): floor = 0.75 x the measured figure (DCGM's rule: "targets set at 0.75 of
-  a measured reference", reference/health-checks.md), or a vendor's published floor (DCGM's
-  memory floors). Anything else is warn-only, and `unenforced` says why; the result's reason
-  carries it, so the report says so.
-- The warning band is 1.05 x the floor (Azure HPC health checks).
+  a measured reference", reference/health-checks.md), or a vendor's published floor at that
+  size (DCGM's memory floors; Google's cluster-health-scanner for TCPXO). A measurement at a
+  smaller size counts where the figure rises with size through the reference's own table
+  (`smaller_size_bound`: the floor can only be looser; tpu7x). Anything else is warn-only, and
+  `unenforced` says why; the result's reason carries it, so the report says so.
+- The warning band is 1.05 x the floor (Azure HPC health checks), except where a second
+  source sets it (TCPXO: warn below 0.75 x the measured run, fail below the vendor's floor).
 - Sizes: matmul 8192^3 bf16; bandwidth 2 GiB per device (2,147,483,648 bytes), the size that
   aws-do-eks, awsome-distributed-training and the hypercomputer-internode-deepdive harness all
   report, so our busbw reads against theirs. `size` records it; a figure measured at another
