@@ -25,6 +25,7 @@ class FabricKind(StrEnum):
     rdma = "rdma"
     efa = "efa"
     ib = "ib"
+    mnnvl = "mnnvl"
     socket = "socket"
 
 
@@ -59,7 +60,8 @@ def nccl_log(
         "--fabric", metavar="|".join(FabricKind),
         help="The fabric the ranks should have used: its transport, no Socket "
         "fallback, and (for rdma, i.e. gIB, ib and efa, unless --no-gdr) GPUDirect RDMA on "
-        "every NET channel.",
+        "every NET channel; mnnvl (GB200 NVL72): every GPU registered in one healthy "
+        "multi-node NVLink domain (NVML's healthMask as NCCL logs it).",
         show_default=False)] = None,
     gdr: Annotated[bool | None, typer.Option(
         "--gdr/--no-gdr", help="Require GPUDirect RDMA (/GDRDMA) on every NET channel, or "
@@ -76,6 +78,10 @@ def nccl_log(
     """Say which NCCL, net plugin and transport each rank of a log used, whether GPUDirect
     RDMA was on and how many NICs each host used, and whether that is what `--fabric` should
     give. Set NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,NET at least) when you make the log.
+
+    NCCL WARN lines are problems, said first: the first is the likely cause. Console and
+    CloudWatch copies (timestamps before the host) are read; a log stripped of its
+    `host:pid:tid` prefixes is read as one process, and says so.
 
     Exit 0 the log shows the fabric (or no --fabric/--nics was asked); 1 it does not; 2 the
     file is unreadable or holds no NCCL line.
@@ -102,13 +108,17 @@ def nccl_log(
                     "ranks": [r.to_dict() for r in log.ranks]})
     else:
         _print(log.ranks, judged.summary)
+        if not log.attributed:
+            typer.echo("note: the log has no `host:pid:tid [dev]` prefixes (stripped), so its "
+                       "lines cannot be attributed to ranks or hosts: read as one process")
         if asked and judged.ok:
             typer.echo(f"ok: the log shows {_what(expect)}")
     if asked and not judged.ok:
         problems = "\n  ".join(judged.problems)
-        raise CheckFailed(f"the log does not show {_what(expect)}:\n  {problems}",
-                          hint="the fabric fell back or is degraded on the ranks named; "
-                          "check the plugin installer, the pod's NICs and its env profile")
+        hint = (f"NCCL said why first: {judged.hint}" if judged.hint else
+                "the fabric fell back or is degraded on the ranks named; check the plugin "
+                "installer, the pod's NICs and its env profile")
+        raise CheckFailed(f"the log does not show {_what(expect)}:\n  {problems}", hint=hint)
 
 
 def _what(expect: Expect) -> str:

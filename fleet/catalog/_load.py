@@ -81,6 +81,9 @@ def load_accelerators() -> dict[str, Accelerator]:
             raise CatalogError(f"accelerators.yaml {acc.key}: every figure needs a source")
         if acc.kind not in ("gpu", "tpu", "cpu"):
             raise CatalogError(f"accelerators.yaml {acc.key}: kind must be gpu, tpu or cpu")
+        if acc.nvlinks < 0 or (acc.nvlinks and not acc.nvlinks_source):
+            raise CatalogError(f"accelerators.yaml {acc.key}: nvlinks needs a count of 0 or "
+                               "more and, when not 0, an nvlinks_source")
         out.append(acc)
     _unique([a.key for a in out], "accelerators.yaml")
     return {a.key: a for a in out}

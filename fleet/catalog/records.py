@@ -26,6 +26,8 @@ class Accelerator:
     jax_devices_per_chip: int = 1
     verified: bool = True
     aliases: tuple[str, ...] = ()
+    nvlinks: int = 0  # NVLink links per GPU (0: PCIe only); smoke checks every one is up
+    nvlinks_source: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,6 +81,29 @@ def _fill(node: Any, values: list[Any], used: set[int]) -> Any:
     return node
 
 
+# kubectl reads manifests with sigs.k8s.io/yaml, i.e. go-yaml v2, whose plain scalars resolve
+# by YAML 1.1: `y`, `yes`, `on`, `off`, `n`, `no` are booleans, `012` octal, `1:20` sexagesimal
+# (go-yaml v2 resolve.go, resolveMapList: https://github.com/go-yaml/yaml/blob/v2/resolve.go,
+# read 2026-11-27). ruamel.yaml quotes only what YAML 1.2 would read as another type, so
+# `--expect-gdr yes` was written bare and `kubectl apply` refused a boolean where a string goes.
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+@cache
+def _other_types() -> tuple[re.Pattern[str], ...]:
+    """ruamel.yaml's implicit resolvers of YAML 1.1 and 1.2 for every type but str."""
+    from ruamel.yaml.resolver import implicit_resolvers
+
+    return tuple(re.compile(regexp.pattern, regexp.flags)  # ruamel's are lazily compiled
+                 for versions, tag, regexp, _first in implicit_resolvers
+                 if tag != _STR_TAG and ((1, 1) in versions or (1, 2) in versions))
+
+
+def reads_as_another_type(value: str) -> bool:
+    """Whether a YAML 1.1 or 1.2 parser reads `value`, written plain, as other than a string."""
+    return value == "" or any(regexp.match(value) for regexp in _other_types())
+
+
 @cache
 def _dumper() -> Any:
     from ruamel.yaml import YAML
@@ -90,7 +113,9 @@ def _dumper() -> Any:
         pass
 
     def text(rep: SafeRepresenter, value: str) -> Any:
-        style = "|" if "\n" in value else None  # the emitter falls back when it cannot
+        # `|` for multi-line text (the emitter falls back when it cannot); quoted where a
+        # YAML 1.1 reader (kubectl) would take the plain word for a bool, number, date or null
+        style = "|" if "\n" in value else "'" if reads_as_another_type(value) else None
         return rep.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
     _Representer.add_representer(str, text)
@@ -103,7 +128,8 @@ def _dumper() -> Any:
 
 
 def dump_yaml(objects: Sequence[Mapping[str, Any]]) -> str:
-    """Objects as a multi-document YAML stream (block style, multi-line strings as `|`)."""
+    """Objects as a multi-document YAML stream (block style, multi-line strings as `|`, every
+    string a YAML 1.1 or 1.2 reader would take for another type quoted)."""
     import io
 
     out = io.StringIO()

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from smoke.probes.backend import AllReduce
+
+NcclVersion = tuple[int, int, int]
 
 _USING_NETWORK = re.compile(r"NCCL INFO Using network (?P<name>[A-Za-z0-9_ .-]+?)\s*$")
 _EXPORT = re.compile(r"^\s*export\s+(?P<key>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*?)\s*$")
@@ -40,11 +42,16 @@ NCCL_LOGGING_KEYS = ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE")
 
 
 def nccl_environment(profile: Mapping[str, str], *, nccl_lib: str = "",
-                     base: Mapping[str, str] | None = None
+                     base: Mapping[str, str] | None = None,
+                     torch_nccl: Callable[[], NcclVersion | None] | None = None,
                      ) -> tuple[dict[str, str], dict[str, Any]]:
     """The variables to run NCCL with on this node, and what was decided (for the report):
     the fabric's profile without its logging settings, ours over it, and `LD_PRELOAD` of the
-    installer's `libnccl.so.2` when `nccl_lib` names a file that exists."""
+    installer's `libnccl.so.2` when `nccl_lib` names a file that exists and is not of an older
+    NCCL minor release than `torch_nccl()` says torch was built with (smoke.probes.
+    _nccl_version: refused, `nccl_preload_refused` says why and what to do)."""
+    from smoke.probes import _nccl_version as NV
+
     env = {k: v for k, v in profile.items() if k not in NCCL_LOGGING_KEYS}
     env |= NCCL_DEBUG_ENV
     notes: dict[str, Any] = {}
@@ -53,6 +60,14 @@ def nccl_environment(profile: Mapping[str, str], *, nccl_lib: str = "",
         notes["nccl_profile_overridden"] = overridden
     if nccl_lib:
         if Path(nccl_lib).is_file():
+            installer, how = NV.installer_version(nccl_lib)
+            built = (torch_nccl or NV.torch_version)()
+            notes["nccl_installer_version"] = f"{NV.text(installer)} ({how})"
+            notes["nccl_torch_version"] = NV.text(built)
+            refused = NV.refusal(nccl_lib, installer, built)
+            if refused:
+                notes["nccl_preload_refused"] = refused
+                return env, notes
             current = (os.environ if base is None else base).get("LD_PRELOAD", "")
             env["LD_PRELOAD"] = f"{nccl_lib}:{current}" if current else nccl_lib
             notes["nccl_preload"] = nccl_lib

@@ -111,6 +111,33 @@ class TorchBackend:
         return launch(len(devices), backend=backend, mib=sizes.allreduce_mib)
 
 
+    def pair_copy_gbps(self, devices: Sequence[Device], nbytes: int,
+                 repeats: int) -> dict[tuple[int, int], float]:
+        """Copy bandwidth of every ordered GPU pair, as CUDA's p2pBandwidthLatencyTest times
+        it: `repeats` copies of `nbytes` from one GPU to the other (torch copies across
+        devices on the source's current stream, with peer access enabled), timed with the
+        source's CUDA events after one untimed copy."""
+        gpus = [d for d in devices if d.platform == "gpu"]
+        src = {d.index: torch.ones(nbytes, dtype=torch.uint8, device=self._device(d))
+               for d in gpus}
+        dst = {d.index: torch.empty(nbytes, dtype=torch.uint8, device=self._device(d))
+               for d in gpus}
+        out: dict[tuple[int, int], float] = {}
+        for a in gpus:
+            for b in gpus:
+                if a.index == b.index:
+                    continue
+                dst[b.index].copy_(src[a.index])
+                torch.cuda.synchronize(b.index)
+                timer = _CudaTimer(a.index)
+                timer.start()
+                for _ in range(repeats):
+                    dst[b.index].copy_(src[a.index])
+                seconds = timer.stop()
+                torch.cuda.synchronize(b.index)
+                out[(a.index, b.index)] = nbytes * repeats / seconds / 1e9
+        return out
+
     def sustain(self, devices: Sequence[Device], sizes: Sizes,
                 window_s: float) -> dict[str, SustainedLoad]:
         """Every device loaded at once: a thread per device (its own CUDA device and stream)

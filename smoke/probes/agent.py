@@ -159,6 +159,12 @@ def _cross_node(args: argparse.Namespace, report: HostReport,
     sizes = Sizes.for_platform(report.platform)
     from smoke.probes._fabric import torch_across_nodes
 
+    refused = notes.get("nccl_preload_refused")
+    if refused:  # the fabric needs the installer's NCCL, which cannot run under this torch
+        world = rdv.nodes * local
+        return V.judge_fabric(CrossNode(rdv.nodes, world, None, error=refused,
+                                        details=dict(notes)), expected,
+                              expect=_fabric_expect(args))
     # os.environ already holds the node's NCCL environment (prepare_nccl)
     cross: CrossNode = torch_across_nodes(rdv, local, gpu=gpu, mib=sizes.allreduce_mib,
                                           timeout_s=cross_node_budget_s(

@@ -99,11 +99,15 @@ def run_local(
     n = len(devices)
     window_s = sizes.sustain_s if sustain_s is None else sustain_s
     sustain = tier >= 2 and window_s > 0 and n > 0
+    gpu = bool(devices) and devices[0].platform == "gpu"
+    p2p = tier >= 3 and gpu and hasattr(be, "pair_copy_gbps")
     total = 1 + (n + 1 if tier >= 1 else 0) + (2 * n if tier >= 2 else 0) + sustain + (tier >= 3)
-    prog.start(total)
+    prog.start(total + p2p)
 
     prog.step("T0 inventory")
     results = V.judge_inventory(devices, exp)
+    if not devices or devices[0].platform != "tpu":  # NVLink: GPUs; skipped on a CPU host
+        results += _nvlink(gpu, exp)
     if tier >= 1:
         results += _tier1(be, devices, sizes, prog)
     if tier >= 2:
@@ -125,6 +129,9 @@ def run_local(
                 results.append(V.judge_allreduce(be.allreduce(devices, sizes), n, exp))
             except Exception as exc:
                 results.append(_error(V.HOST, V.ALLREDUCE, exc))
+    if p2p:
+        prog.step("T3 GPU pairs")
+        results += _pairs(be, devices, exp)
     return HostReport(
         host=host_name(), backend=name,
         platform=devices[0].platform if devices else "none", versions=be.versions(),
@@ -133,6 +140,38 @@ def run_local(
         thresholds_version=V.THRESHOLDS_VERSION, started_at=when,
         duration_s=round(time.perf_counter() - started, 3),
     )
+
+
+def _nvlink(gpu: bool, exp: Expectation) -> list[ProbeResult]:
+    """T0: every NVLink of every GPU up (smoke.probes.nvlink); skipped off a GPU host."""
+    from smoke.probes import nvlink
+
+    if not gpu:
+        return nvlink.judge_links([], None, skipped="no NVML: not a GPU host")
+    expected = exp.accelerator.nvlinks if exp.accelerator is not None else None
+    if expected == 0:
+        return nvlink.judge_links([], 0)
+    try:
+        gpus, why = nvlink.read_links()
+    except Exception as exc:
+        return [_error(V.HOST, V.NVLINK, exc)]
+    return nvlink.judge_links(gpus, expected, skipped=why)
+
+
+def _pairs(be: Backend, devices: Sequence[Device], exp: Expectation) -> list[ProbeResult]:
+    """T3: every GPU pair's copy bandwidth against the SKU's floor and the node's own pairs."""
+    from smoke.probes import nvlink
+
+    if len(devices) < 2:
+        return nvlink.judge_p2p({}, None)
+    key = exp.accelerator.key if exp.accelerator is not None else None
+    measure_pairs = be.pair_copy_gbps  # type: ignore[attr-defined]  # the torch backend's
+    try:
+        figures = measure_pairs(devices, nvlink.P2P_BYTES, nvlink.P2P_REPEATS)
+    except Exception as exc:
+        return [_error(V.HOST, V.P2P, exc)]
+    return nvlink.judge_p2p(figures, V.threshold(key, V.P2P, exp.machine),
+                            nbytes=nvlink.P2P_BYTES)
 
 
 def _tier1(be: Backend, devices: Sequence[Device], sizes: Sizes,

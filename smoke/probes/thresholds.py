@@ -7,16 +7,20 @@ fabric (`a3-megagpu-8g/tcpxo`; `socket` for a GPU pool built without one), or `*
 Rules every entry follows:
 - A floor is enforced only where a published measurement of that SKU exists at the size our
   probe runs (`size`): floor = 0.75 x the measured figure (DCGM's rule: "targets set at 0.75 of
-  a measured reference", reference/health-checks.md), or a vendor's published floor (DCGM's
-  memory floors). Anything else is warn-only, and `unenforced` says why; the result's reason
-  carries it, so the report says so.
-- The warning band is 1.05 x the floor (Azure HPC health checks).
+  a measured reference", reference/health-checks.md), or a vendor's published floor at that
+  size (DCGM's memory floors; Google's cluster-health-scanner for TCPXO). A measurement at a
+  smaller size counts where the figure rises with size through the reference's own table
+  (`smaller_size_bound`: the floor can only be looser; tpu7x). Anything else is warn-only, and
+  `unenforced` says why; the result's reason carries it, so the report says so.
+- The warning band is 1.05 x the floor (Azure HPC health checks), except where a second
+  source sets it (TCPXO: warn below 0.75 x the measured run, fail below the vendor's floor).
 - Sizes: matmul 8192^3 bf16; bandwidth 2 GiB per device (2,147,483,648 bytes), the size that
   aws-do-eks, awsome-distributed-training and the hypercomputer-internode-deepdive harness all
   report, so our busbw reads against theirs. `size` records it; a figure measured at another
   size is judged warn-only.
 
-Every source is `repo@commit:path` or a URL; the figures were read 2026-11-24.
+Every source is `repo@commit:path` or a URL; each entry's `as_of` is the day its figures were
+read (docs/smoke.md's table shows it).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from smoke.probes.names import ALLREDUCE as ALLREDUCE
 from smoke.probes.names import FABRIC as FABRIC
 from smoke.probes.names import MATMUL as MATMUL
 from smoke.probes.names import MEMORY as MEMORY
+from smoke.probes.names import P2P as P2P
 from smoke.probes.names import SUSTAINED as SUSTAINED
 
 MATMUL_N = 8192  # the GPU/TPU matmul size (smoke.probes.backend.Sizes)
@@ -48,6 +53,10 @@ class Threshold:
     source: str = ""
     size: int | None = None  # matmul n / bytes per device the reference was measured at
     unenforced: str = ""  # why a missed floor only warns (shown in the result)
+    as_of: str = "2026-11-24"  # the day the figures in `source` were read
+    # True: `size` is SMALLER than the probe's and the figure rises with size through the
+    # reference's own table, so a floor from it is looser than one at our size: enforced
+    smaller_size_bound: bool = False
 
 
 _AZURE_BAND = "warn band 1.05 x floor: Azure HPC health checks (ND H100 v5)"
@@ -62,10 +71,16 @@ _H100_MATMUL = Threshold(
 _MATMUL_UNMEASURED = Threshold(
     floor_ratio=0.60, enforced=False, unenforced=_NO_REF + " (the 0.60 of peak is H100's)",
     source="H100's ratio (0.60 of peak, see h100-80gb), warn-only until this SKU is measured")
+# The Ironwood table (per JAX device, 2 per chip) has no row at our 8192: its throughput rises
+# with the size through every row (2048: 679.3, 4096: 892.9, 16384: 950.1, 32768: 956.4), so the
+# 4096 row bounds a healthy 8192 figure from below and 0.75 x it can only be looser than a floor
+# measured at 8192 would be: enforced.
 _TPU7X_MATMUL = Threshold(
-    floor_abs=round(DCGM_RULE * 956.38, 1), size=32768, enforced=False,
-    unenforced="the reference was measured at 32768^3, our probe runs 8192^3",
-    source="0.75 x 956.38 TFLOP/s per device, bf16 GEMM 32768^3 on TPU7x (AI-Hypercomputer/"
+    floor_abs=round(DCGM_RULE * 892.94, 1), size=4096, smaller_size_bound=True,
+    as_of="2026-11-27",
+    source="0.75 x 892.94 TFLOP/s per JAX device, bf16 GEMM 4096^3 on TPU7x, the largest "
+    "measured size below our 8192^3 (950.13 at 16384, 956.38 at 32768; throughput rises with "
+    "size in every row, so a healthy 8192 figure lies between 892.9 and 950.1) (AI-Hypercomputer/"
     "accelerator-microbenchmarks@ee16a1c8:Ironwood/Ironwood_Microbenchmarks_readme.md)")
 
 # -- memory (T2) ------------------------------------------------------------------------------
@@ -76,10 +91,17 @@ _MEMORY_UNMEASURED = Threshold(
     "ratio, warn-only where DCGM publishes no floor; " + _AZURE_BAND)
 
 
-def _dcgm(mbps: int) -> Threshold:
+def _dcgm(mbps: int, where: str = "reference/health-checks.md", as_of: str = "2026-11-24",
+          ) -> Threshold:
     return Threshold(floor_abs=mbps / 1000, source=f"NVIDIA DCGM diag memory bandwidth floor "
-                     f"{mbps:,} MB/s (read+write copy; reference/health-checks.md); "
-                     + _AZURE_BAND)
+                     f"{mbps:,} MB/s (read+write copy; {where}); " + _AZURE_BAND, as_of=as_of)
+
+
+# NVIDIA/DCGM@72fa3feaa67d716a75323a8f47c34ff3ee73f824 (2026-07-06) nvvs/diag-skus.yaml.in
+# line 3209, under `- name: NVIDIA L40S` / `id: '26b9'`: `minimum_bandwidth: 525000.00`, with
+# the comment "memory bandwidth test shows ~700000. Multiply by .75 to get ~525000"
+_L40S_MEMORY = _dcgm(525_000, "NVIDIA/DCGM@72fa3fea:nvvs/diag-skus.yaml.in line 3209, NVIDIA "
+                     "L40S id 26b9: 0.75 x the ~700,000 MB/s its test measures", "2026-11-27")
 
 
 _TPU_MEMORY = Threshold(floor_ratio=0.57, enforced=False,
@@ -92,11 +114,12 @@ _CPU = Threshold(floor_ratio=None, outlier_fail=None, outlier_warn=None,
 
 # -- in-node all-reduce (T3), busbw at 2 GiB per device ----------------------------------------
 def _bw(floor_abs: float | None, source: str, *, size: int | None = BANDWIDTH_BYTES,
-        enforced: bool = True, unenforced: str = "") -> Threshold:
+        enforced: bool = True, unenforced: str = "", as_of: str = "2026-11-24") -> Threshold:
     """A bandwidth entry: one figure per host, so no per-device outlier rule (the pool's
     nodes are compared with each other instead: verdict.POOL_OUTLIER)."""
     return Threshold(floor_abs=floor_abs, outlier_fail=None, outlier_warn=None,
-                     enforced=enforced, source=source, size=size, unenforced=unenforced)
+                     enforced=enforced, source=source, size=size, unenforced=unenforced,
+                     as_of=as_of)
 
 
 _H100_NVLINK = _bw(
@@ -124,14 +147,51 @@ _ALLREDUCE_UNMEASURED = _bw(
     "and judged against the pool's other nodes",
     source="no published in-node all-reduce figure for this machine")
 
+# TPU psum (the in-host all-reduce over ICI; the slice-wide one is the fabric probe): no floor
+# from a measurement at our size and slice exists, so warn-only, per generation, with the reason.
+_TPU_PSUM_CHECKED = ("; the sum is checked and the figure reported (and across a pool's hosts, "
+                     "judged against the other hosts)")
+_TPU_NOT_FOUND = ("no published psum (all-reduce) bandwidth measurement for this TPU "
+                  "generation: none in AI-Hypercomputer/accelerator-microbenchmarks@6a306a80 "
+                  "or AI-Hypercomputer/tpu-recipes@c8cfe2f6")
+
+
+def _tpu_psum(why: str, source: str) -> Threshold:
+    return _bw(None, size=None, enforced=False, unenforced=why + _TPU_PSUM_CHECKED,
+               source=source, as_of="2026-11-27")
+
+
+_TPU_PSUM = {
+    "tpu-v6e": _tpu_psum(
+        "the one published v6e psum figure is of a 256-chip slice at 0.606 GB per device, "
+        "with its own bandwidth definition (bytes / time), not of a host at 256 MiB as busbw",
+        "psum_ici 235.76 GB/s, v6e-256, 17408x17408 bf16 (0.606 GB), an example log line of "
+        "AI-Hypercomputer/tpu-recipes@acf1f8f5:microbenchmarks/trillium/collectives/README.md"),
+    "tpu7x": _tpu_psum(
+        "Ironwood's collectives benchmark (psum on 2x2x1 to 4x4x8) publishes no results",
+        "AI-Hypercomputer/tpu-recipes@c8cfe2f6:microbenchmarks/ironwood/README.md: a GEMM "
+        "results table only; " + _TPU_NOT_FOUND),
+    **{k: _tpu_psum(_TPU_NOT_FOUND, _TPU_NOT_FOUND) for k in ("tpu-v4", "tpu-v5e", "tpu-v5p")},
+}
+
 # -- cross-node fabric (T3), busbw at 2 GiB per device, 2 nodes x 8 GPUs -------------------------
 _TWO_NODES = "2 nodes x 8 GPUs; ring busbw does not fall with more nodes in theory, large " \
     "pools run somewhat lower in practice"
-_TCPXO = _bw(
-    round(DCGM_RULE * 317.84, 1),
-    source="0.75 x 317.84 GB/s busbw at 2 GiB over GPUDirect-TCPXO, 2x a3-megagpu-8g, torch "
+# Two sources at our size: Google's cluster-health-scanner fails an a3-megagpu-8g pair below 150
+# GB/s average busbw over 2..8 GiB (2 hosts x 8 GPUs, all_gather_perf), the enforced floor; the
+# one measured 2 GiB all-reduce (317.84) sets the warning at 0.75 x it. NVIDIA AICR's GKE floor
+# (250 at 16 GiB, its largest size) is at another size: recorded, not used.
+_TCPXO_MEASURED = round(DCGM_RULE * 317.84, 1)
+_TCPXO_CHS = 150.0
+_TCPXO = Threshold(
+    floor_abs=_TCPXO_CHS, warn_band=round(_TCPXO_MEASURED / _TCPXO_CHS, 4), outlier_fail=None,
+    outlier_warn=None, size=BANDWIDTH_BYTES, as_of="2026-11-27",
+    source="fail below 150 GB/s: GoogleCloudPlatform/cluster-health-scanner@81c525d8:deploy/"
+    "helm/health_checks/nccl_healthcheck/a3plus.yaml (a3-megagpu-8g, BANDWIDTH_THRESHOLD 150, "
+    "average busbw of all_gather_perf 2G..8G over 2 hosts x 8 GPUs); warn below 0.75 x 317.84 = "
+    f"{_TCPXO_MEASURED} GB/s busbw at 2 GiB over GPUDirect-TCPXO, 2x a3-megagpu-8g, torch "
     "harness (hypercomputer-internode-deepdive@db026b5f:assets/lab-22/tcpxo_allreduce_16gpu"
-    ".txt, 2026-07-28); AICR recipe 250 at 16 GiB; " + _TWO_NODES)
+    ".txt, 2026-07-28); NVIDIA AICR's GKE floor 250 is at 16 GiB, not our size; " + _TWO_NODES)
 _TCPX = _bw(
     round(DCGM_RULE * 83.27, 1),
     source="0.75 x 83.27 GB/s busbw at 2 GiB over GPUDirect-TCPX, 2x a3-highgpu-8g, torch "
@@ -158,6 +218,23 @@ _FABRIC_UNMEASURED = _bw(
     "checked, and judged against the pool's other nodes",
     source="no published 2-node all-reduce figure for this machine and fabric")
 
+# -- GPU pairs inside the node (T3): copy bandwidth per pair, p2pBandwidthLatencyTest's size ----
+# CUDA's p2pBandwidthLatencyTest (NVIDIA/cuda-samples outputBandwidthMatrix): 10,000,000 ints,
+# 5 cudaMemcpyPeerAsync per pair; the agent copies the same (smoke.probes.nvlink)
+P2P_BYTES = 10_000_000 * 4
+P2P_REPEATS = 5
+_H100_P2P = Threshold(
+    floor_abs=round(DCGM_RULE * 376.27, 1), outlier_fail=None, outlier_warn=None,
+    size=P2P_BYTES, as_of="2026-11-27",
+    source="0.75 x 376.27 GB/s, the median GPU-0 pair of CUDA's p2pBandwidthLatencyTest "
+    "(unidirectional, P2P writes, 40 MB) on an HGX H100 SXM: 371.02-376.82 GB/s "
+    "(NVIDIA/nccl#1264); each pair is also judged against the node's own pairs "
+    "(smoke.probes.nvlink)")
+_P2P_UNMEASURED = Threshold(
+    floor_abs=None, outlier_fail=None, outlier_warn=None, enforced=False,
+    unenforced=_NO_REF + ": each pair is judged against the node's own pairs", as_of="2026-11-27",
+    source="no published p2pBandwidthLatencyTest matrix for this GPU read yet")
+
 # -- sustained (T2) ---------------------------------------------------------------------------
 # floor_ratio is of the SAME device's burst figure (T2 matmul), not of the catalog peak; no
 # outlier rule (under one jitted JAX program every device shows the same figure). Throttle
@@ -182,6 +259,9 @@ REGISTRY: dict[tuple[str, str], Threshold] = {
     ("cpu", ALLREDUCE): _CPU,
     ("cpu", FABRIC): _CPU,
     ("*", SUSTAINED): _SUSTAINED,
+    ("*", P2P): _P2P_UNMEASURED,
+    ("cpu", P2P): _CPU,
+    ("h100-80gb", P2P): _H100_P2P,
     ("cpu", SUSTAINED): _CPU,
     ("h100-80gb", MATMUL): _H100_MATMUL,
     ("tpu7x", MATMUL): _TPU7X_MATMUL,
@@ -190,7 +270,9 @@ REGISTRY: dict[tuple[str, str], Threshold] = {
     ("a100-80gb", MEMORY): _dcgm(1_173_000),
     ("b200", MEMORY): _dcgm(4_072_500),
     ("l4", MEMORY): _dcgm(198_500),
+    ("l40s", MEMORY): _L40S_MEMORY,
     **{(k, MEMORY): _TPU_MEMORY for k in ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu7x")},
+    **{(k, ALLREDUCE): th for k, th in _TPU_PSUM.items()},
     ("a3-highgpu-8g", ALLREDUCE): _H100_NVLINK,
     ("p5.48xlarge", ALLREDUCE): _H100_NVLINK,
     ("a3-megagpu-8g", ALLREDUCE): _warn_only(

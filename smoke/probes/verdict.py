@@ -35,6 +35,8 @@ from smoke.probes.names import INVENTORY as INVENTORY
 from smoke.probes.names import KNOWN_ANSWER as KNOWN_ANSWER
 from smoke.probes.names import MATMUL as MATMUL
 from smoke.probes.names import MEMORY as MEMORY
+from smoke.probes.names import NVLINK as NVLINK
+from smoke.probes.names import P2P as P2P
 from smoke.probes.names import PSUM as PSUM
 from smoke.probes.names import SUSTAINED as SUSTAINED
 from smoke.probes.names import pool_probe
@@ -45,13 +47,14 @@ from smoke.probes.results import ProbeResult, Verdict, worst
 from smoke.probes.thresholds import REGISTRY as REGISTRY  # re-exported: the registry's home
 from smoke.probes.thresholds import Threshold as Threshold
 
-THRESHOLDS_VERSION = "2026-11-24.1"
+THRESHOLDS_VERSION = "2026-11-27.1"
 
 T0, T1, T2, T3 = 0, 1, 2, 3
 UNITS = {INVENTORY: "GiB", KNOWN_ANSWER: "rel err", PSUM: "sum", MATMUL: "TFLOP/s",
-         MEMORY: "GB/s", ALLREDUCE: "GB/s", FABRIC: "GB/s", SUSTAINED: "TFLOP/s"}
+         MEMORY: "GB/s", ALLREDUCE: "GB/s", FABRIC: "GB/s", SUSTAINED: "TFLOP/s",
+         NVLINK: "links", P2P: "GB/s"}
 TIERS = {INVENTORY: T0, KNOWN_ANSWER: T1, PSUM: T1, MATMUL: T2, MEMORY: T2, ALLREDUCE: T3,
-         FABRIC: T3, SUSTAINED: T2}
+         FABRIC: T3, SUSTAINED: T2, NVLINK: T0, P2P: T3}
 HOST = "host"  # the device name of host-wide probes
 FABRIC_DEVICE = "fabric"  # the device name of the cross-node probe
 

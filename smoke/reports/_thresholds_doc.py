@@ -15,7 +15,8 @@ from smoke.probes import thresholds as T
 
 BEGIN, END = "<!-- thresholds:begin (generated: python -m smoke.reports._thresholds_doc) -->", \
     "<!-- thresholds:end -->"
-UNITS = {T.MATMUL: "TFLOP/s", T.MEMORY: "GB/s", T.ALLREDUCE: "GB/s", T.FABRIC: "GB/s"}
+UNITS = {T.MATMUL: "TFLOP/s", T.MEMORY: "GB/s", T.ALLREDUCE: "GB/s", T.FABRIC: "GB/s",
+         T.P2P: "GB/s"}
 
 
 def _floor(th: T.Threshold, peak: float | None, unit: str) -> tuple[str, str]:
@@ -36,7 +37,7 @@ def _row(key: str, probe: str, th: T.Threshold, peak: float | None = None, *,
         f"warn-only: {th.unenforced}" if th.unenforced else "no floor")
     if enforced == "enforced" and not verified:
         enforced = "warn-only: the catalog's figures for this SKU are unverified"
-    return f"| {probe} | {key} | {floor} | {warn} | {enforced} | {th.source} |"
+    return f"| {probe} | {key} | {floor} | {warn} | {enforced} | {th.source} | {th.as_of} |"
 
 
 def table() -> str:
@@ -45,7 +46,8 @@ def table() -> str:
     from fleet.catalog import load_catalog
 
     cat = load_catalog()
-    rows = ["| probe | SKU | floor | warn | enforced | source |", "|---|---|---|---|---|---|"]
+    rows = ["| probe | SKU | floor | warn | enforced | source | read |",
+            "|---|---|---|---|---|---|---|"]
     for probe in (T.MATMUL, T.MEMORY):
         for acc in cat.accelerators.values():
             if acc.key == "cpu":
@@ -53,7 +55,7 @@ def table() -> str:
             peak = acc.bf16_tflops if probe == T.MATMUL else acc.memory_gbps
             th = T.threshold(acc.key, probe)
             rows.append(_row(acc.key, probe, th, peak, verified=acc.verified))
-    for probe in (T.ALLREDUCE, T.FABRIC):
+    for probe in (T.ALLREDUCE, T.FABRIC, T.P2P):
         for (key, p), th in T.REGISTRY.items():
             if p == probe and key not in ("*", "cpu"):
                 rows.append(_row(key, probe, th))

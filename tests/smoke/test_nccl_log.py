@@ -67,8 +67,10 @@ CASES = [
     # a4-highgpu-8g has 8 RDMA NICs, this rank's channels used NET/gIB/2 only
     ("efa", "efa", 4, Verdict.FAIL, "NCCL used 1 of 4 NICs (found N nics"),
     ("rdma", "rdma", 8, Verdict.FAIL, "NCCL used 1 of 8 NICs (distinct NET/"),
-    # the 2019 aws-ofi-nccl#24 ranks in the excerpts ran EFA without GDR
-    ("efa-issues", "efa", None, Verdict.FAIL, "rank [1,7]: no GPUDirect RDMA"),
+    # the 2019 aws-ofi-nccl#24 ranks in the excerpts ran EFA without GDR: said once for both;
+    # rank [1,23]'s NCCL WARN comes first, the first cause
+    ("efa-issues", "efa", None, Verdict.FAIL, "rank [1,23]: NCCL WARN NET/OFI Couldn't open AV. "
+     "RC: -22, ERROR: Invalid argument; 2 ranks (rank [1,7], rank [1,15]): no GPUDirect RDMA"),
 ]
 
 
@@ -348,3 +350,36 @@ def test_a_healthy_p5en_passes_its_sixteen_efa_nics_and_a_degraded_one_fails(
     got = judge(parse(log), Expect(kind="efa", nics=16))
     assert got.ok is ok, got.problems
     assert words in " ".join(got.problems)
+
+
+# -- WARN lines, teardown, unattributed logs (issue 28 item 6) --------------------------------
+def test_proxy_thread_warnings_after_the_transport_are_teardown_not_problems() -> None:
+    # the socket log's three WARNs come from NCCL's proxy service thread as peers close, after
+    # "Using network Socket" (NVIDIA/nccl src/proxy.cc): recorded, not a failure
+    log = parse(LOGS["socket"].read_text(encoding="utf-8"))
+    (rank,) = log.ranks
+    assert rank.warnings == [] and len(rank.teardown_warnings) == 3
+    got = judge(log, Expect(kind="socket"))
+    assert got.ok and got.hint == ""
+    assert got.details["teardown_warnings"][0].startswith("[Proxy Service 0] Failed")
+    # the same line before any transport line is a problem, and the hint
+    early = "\n".join(line for line in LOGS["socket"].read_text().splitlines()
+                      if "Using network" not in line and "via NET/" not in line)
+    got = judge(parse(early), Expect(kind="socket"))
+    assert not got.ok and got.hint.endswith("[Service thread] Accept failed Resource "
+                                            "temporarily unavailable")
+    assert got.problems[0] == got.hint
+
+
+def test_a_stripped_log_is_one_unattributed_process() -> None:
+    text = (DATA / "nccl-ib-stripped-hpcx-1584.log").read_text(encoding="utf-8")
+    log = parse(text)
+    assert not log.attributed
+    (rank,) = log.ranks
+    assert rank.nccl_version == "2.24.3+cuda12.2" and rank.plugin == "NCCL RDMA Plugin v8"
+    assert rank.transports == ["IBext_v8"] and rank.nvls
+    assert rank.mnnvl is not None and not rank.mnnvl.present  # UUID 0.0: no MNNVL fabric
+    got = judge(log, Expect(kind="ib", gdr=False))
+    assert got.ok and "unattributed" in got.summary
+    # a prefixed log is never read this way, however many bare lines it also has
+    assert parse(LOGS["socket"].read_text(encoding="utf-8")).attributed

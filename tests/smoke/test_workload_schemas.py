@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from fleet import load_fleet
-from fleet.inventory import build_inventory
+from fleet.inventory import Inventory, build_inventory
 from smoke.cluster.workload import RenderedRun, RenderOptions, render_run
 from tests.schemas import strict
 from tests.smoke.workload_stack import REPO, inventory, job_of, objects_of, run
@@ -139,3 +140,35 @@ def test_the_example_stack_renders_every_pool_validly() -> None:
     for cluster in run.shared:
         for obj in run.objects(cluster):
             _validate(obj)
+
+
+# -- kubectl's YAML ----------------------------------------------------------------------------
+# kubectl reads manifests with sigs.k8s.io/yaml (go-yaml v2), whose plain scalars resolve by YAML
+# 1.1: `yes`/`no`/`on`/`off`/`y`/`n` are booleans, `012` octal, `1:20` a number (go-yaml v2
+# resolve.go, https://github.com/go-yaml/yaml/blob/v2/resolve.go, read 2026-11-27). PyYAML's
+# safe_load resolves by YAML 1.1 too, so the written files must read back to the same objects,
+# every string still a string, and pass the schemas as read.
+def test_the_written_render_reads_the_same_under_yaml_1_1(inventory: Inventory,
+                                                          tmp_path: Path) -> None:
+    import yaml
+
+    from smoke.cluster.workload import write_manifests
+
+    l4 = inventory.pool("l4")
+    words = replace(l4, name="yes", node_selector={**l4.node_selector, "rack": "012"},
+                    tolerations=[*l4.tolerations, {"key": "on", "operator": "Equal",
+                                                   "value": "1:20", "effect": "NoSchedule"}])
+    inv = Inventory(inventory.stack, (*inventory.pools, words))
+    run = render_run(inv, RenderOptions(run_id="r20261122-1a2b3c", tier=3))
+    args = job_of(run, "p5")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--expect-gdr") + 1] in ("yes", "no")  # the value that broke kubectl
+    for path in write_manifests(run, tmp_path):
+        if path.suffix != ".yaml":
+            continue
+        as_kubectl_reads = [d for d in yaml.safe_load_all(path.read_text("utf-8"))
+                            if d is not None]
+        assert as_kubectl_reads == run.objects(path.stem)
+        for obj in as_kubectl_reads:
+            _validate(obj)
+    pod = job_of(run, "yes")["spec"]["template"]["spec"]
+    assert pod["nodeSelector"]["rack"] == "012"
