@@ -208,22 +208,27 @@ def pool_flavor(pool: ResolvedPool, catalog: Catalog) -> Flavor:
                   device_resource=entry.resource or None)
 
 
-def smoke_queue(cluster: str, flavors: Sequence[Flavor], namespace: str
+def smoke_queue(cluster: str, flavors: Sequence[Flavor], namespace: str, cohort: str
                 ) -> TeamQueue | None:
     """The queue `accelfleet smoke` submits to on a cluster's queued pools: a LocalQueue
-    `SMOKE_QUEUE` in the smoke namespace and a ClusterQueue of that name holding every
-    queued flavor at its full quota, outside the cohort (no team's quota is touched). A
-    queued pool's nodes exist only for the ProvisioningRequest that brought them, so a smoke
-    run's request is as real as a team's; without this queue a smoke pod on a queued pool
-    waits out its timeout (issue 20 item 2). None without a queued pool."""
+    `SMOKE_QUEUE` in the smoke namespace and a ClusterQueue of that name in the cluster's
+    `cohort`, holding no quota of its own (nominal 0) and borrowing each queued flavor up to
+    its full quota. A queued pool's nodes exist only for the ProvisioningRequest that brought
+    them, so a smoke run's request is as real as a team's; without this queue a smoke pod on a
+    queued pool waits out its timeout (issue 20 item 2). Borrowing, not owning: the pool's
+    quota is counted once in the cohort, so Kueue never admits more than the pool between the
+    teams and smoke (issue 27 item 9: a second, outside copy let it admit twice the pool, and
+    the extra ProvisioningRequests waited). A team that lends less than all of a queued pool
+    (`lending_limit_percent`) lends smoke no more either. None without a queued pool."""
     queued = [f for f in flavors if f.queued]
     if not queued:
         return None
     resources = covered([f.quota for f in queued])
     return TeamQueue(
-        team=SMOKE_QUEUE, cluster=cluster, name=SMOKE_QUEUE, cohort="",
+        team=SMOKE_QUEUE, cluster=cluster, name=SMOKE_QUEUE, cohort=cohort,
         resources=resources,
-        flavors=tuple(QueueFlavor(f.name, f.team, {r: f.quota.get(r, 0) for r in resources})
+        flavors=tuple(QueueFlavor(f.name, f.team, dict.fromkeys(resources, 0),
+                                  borrowing_limit={r: f.quota.get(r, 0) for r in resources})
                       for f in queued),
         routed=False, namespace=namespace)
 

@@ -97,10 +97,10 @@ def test_show_says_which_flavors_get_nodes_by_provisioning_request(tmp_path: Pat
             "3773853Mi, ephemeral-storage 540Gi 1. l4 (nvidia.com/gpu 2, cpu 23870m, memory "
             f"90627Mi, ephemeral-storage 180Gi) 2. h100-q ({h100})") in text
     assert ("smoke runs: namespace accelfleet-smoke, LocalQueue accelfleet-smoke -> "
-            "ClusterQueue accelfleet-smoke (the queued pools; no cohort) quota: "
-            "nvidia.com/gpu 16, cpu 414820m, memory 3683226Mi, ephemeral-storage 360Gi "
-            f"1. h100-q ({h100})") in text
+            "ClusterQueue accelfleet-smoke (the queued pools, borrowed in the cohort) quota: "
+            f"nothing 1. h100-q (borrowed from research while idle, up to {h100})") in text
     plan = runner.invoke(app, ["plan", str(stack)], env={"COLUMNS": "300"})
     assert plan.exit_code == 0, plan.output
-    assert ("queue c1/accelfleet-smoke (smoke runs, namespace accelfleet-smoke; no cohort): "
-            f"h100-q ({h100})") in " ".join(plan.output.split())
+    assert ("queue c1/accelfleet-smoke (smoke runs, namespace accelfleet-smoke; borrows in "
+            f"cohort c1): h100-q (borrowed from research while idle, up to {h100})"
+            ) in " ".join(plan.output.split())
