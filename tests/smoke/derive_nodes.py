@@ -43,7 +43,8 @@ GPU_LABELS = ("cloud.google.com/gke-accelerator", "cloud.google.com/gke-gpu",
               "cloud.google.com/gke-gpu-driver-version")
 # labels one recorded node carries for its own pool's settings, not its machine's
 POOL_ONLY = ("cloud.google.com/compute-class", "cloud.google.com/gke-preemptible",
-             "cloud.google.com/gke-cpu-scaling-level", "cloud.google.com/gke-memory-gb-scaling-level")
+             "cloud.google.com/gke-cpu-scaling-level",
+             "cloud.google.com/gke-memory-gb-scaling-level")
 P_FAMILY_TOPOLOGY = "topology.k8s.aws/network-node-layer-"  # seen on p4d only (finding 4)
 
 
@@ -168,12 +169,13 @@ def main() -> int:
     for prefix, nodes in derive(catalog).items():
         path = NODES / f"derived-{prefix}.yaml"
         with path.open("w", encoding="utf-8") as fh:
-            fh.write(f"# Nodes DERIVED (not recorded) for every catalog machine type without a fixture\n"
-                     f"# file of its own, written by tests/smoke/derive_nodes.py on {DATE} (its\n"
-                     f"# docstring says how: labels from `derived_from`, a recorded node of the same\n"
-                     f"# cloud and kind, with the machine's own replaced; taints as the cloud adds\n"
-                     f"# them; allocatable by the cloud's documented reservations on the machine's\n"
-                     f"# vCPUs and memory). Regenerate it, never edit it by hand.\n")
+            fh.write("# Nodes DERIVED (not recorded) for every catalog machine type without a "
+                     "fixture\n# file of its own, written by tests/smoke/derive_nodes.py on "
+                     f"{DATE} (its\n# docstring says how: labels from `derived_from`, a "
+                     "recorded node of the same\n# cloud and kind, with the machine's own "
+                     "replaced; taints as the cloud adds\n# them; allocatable by the cloud's "
+                     "documented reservations on the machine's\n# vCPUs and memory). "
+                     "Regenerate it, never edit it by hand.\n")
             yaml.dump({"nodes": nodes}, fh)
     return 0
 

@@ -15,8 +15,8 @@ from fleet import load_fleet
 from fleet.catalog import load_catalog
 from fleet.model import ResolvedPool
 from fleet.pods import pod_requests
-from fleet.rules import fit
 from fleet.routing import fleet_routing
+from fleet.rules import fit
 from tests.components.test_kueue_flavor_nodes import unmatched
 from tests.smoke import derive_nodes
 from tests.smoke.nodes import pool_node, recorded
