@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
-from fleet.catalog import Cloud, read_yaml
+from fleet.catalog import Catalog, Cloud, read_yaml
 from fleet.errors import CatalogError
+from fleet.model import ResolvedPool
+from fleet.spec.fields import Cluster
 
 FILE = "system_pods.yaml"
 Where = Literal["system", "gpu", "efa", "gpudirect", "every"]
@@ -109,6 +111,57 @@ def fabric_requests(resources: Sequence[tuple[str, str]], hugepages_2mi_mib: int
     (ofiwg/libfabric prov/efa: FI_EFA_USE_HUGE_PAGE, huge pages used when present). Issue 27
     class 1: every single-EFA g4dn/g5/g6/g6e pool asked 5120Mi its nodes do not offer."""
     return {r: v for r, v in resources if r != HUGEPAGES_2MI or hugepages_2mi_mib > 0}
+
+
+def is_efa(pool: ResolvedPool) -> bool:
+    net = pool.networking
+    return net is not None and net.kind == "efa" and net.efa_interfaces > 0
+
+
+def _gpudirect(pool: ResolvedPool) -> str | None:
+    net = pool.networking
+    return net.kind if pool.cloud == "gcp" and net is not None and net.kind != "efa" else None
+
+
+def cluster_pods(cluster: Cluster | Cloud, pools: Sequence[ResolvedPool], catalog: Catalog
+                 ) -> list[SystemPod]:
+    """The system pods a cluster runs, by its cloud and what its pools need."""
+    kinds = {k for k in (_gpudirect(p) for p in pools) if k is not None}
+    active = {"always": True,
+              "gpu": any(p.shape.kind == "gpu" for p in pools),
+              "efa": any(is_efa(p) for p in pools),
+              "gpudirect": bool(kinds),
+              "nri": any(catalog.fabrics[k].daemon is not None for k in kinds
+                         if k in catalog.fabrics)}
+    cloud = cluster if isinstance(cluster, str) else cluster.cloud
+    return [p for p in system_pods() if cloud in p.clouds and active[p.when]]
+
+
+def neighbours(pool: ResolvedPool, pods: Sequence[SystemPod], catalog: Catalog
+               ) -> list[SystemPod]:
+    """The DaemonSets of `pods` that run on every node of `pool`."""
+    kind = _gpudirect(pool)
+    fabric = catalog.fabrics.get(kind) if kind is not None else None
+    on = {"every"}
+    for where, yes in (("system", pool.system), ("gpu", pool.shape.kind == "gpu"),
+                       ("efa", is_efa(pool)), ("gpudirect", kind is not None)):
+        if yes:
+            on.add(where)
+    return [p for p in pods if p.daemonset and on & set(p.where)
+            and not (p.when == "nri" and (fabric is None or fabric.daemon is None))]
+
+
+def pool_daemonsets(pool: ResolvedPool, catalog: Catalog) -> list[SystemPod]:
+    """The DaemonSets on each node of an accelerator pool: what the pool itself brings to its
+    cluster (a GPU pool the device plugins, an EFA pool the EFA plugin, ...) and what runs on
+    every node, as `cluster_pods` and `neighbours` find them for the pool alone."""
+    return neighbours(pool, cluster_pods(pool.cloud, [pool], catalog), catalog)
+
+
+def daemonset_requests(daemonsets: Sequence[SystemPod]) -> tuple[int, int]:
+    """(cpu millicores, memory MiB) the DaemonSets take on one node (none is sized by Kueue)."""
+    reqs = [pod_requests(d, 0) for d in daemonsets]
+    return sum(c for c, _ in reqs), sum(m for _, m in reqs)
 
 
 @cache

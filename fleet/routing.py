@@ -8,7 +8,8 @@ Pure decisions, no Kubernetes and no Pulumi (components/k8s/_kueue.py makes the 
              its largest (autoscaling at max_nodes, every slice of a multislice): devices
              (nvidia.com/gpu, google.com/tpu, vpc.amazonaws.com/efa on EFA pools) and what
              its nodes offer pods (fleet.allocatable: cpu, memory, ephemeral-storage, and
-             hugepages-2Mi where the nodes have them)
+             hugepages-2Mi where the nodes have them; cpu and memory less the requests of
+             the DaemonSets on each node, fleet.pods)
     queue    one per team and cluster: a namespace and a LocalQueue of the team's name, a
              ClusterQueue whose flavors are the team's routing order (`routing:`), or its own
              pools in the default order (`default_order`), with the flavors' quota as its
@@ -35,6 +36,7 @@ from fleet.allocatable import node_allocatable
 from fleet.catalog import Catalog
 from fleet.inventory import SMOKE_QUEUE, inventory_pool
 from fleet.model import ResolvedPool
+from fleet.pods import daemonset_requests, pool_daemonsets
 
 if TYPE_CHECKING:
     from fleet.model import Fleet
@@ -179,10 +181,15 @@ def percent_of(amounts: Mapping[str, int], percent: int) -> dict[str, int]:
 def pool_quota(pool: ResolvedPool, catalog: Catalog) -> dict[str, int]:
     """What a pool holds at its largest: its nodes (autoscaling max_nodes; every host of every
     slice) times each node's devices, EFA interfaces and allocatable cpu (millicores), memory,
-    ephemeral storage and 2 MiB huge pages (MiB): what pods can get, not the machine's size."""
+    ephemeral storage and 2 MiB huge pages (MiB), cpu and memory less what the node's
+    DaemonSets request (fleet.pods): what pods can get, not the machine's size."""
     nodes = pool.node_range[1]
     node = node_allocatable(pool, catalog)
-    quota = {CPU: node.cpu_millicores * nodes, MEMORY: node.memory_mib * nodes,
+    # what the DaemonSets on each node take is not there for the teams' pods: a quota that
+    # counts it admits workloads that then stay Pending (issue 27 class 1)
+    ds_cpu, ds_memory = daemonset_requests(pool_daemonsets(pool, catalog))
+    quota = {CPU: (node.cpu_millicores - ds_cpu) * nodes,
+             MEMORY: (node.memory_mib - ds_memory) * nodes,
              EPHEMERAL_STORAGE: node.ephemeral_storage_mib * nodes}
     if node.hugepages_2mi_mib:
         quota[HUGEPAGES_2MI] = node.hugepages_2mi_mib * nodes

@@ -36,10 +36,12 @@ from fleet.errors import AccelfleetError, Where
 from fleet.model import ResolvedPool
 from fleet.pods import (
     SystemPod,
+    cluster_pods,
     fabric_requests,
+    is_efa,
+    neighbours,
     pod_requests,
     smoke_pod_requests,
-    system_pods,
 )
 from fleet.routing import CPU, HUGEPAGES_2MI, MEMORY, ClusterRouting, Flavor
 from fleet.spec.fields import Cluster, FleetSpec
@@ -72,43 +74,6 @@ def mib(text: str) -> int:
 
 def cpu_words(millicores: int) -> str:
     return f"{millicores // 1000}" if millicores % 1000 == 0 else f"{millicores}m"
-
-
-def _is_efa(pool: ResolvedPool) -> bool:
-    net = pool.networking
-    return net is not None and net.kind == "efa" and net.efa_interfaces > 0
-
-
-def _gpudirect(pool: ResolvedPool) -> str | None:
-    net = pool.networking
-    return net.kind if pool.cloud == "gcp" and net is not None and net.kind != "efa" else None
-
-
-def cluster_pods(cluster: Cluster, pools: Sequence[ResolvedPool], catalog: Catalog
-                 ) -> list[SystemPod]:
-    """The system pods a cluster runs, by its cloud and what its pools need."""
-    kinds = {k for k in (_gpudirect(p) for p in pools) if k is not None}
-    active = {"always": True,
-              "gpu": any(p.shape.kind == "gpu" for p in pools),
-              "efa": any(_is_efa(p) for p in pools),
-              "gpudirect": bool(kinds),
-              "nri": any(catalog.fabrics[k].daemon is not None for k in kinds
-                         if k in catalog.fabrics)}
-    return [p for p in system_pods() if cluster.cloud in p.clouds and active[p.when]]
-
-
-def neighbours(pool: ResolvedPool, pods: Sequence[SystemPod], catalog: Catalog
-               ) -> list[SystemPod]:
-    """The DaemonSets of `pods` that run on every node of `pool`."""
-    kind = _gpudirect(pool)
-    fabric = catalog.fabrics.get(kind) if kind is not None else None
-    on = {"every"}
-    for where, yes in (("system", pool.system), ("gpu", pool.shape.kind == "gpu"),
-                       ("efa", _is_efa(pool)), ("gpudirect", kind is not None)):
-        if yes:
-            on.add(where)
-    return [p for p in pods if p.daemonset and on & set(p.where)
-            and not (p.when == "nri" and (fabric is None or fabric.daemon is None))]
 
 
 @dataclass(frozen=True)
@@ -269,7 +234,7 @@ def smoke_need(pool: ResolvedPool, catalog: Catalog) -> Need:
         for name, amount in fabric_requests(fabric.resources, offered).items():
             if name == HUGEPAGES_2MI:
                 hugepages += mib(amount)
-        if net is not None and _is_efa(pool):
+        if net is not None and is_efa(pool):
             devices.append((catalog.kube_section("aws", "efa")["resource"],
                             net.efa_interfaces))
     return Need(SMOKE_POD, cpu, memory, hugepages, tuple(devices))

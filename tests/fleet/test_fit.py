@@ -11,9 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from cli.main import app
 from components.k8s._kueue import controller_resources
-from fleet import load_fleet
+from fleet import load_fleet, pods
 from fleet.allocatable import hugepages_2mi_mib
 from fleet.catalog import load_catalog
 from fleet.errors import SpecError
@@ -112,7 +114,7 @@ def test_a_new_system_component_is_checked_by_its_data_alone(
          zone: us-central1-a}
 """)
     assert problems(path) == []
-    monkeypatch.setattr(fit, "system_pods", lambda: (*system_pods(), gate))
+    monkeypatch.setattr(pods, "system_pods", lambda: (*system_pods(), gate))
     [why] = problems(path)
     assert "cannot hold every pod pinned there: gate-controller left over" in why
 
@@ -146,3 +148,12 @@ def test_a_pod_asking_what_its_nodes_lack_is_refused(
                "offers 0Mi" in w for w in found), found
     assert any(w.startswith("pools 'g6': Kueue's flavor 'g6' does not offer") for w in found)
     assert not any(w.startswith("pools 'p5'") for w in found)
+
+
+def test_fleet_validate_refuses_it_with_exit_2(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["fleet", "validate", stack(tmp_path, BIG)],
+                                env={"COLUMNS": "200"})
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    assert "kueue-controller-manager (sized for 512 nodes) asks 3 CPU / 16384Mi" in text
+    assert "fix: set `clusters[].system_pool.machine_type: e2-standard-8`" in text
