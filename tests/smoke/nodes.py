@@ -4,11 +4,14 @@ A node is the recording of its machine type (labels, taints, allocatable as GKE 
 plus only what the cloud derives from the pool: the node-pool name label, the labels and
 taints the pool declares, the zone it is in, the slice topology of a TPU pool, and on a
 flex-start or queued pool the taint GKE puts there (with queued provisioning, the
-ProvisioningRequest label too). Nothing comes from `fleet/catalog`: where our catalog says
-otherwise, the fake disagrees, as a real cluster would.
+ProvisioningRequest label too). A recorded node takes nothing from `fleet/catalog`: where our
+catalog says otherwise, the fake disagrees, as a real cluster would.
 
 Each fixture names its source; a machine type without a recording is derived from the
-nearest recorded one of the same cloud and kind, and its fixture says how.
+nearest recorded one of the same cloud and kind, and its fixture says how: a file of its own,
+or an entry of derived-gke.yaml / derived-eks.yaml (tests/smoke/derive_nodes.py writes them for
+every catalog machine type without a file; they take the machine's vCPUs, memory, devices and
+GKE accelerator name from the catalog, so only a recorded node can prove the catalog wrong).
 """
 
 from __future__ import annotations
