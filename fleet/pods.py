@@ -158,6 +158,19 @@ def pool_daemonsets(pool: ResolvedPool, catalog: Catalog) -> list[SystemPod]:
     return neighbours(pool, cluster_pods(pool.cloud, [pool], catalog), catalog)
 
 
+def system_pod(name: str) -> SystemPod:
+    """One entry of system_pods.yaml by name (a component reads its requests here)."""
+    found = [p for p in system_pods() if p.name == name]
+    if not found:
+        raise CatalogError(f"{FILE}: no pod named {name!r}")
+    return found[0]
+
+
+def cpu_quantity(millicores: int) -> str:
+    """Millicores as Kubernetes writes them: whole cores, else `m`."""
+    return f"{millicores // 1000}" if millicores % 1000 == 0 else f"{millicores}m"
+
+
 def daemonset_requests(daemonsets: Sequence[SystemPod]) -> tuple[int, int]:
     """(cpu millicores, memory MiB) the DaemonSets take on one node (none is sized by Kueue)."""
     reqs = [pod_requests(d, 0) for d in daemonsets]

@@ -37,6 +37,7 @@ from fleet.model import ResolvedPool
 from fleet.pods import (
     SystemPod,
     cluster_pods,
+    cpu_quantity,
     fabric_requests,
     is_efa,
     neighbours,
@@ -72,10 +73,6 @@ def mib(text: str) -> int:
     raise ValueError(f"not a size in Mi or Gi: {text!r}")
 
 
-def cpu_words(millicores: int) -> str:
-    return f"{millicores // 1000}" if millicores % 1000 == 0 else f"{millicores}m"
-
-
 @dataclass(frozen=True)
 class Room:
     """What one node of a pool leaves for pods once its DaemonSets are placed."""
@@ -99,16 +96,16 @@ class Room:
 
     def words(self, machine: str) -> str:
         cpu, memory = self.taken
-        return (f"{machine}: {cpu_words(self.node.cpu_millicores)} CPU / "
+        return (f"{machine}: {cpu_quantity(self.node.cpu_millicores)} CPU / "
                 f"{self.node.memory_mib}Mi allocatable ({self.node.source.split(':')[0]}), "
-                f"less {cpu_words(cpu)} / {memory}Mi for its {len(self.daemonsets)} DaemonSet "
-                f"pods: {cpu_words(self.cpu)} / {self.memory}Mi free")
+                f"less {cpu_quantity(cpu)} / {memory}Mi for its {len(self.daemonsets)} DaemonSet "
+                f"pods: {cpu_quantity(self.cpu)} / {self.memory}Mi free")
 
 
 def shortfall(need: Need, cpu: int, memory: int) -> list[str]:
     out = []
     if need.cpu > cpu:
-        out.append(f"{cpu_words(need.cpu - cpu)} CPU")
+        out.append(f"{cpu_quantity(need.cpu - cpu)} CPU")
     if need.memory > memory:
         out.append(f"{need.memory - memory}Mi memory")
     return out
@@ -202,7 +199,7 @@ def _system_fit(checks: Checker, cluster: Cluster, pool: ResolvedPool,
     for need in needs:
         short = shortfall(need, room.cpu, room.memory)
         if short:
-            checks.add(at, f"{need.pod} asks {cpu_words(need.cpu)} CPU / {need.memory}Mi and "
+            checks.add(at, f"{need.pod} asks {cpu_quantity(need.cpu)} CPU / {need.memory}Mi and "
                        f"does not fit a node of the system pool ({room.words(machine)}): "
                        f"short by {' and '.join(short)}; its release is atomic, so `pulumi "
                        "up` rolls back", fix)
@@ -212,7 +209,7 @@ def _system_fit(checks: Checker, cluster: Cluster, pool: ResolvedPool,
         names = ", ".join(dict.fromkeys(n.pod for n in left))
         checks.add(at, f"the system pool's {pool.node_range[1]} node(s) of {machine} cannot "
                    f"hold every pod pinned there: {names} left over ({room.words(machine)}; "
-                   f"together they ask {cpu_words(sum(n.cpu for n in needs))} CPU / "
+                   f"together they ask {cpu_quantity(sum(n.cpu for n in needs))} CPU / "
                    f"{sum(n.memory for n in needs)}Mi)",
                    f"{fix}, or more nodes (`clusters[].system_pool.nodes`)")
 
@@ -249,7 +246,7 @@ def _pool_fit(checks: Checker, pool: ResolvedPool, pods: Sequence[SystemPod], no
     machine = pool.shape.machine_type
     short = shortfall(need, room.cpu, room.memory)
     if short:
-        checks.add(at, f"{SMOKE_POD} asks {cpu_words(need.cpu)} CPU / {need.memory}Mi and "
+        checks.add(at, f"{SMOKE_POD} asks {cpu_quantity(need.cpu)} CPU / {need.memory}Mi and "
                    f"does not fit a node ({room.words(machine)}): short by "
                    f"{' and '.join(short)}", "report this: the smoke pod's requests "
                    "(fleet.pods) must stay within half the node")

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
+from components.gcp._k8s import nccl_installer, nri_device_injector
 from components.k8s._kueue import controller_resources
 from fleet import load_fleet, pods
 from fleet.allocatable import hugepages_2mi_mib
@@ -157,3 +158,12 @@ def test_fleet_validate_refuses_it_with_exit_2(tmp_path: Path) -> None:
     text = " ".join(result.output.split())
     assert "kueue-controller-manager (sized for 512 nodes) asks 3 CPU / 16384Mi" in text
     assert "fix: set `clusters[].system_pool.machine_type: e2-standard-8`" in text
+
+
+def test_the_gpudirect_daemonsets_request_what_the_fit_check_counts() -> None:
+    """components/gcp/_k8s.py reads the installers' requests from system_pods.yaml."""
+    installer = nccl_installer("tcpx", ["nvidia-h100-80gb"])["spec"]["template"]["spec"]
+    assert installer["initContainers"][-1]["resources"] == {"requests": {"cpu": "150m"}}
+    injector = nri_device_injector(["nvidia-h100-80gb"])["spec"]["template"]["spec"]
+    assert injector["containers"][0]["resources"] == {"requests": {"cpu": "150m"}}
+    assert pods.system_pod("nccl-installer").cpu_millicores == 150
