@@ -79,7 +79,8 @@ def queue_lines(routing: Sequence[ClusterRouting], team: str | None = None) -> l
                          f"{q.cohort}): {order(q)}")
         if c.smoke is not None and team is None:
             lines.append(f"queue {c.cluster}/{c.smoke.name} (smoke runs, namespace "
-                         f"{c.smoke.namespace}; no cohort): {order(c.smoke)}")
+                         f"{c.smoke.namespace}; borrows in cohort {c.smoke.cohort}): "
+                         f"{order(c.smoke)}")
     return lines
 
 
@@ -142,7 +143,7 @@ def show(
         shown = [(f"team {q.team}", q, "its routing" if q.routed
                   else "its own pools, default order") for q in queues]
         if c.smoke is not None and team is None:
-            shown.append(("smoke runs", c.smoke, "the queued pools; no cohort"))
+            shown.append(("smoke runs", c.smoke, "the queued pools, borrowed in the cohort"))
         for who, q, how in shown:
             out.print(f"  {who}: namespace {q.namespace or q.name}, LocalQueue {q.name} -> "
                       f"ClusterQueue {q.name} ({how})")

@@ -101,8 +101,7 @@ def node_allocatable(pool: ResolvedPool, catalog: Catalog) -> NodeAllocatable:
                                recorded.hugepages_2mi_mib, ephemeral,
                                f"recorded: {recorded.source}")
     host = catalog.host(pool.shape)
-    like = _hugepages_like().get(machine)
-    hugepages = _recorded()[like].hugepages_2mi_mib if like else 0
+    hugepages = hugepages_2mi_mib(machine)
     cpu = host.vcpus * 1000 - reserved_cpu_millicores(host.vcpus)
     if pool.cloud == "aws":
         max_pods = catalog.network.eks_max_pods.get(machine, EKS_MAX_PODS)
@@ -113,6 +112,16 @@ def node_allocatable(pool: ResolvedPool, catalog: Catalog) -> NodeAllocatable:
     return NodeAllocatable(cpu, memory, hugepages, ephemeral,
                            f"derived: {pool.cloud} reservations on {machine} "
                            f"({host.vcpus} vCPU, {host.memory_gib:g} GiB)")
+
+
+def hugepages_2mi_mib(machine: str) -> int:
+    """The 2 MiB huge pages a node of `machine` offers pods: recorded, or like a recorded node
+    (`hugepages_like`), else none."""
+    recorded = _recorded().get(machine)
+    if recorded is not None:
+        return recorded.hugepages_2mi_mib
+    like = _hugepages_like().get(machine)
+    return _recorded()[like].hugepages_2mi_mib if like else 0
 
 
 @cache

@@ -8,7 +8,8 @@ Pure decisions, no Kubernetes and no Pulumi (components/k8s/_kueue.py makes the 
              its largest (autoscaling at max_nodes, every slice of a multislice): devices
              (nvidia.com/gpu, google.com/tpu, vpc.amazonaws.com/efa on EFA pools) and what
              its nodes offer pods (fleet.allocatable: cpu, memory, ephemeral-storage, and
-             hugepages-2Mi where the nodes have them)
+             hugepages-2Mi where the nodes have them; cpu and memory less the requests of
+             the DaemonSets on each node, fleet.pods)
     queue    one per team and cluster: a namespace and a LocalQueue of the team's name, a
              ClusterQueue whose flavors are the team's routing order (`routing:`), or its own
              pools in the default order (`default_order`), with the flavors' quota as its
@@ -35,6 +36,7 @@ from fleet.allocatable import node_allocatable
 from fleet.catalog import Catalog
 from fleet.inventory import SMOKE_QUEUE, inventory_pool
 from fleet.model import ResolvedPool
+from fleet.pods import daemonset_requests, pool_daemonsets
 
 if TYPE_CHECKING:
     from fleet.model import Fleet
@@ -179,10 +181,15 @@ def percent_of(amounts: Mapping[str, int], percent: int) -> dict[str, int]:
 def pool_quota(pool: ResolvedPool, catalog: Catalog) -> dict[str, int]:
     """What a pool holds at its largest: its nodes (autoscaling max_nodes; every host of every
     slice) times each node's devices, EFA interfaces and allocatable cpu (millicores), memory,
-    ephemeral storage and 2 MiB huge pages (MiB): what pods can get, not the machine's size."""
+    ephemeral storage and 2 MiB huge pages (MiB), cpu and memory less what the node's
+    DaemonSets request (fleet.pods): what pods can get, not the machine's size."""
     nodes = pool.node_range[1]
     node = node_allocatable(pool, catalog)
-    quota = {CPU: node.cpu_millicores * nodes, MEMORY: node.memory_mib * nodes,
+    # what the DaemonSets on each node take is not there for the teams' pods: a quota that
+    # counts it admits workloads that then stay Pending (issue 27 class 1)
+    ds_cpu, ds_memory = daemonset_requests(pool_daemonsets(pool, catalog))
+    quota = {CPU: (node.cpu_millicores - ds_cpu) * nodes,
+             MEMORY: (node.memory_mib - ds_memory) * nodes,
              EPHEMERAL_STORAGE: node.ephemeral_storage_mib * nodes}
     if node.hugepages_2mi_mib:
         quota[HUGEPAGES_2MI] = node.hugepages_2mi_mib * nodes
@@ -208,22 +215,27 @@ def pool_flavor(pool: ResolvedPool, catalog: Catalog) -> Flavor:
                   device_resource=entry.resource or None)
 
 
-def smoke_queue(cluster: str, flavors: Sequence[Flavor], namespace: str
+def smoke_queue(cluster: str, flavors: Sequence[Flavor], namespace: str, cohort: str
                 ) -> TeamQueue | None:
     """The queue `accelfleet smoke` submits to on a cluster's queued pools: a LocalQueue
-    `SMOKE_QUEUE` in the smoke namespace and a ClusterQueue of that name holding every
-    queued flavor at its full quota, outside the cohort (no team's quota is touched). A
-    queued pool's nodes exist only for the ProvisioningRequest that brought them, so a smoke
-    run's request is as real as a team's; without this queue a smoke pod on a queued pool
-    waits out its timeout (issue 20 item 2). None without a queued pool."""
+    `SMOKE_QUEUE` in the smoke namespace and a ClusterQueue of that name in the cluster's
+    `cohort`, holding no quota of its own (nominal 0) and borrowing each queued flavor up to
+    its full quota. A queued pool's nodes exist only for the ProvisioningRequest that brought
+    them, so a smoke run's request is as real as a team's; without this queue a smoke pod on a
+    queued pool waits out its timeout (issue 20 item 2). Borrowing, not owning: the pool's
+    quota is counted once in the cohort, so Kueue never admits more than the pool between the
+    teams and smoke (issue 27 item 9: a second, outside copy let it admit twice the pool, and
+    the extra ProvisioningRequests waited). A team that lends less than all of a queued pool
+    (`lending_limit_percent`) lends smoke no more either. None without a queued pool."""
     queued = [f for f in flavors if f.queued]
     if not queued:
         return None
     resources = covered([f.quota for f in queued])
     return TeamQueue(
-        team=SMOKE_QUEUE, cluster=cluster, name=SMOKE_QUEUE, cohort="",
+        team=SMOKE_QUEUE, cluster=cluster, name=SMOKE_QUEUE, cohort=cohort,
         resources=resources,
-        flavors=tuple(QueueFlavor(f.name, f.team, {r: f.quota.get(r, 0) for r in resources})
+        flavors=tuple(QueueFlavor(f.name, f.team, dict.fromkeys(resources, 0),
+                                  borrowing_limit={r: f.quota.get(r, 0) for r in resources})
                       for f in queued),
         routed=False, namespace=namespace)
 

@@ -19,6 +19,7 @@ from components.gcp._pins import (
     NRI_DEVICE_INJECTOR_IMAGE,
     PAUSE_IMAGE,
 )
+from fleet.pods import cpu_quantity, system_pod
 
 ADDONS_TYPE = "accelfleet:gcp:GpuDirectAddons"
 GKE_NETWORKING = "networking.gke.io"
@@ -86,7 +87,8 @@ def nccl_installer(kind: str, accelerators: list[str]) -> dict[str, Any]:
                      "securityContext": {"privileged": True}})
     init.append({
         "name": name, "image": pin.image, "command": ["/bin/sh", "-c"], "args": [pin.script],
-        "resources": {"requests": {"cpu": "150m"}},
+        "resources": {"requests": {"cpu": cpu_quantity(
+            system_pod("nccl-installer").cpu_millicores)}},
         "securityContext": {"privileged": True},
         "volumeMounts": [{"name": v.name, "mountPath": v.mount_path} for v in pin.volumes],
     })
@@ -101,7 +103,8 @@ def nri_device_injector(accelerators: list[str]) -> dict[str, Any]:
     """The NRI device injector DaemonSet (GPUDirect-TCPX/TCPXO daemons get GPU devices)."""
     main = {
         "name": "device-injector", "image": NRI_DEVICE_INJECTOR_IMAGE,
-        "resources": {"requests": {"cpu": "150m"}},
+        "resources": {"requests": {"cpu": cpu_quantity(
+            system_pod("device-injector").cpu_millicores)}},
         "securityContext": {"privileged": True},
         "volumeMounts": [{"name": "dev", "mountPath": "/dev"},
                          {"name": "nri", "mountPath": "/var/run/nri"}],

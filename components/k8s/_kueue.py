@@ -22,7 +22,6 @@ published CRD schemas), applied as `k8s.apiextensions.CustomResource` in
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +34,7 @@ from components.k8s._charts import KUEUE, KUEUE_IMAGE_REPOSITORY, KUEUE_IMAGE_TA
 from components.k8s._jobset import JobSetController, JobSetControllerArgs
 from fleet.catalog import Catalog
 from fleet.model import POOL_LABEL, SYSTEM_POOL, TEAM_LABEL, Fleet
+from fleet.pods import kueue_requests
 from fleet.routing import ClusterRouting, Flavor, TeamQueue, quantity
 
 CONTROLLER_TYPE = "accelfleet:k8s:KueueController"
@@ -72,19 +72,11 @@ MANAGER_CONFIG: dict[str, Any] = {
         "trainer.kubeflow.org/trainjob", "pod", "deployment", "statefulset",
         "leaderworkerset.x-k8s.io/leaderworkerset"]},
 }
-# xpk sizes the controller by the cluster's nodes: 32 MiB per node, at least 4 GiB, and 4 CPUs
-# per 1000 nodes, at least 2 (AI-Hypercomputer/xpk@367c838253bea41e7d7716145ad6513f44c1a21e:
-# src/xpk/core/kueue_manager.py, MEMORY_SIZE_PER_VM, MIN_MEMORY_LIMIT_SIZE, CPU_SIZE_PER_VM,
-# MIN_CPU_LIMIT_SIZE); the chart's 512Mi is too little for a fleet (issue 20 item 7).
-MEMORY_MIB_PER_NODE, MIN_MEMORY_MIB = 32, 4096
-CPU_PER_NODE, MIN_CPU = 0.004, 2
-
-
 def controller_resources(nodes: int) -> dict[str, Any]:
-    """Requests = limits, sized by the cluster's largest node count, as xpk does."""
-    memory = f"{max(math.ceil(nodes * MEMORY_MIB_PER_NODE), MIN_MEMORY_MIB)}Mi"
-    cpu = str(max(math.ceil(nodes * CPU_PER_NODE), MIN_CPU))
-    amount = {"cpu": cpu, "memory": memory}
+    """Requests = limits, sized by the cluster's largest node count, as xpk does: the figures
+    are fleet.pods.kueue_requests, which the fit check (fleet.rules.fit) places too."""
+    cpu, memory = kueue_requests(nodes)
+    amount = {"cpu": str(cpu // 1000), "memory": f"{memory}Mi"}
     return {"requests": dict(amount), "limits": dict(amount)}
 
 

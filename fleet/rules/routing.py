@@ -133,7 +133,8 @@ class _Resolver:
                 out.append(ClusterRouting(cluster=cluster, cohort=cluster, flavors=flavors,
                                           queues=tuple(queues),
                                           smoke=smoke_queue(cluster, flavors,
-                                                            self.spec.smoke.namespace)))
+                                                            self.spec.smoke.namespace,
+                                                            cluster)))
         # an accelerator entry must match on some cluster the rule routes on (with no
         # `cluster:` and no pool named, a rule routes on every cluster of the team's pools)
         for (i, j), (text, missed) in self.misses.items():

@@ -33,6 +33,7 @@ from fleet.rules.cloud_values import check_cloud_values
 from fleet.rules.eks import check_eks_cluster
 from fleet.rules.endpoints import endpoint_checks
 from fleet.rules.expiry import expiry_warnings
+from fleet.rules.fit import check_fit
 from fleet.rules.limits import (
     check_cluster_count,
     check_cluster_nodes,
@@ -138,6 +139,8 @@ class Checker(RuleProblems):
         self._rdma_zones(resolved)
         self._limits(resolved + self.system_pools)
         check_cloud_values(self, self.spec, resolved)  # what the cloud would refuse at deploy
+        # every pod the fleet creates fits the nodes it selects (issue 27 class 1)
+        check_fit(self, self.spec, resolved, self.system_pools, self.routing)
         return resolved
 
     def _limits(self, pools: list[ResolvedPool]) -> None:

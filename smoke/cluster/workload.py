@@ -33,10 +33,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from fleet import smoke_defaults as SD
+from fleet.allocatable import hugepages_2mi_mib
 from fleet.catalog import image_ref_problem
 from fleet.errors import CatalogError, InputError, UnknownNameError
 from fleet.inventory import Inventory, InventoryNetwork, InventoryPool
 from fleet.labels import POOL_LABEL, RUN_LABEL
+from fleet.pods import fabric_requests, smoke_pod_requests
 from smoke import expectations as _expect
 from smoke.cluster._bundle import MOUNT_PATH, configmap_data
 from smoke.cluster._queue import through_kueue
@@ -51,15 +53,8 @@ DEFAULT_NAMESPACE = SD.NAMESPACE
 RENDEZVOUS_PORT = 29500  # + the pool's index among the rendered pools of its cluster
 TPU_PORTS = (8471, 8080, 8431)  # TPU runtime, slice builder / megascale, TPU runtime metrics
 NAME_MAX = 50  # so that pod hostnames `<name>-<index>` (JobSet: `<name>-slice-<j>-<i>`) fit 63
-# What each smoke pod requests beside its accelerators, per device on the node, so that it is not
-# BestEffort (first evicted under pressure, no CPU share): one CPU for the rank process that
-# drives each device in the in-node all-reduce, and the memory AWS's EKS NCCL test requests per
-# GPU (32000Mi for a p5's 8: aws-samples/awsome-distributed-training@50820097
-# micro-benchmarks/nccl-tests/kubernetes/nccl-tests.yaml). Never more than half the node's vCPUs
-# or memory (catalog hosts.yaml), so a one-GPU g6.xlarge still fits. No CPU or memory limit:
-# a smoke test must not be OOM-killed or throttled by its own guess.
-CPU_PER_DEVICE = 1
-MEMORY_MIB_PER_DEVICE = 4000
+# What each smoke pod requests beside its accelerators: fleet.pods (smoke_pod_requests), the
+# one home the fit check (fleet.rules.fit) reads too.
 TPU_VM_SKIP = ("runtime tpu-vm: Cloud TPU VMs are not Kubernetes nodes; smoke them with "
                "`accelfleet smoke local` on each VM")
 
@@ -297,14 +292,12 @@ def _labels(options: RenderOptions, pool: str | None = None) -> dict[str, str]:
 
 
 def host_requests(pool: InventoryPool, catalog: Catalog) -> dict[str, str]:
-    """The CPU and memory one smoke pod requests on its node (see CPU_PER_DEVICE)."""
-    devices = max(1, pool.devices_per_node)
-    cpu, memory_mib = devices * CPU_PER_DEVICE, devices * MEMORY_MIB_PER_DEVICE
+    """The CPU and memory one smoke pod requests on its node (fleet.pods)."""
     host = pool.host or catalog.hosts.get(pool.machine_type)  # an older inventory: catalog
-    if host is not None:
-        cpu = max(1, min(cpu, host.vcpus // 2))
-        memory_mib = max(512, min(memory_mib, host.memory_mib // 2))
-    return {"cpu": str(cpu), "memory": f"{memory_mib}Mi"}
+    cpu, memory_mib = smoke_pod_requests(pool.devices_per_node,
+                                         host.vcpus if host else None,
+                                         host.memory_mib if host else None)
+    return {"cpu": str(cpu // 1000), "memory": f"{memory_mib}Mi"}
 
 
 def _context(pool: InventoryPool, options: RenderOptions, name: str, image: str,
@@ -372,7 +365,7 @@ def _gpu(pool: InventoryPool, options: RenderOptions, catalog: Catalog, ctx: dic
             resources[efa] = str(net.efa_interfaces)
             if net.efa_rdma_read:
                 fabric_env += fabric.rdma_env
-        resources |= dict(fabric.resources)
+        resources |= fabric_requests(fabric.resources, hugepages_2mi_mib(pool.machine_type))
         capabilities = list(fabric.capabilities)
         env += [{"name": k, "value": v} for k, v in fabric_env]
         annotations = _fabric_annotations(fabric)

@@ -173,7 +173,6 @@ def test_smoke_has_a_queue_in_its_namespace_for_the_queued_pools(
     assert lq["metadata"]["namespace"] == "smoke-test"
     assert lq["spec"] == {"clusterQueue": SMOKE_QUEUE}
     cq = by_kind(objs, "ClusterQueue")[SMOKE_QUEUE]["spec"]
-    assert "cohortName" not in cq  # no team's quota is lent or taken
     assert cq["namespaceSelector"] == {"matchLabels": {
         "kubernetes.io/metadata.name": "smoke-test"}}
     [group] = cq["resourceGroups"]
@@ -246,3 +245,43 @@ def test_the_webhook_firewall_rule_targets_the_cluster_nodes_only(plan: Plan) ->
     [account] = rule.inputs["targetServiceAccounts"]
     pools = [r for r in plan.of_type("gcp:container/nodePool:NodePool")]
     assert pools and all(p.inputs["nodeConfig"]["serviceAccount"] == account for p in pools)
+
+
+def test_a_queued_pool_is_counted_once_between_the_teams_and_smoke(
+        routing: ClusterRouting) -> None:
+    """Issue 27 item 9: the smoke queue held each queued pool's whole quota again, outside
+    the cohort, so Kueue could admit twice the pool (the extra ProvisioningRequests wait).
+    Now it joins the cohort, owns nothing and borrows at most the pool: what every queue
+    of the cohort can be admitted on a flavor together is the pool, once."""
+    objs = kueue_objects(routing)
+    queues = [o["spec"] for o in objs if o["kind"] == "ClusterQueue"]
+    smoke = by_kind(objs, "ClusterQueue")[SMOKE_QUEUE]["spec"]
+    assert smoke["cohortName"] == routing.cohort
+    for flavor in routing.queued:
+        nominal: dict[str, int] = {}
+        for cq in queues:
+            assert cq.get("cohortName") == routing.cohort
+            for group in cq["resourceGroups"]:
+                for f in group["flavors"]:
+                    if f["name"] != flavor.name:
+                        continue
+                    for r in f["resources"]:
+                        nominal[r["name"]] = nominal.get(r["name"], 0) + amount(
+                            r["name"], r["nominalQuota"])
+                        if cq is smoke:
+                            assert r["nominalQuota"] == "0"
+                            assert amount(r["name"], r["borrowingLimit"]) == \
+                                flavor.quota.get(r["name"], 0)
+        held = {r: v for r, v in nominal.items() if v}
+        assert held == {r: v for r, v in flavor.quota.items() if v}, flavor.name
+
+
+def amount(resource: str, text: str) -> int:
+    """A quantity as fleet.routing writes it, back in its units (millicores, MiB, count)."""
+    if text.endswith("Gi"):
+        return int(text[:-2]) * 1024
+    if text.endswith("Mi"):
+        return int(text[:-2])
+    if text.endswith("m"):
+        return int(text[:-1])
+    return int(text) * 1000 if resource == "cpu" else int(text)

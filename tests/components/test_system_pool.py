@@ -80,7 +80,7 @@ def test_example_plan_has_a_system_pool_on_each_cluster(example: Plan) -> None:
     systems = {p["cluster"]: p for p in data["system_pools"]}
     assert set(systems) == {"ml-gke", "ml-eks"}
     assert systems["ml-gke"]["machine_type"] == "e2-standard-4"
-    assert systems["ml-eks"]["machine_type"] == "m6i.large"
+    assert systems["ml-eks"]["machine_type"] == "m6i.xlarge"
     assert all(p["team"] == "platform" and p["kind"] == "cpu" and p["nodes"] == 2
                and p["monthly_usd"] and p["resources"] >= 1 for p in systems.values())
     teams = {t["name"]: t for t in data["teams"]}
@@ -150,7 +150,7 @@ def test_jobset_release_waits_for_the_gke_system_pool(custom: Plan) -> None:
 def test_eks_system_node_group_standard_ami_untainted(example: Plan) -> None:
     group = one(example, NODE_GROUP, "ml-eks-system-ng").inputs
     assert group["amiType"] == "AL2023_x86_64_STANDARD"
-    assert group["instanceTypes"] == ["m6i.large"]
+    assert group["instanceTypes"] == ["m6i.xlarge"]
     assert group["capacityType"] == "ON_DEMAND"
     assert group["scalingConfig"] == {"minSize": 2, "desiredSize": 2, "maxSize": 2}
     assert "taints" not in group or group["taints"] == []

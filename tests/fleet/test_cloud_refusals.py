@@ -153,6 +153,8 @@ def test_gke_nodes_per_node_pool_zone(spec: dict[str, Any]) -> None:
     spec["pools"][0].update(nodes=None, autoscaling={"min_nodes": 0, "max_nodes": 2000},
                             zones=["us-central1-a", "us-central1-b"], placement="none")
     spec["pools"][0].pop("zone")
+    # Kueue for 2,000 nodes asks 8 CPUs / 64000Mi: the system pool must hold it (issue 27)
+    spec["clusters"][0]["system_pool"] = {"machine_type": "e2-standard-32"}
     assert validate_fleet(spec).pools[0].spec.autoscaling is not None  # 1,000 per zone
     spec["pools"][0]["autoscaling"]["max_nodes"] = 2001
     assert "per zone" in only(spec, "pools 'h100'.autoscaling.max_nodes").message
@@ -180,6 +182,7 @@ def test_eks_node_group_quota_is_a_warning(spec: dict[str, Any]) -> None:
     spec["teams"][0]["monthly_budget_usd"] = None
     spec["pools"] = [pool(name="cpu", cluster="eks", accelerator="m6i.large", nodes=500,
                           zones=["us-east-1a", "us-east-1b"], zone=None)]
+    spec["clusters"][1]["system_pool"] = {"machine_type": "m6i.2xlarge"}  # Kueue for 500
     fleet = validate_fleet(spec)
     (w,) = [w for w in fleet.warnings if "quota" in w.message]
     assert "L-BD136A63" in w.hint and w.where == "pools 'cpu'.nodes"
@@ -228,9 +231,9 @@ def test_eks_ranges(spec: dict[str, Any]) -> None:
     spec["pools"] = [pool(name="p5", cluster="eks", accelerator="p5.48xlarge", nodes=6,
                           zone="us-east-1a")]
     p = only(spec, "clusters 'eks'.network.cidr")
-    # 6 p5.48xlarge x 100 Pods, and both system nodes (m6i.large, 29 Pods): the system pool's
+    # 6 p5.48xlarge x 100 Pods, and both system nodes (m6i.xlarge, 58 Pods): the system pool's
     # second zone is the account's, picked at deploy time (issue 20 item 11), so both count here
-    assert "us-east-1a" in p.message and "658" in p.message and "10.20.0.0/16" in p.hint
+    assert "us-east-1a" in p.message and "716" in p.message and "10.20.0.0/16" in p.hint
 
 
 @pytest.mark.parametrize(("cidr", "says"), [("10.0.0.1/16", "10.0.0.0/16"),

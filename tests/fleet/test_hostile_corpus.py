@@ -172,6 +172,9 @@ CORPUS: dict[str, Case] = {
                       "host bits", "10.0.0.0/16"),
     "ipv6": case("ranges", at("clusters.0.network", {"cidr": "fd00::/64"}), "IPv6"),
     # -- upper bounds ----------------------------------------------------------------------
+    "kueue-outgrows-the-system-pool": case("bounds", pool0(nodes=512),
+                                           "kueue-controller-manager (sized for 512 nodes)",
+                                           "machine_type: e2-standard-8"),
     "nodes-per-zone": case("bounds", pool0(nodes=1001), "nodes per zone is 1,001",
                            "kubernetes-engine/quotas", real=True),
     "autoscaling-max": case("bounds", pool0(nodes=None, autoscaling={"min_nodes": 0,
@@ -225,7 +228,9 @@ VALID: dict[str, Mutate] = {  # what the clouds accept is not refused
     "zone-f-and-ai-zone": both(pool0(zone="us-central1-f", accelerator="a2-highgpu-8g"),
                                lambda f: f["pools"].append(
         {**f["pools"][0], "name": "ai", "zone": "us-central1-ai1a"})),
-    "1000-nodes-in-a-/14": pool0(nodes=1000),
+    # Kueue for 1,000 nodes asks 4 CPUs / 32000Mi: a system pool that holds it (issue 27)
+    "1000-nodes-in-a-/14": both(pool0(nodes=1000),
+                                at("clusters.0.system_pool", {"machine_type": "e2-standard-16"})),
     "aws-upper-case-team": both(team("Research"), pool0(cluster="eks",
                                                        accelerator="p5.48xlarge",
                                                        zone="us-east-1a")),

@@ -89,6 +89,13 @@ def route(spec: dict[str, Any], *rules: dict[str, Any], **defaults: Any) -> dict
 #   ephemeral-storage: the 200 GB boot disk less 10% (nodefs eviction), on EKS less 1 GiB more
 EPHEMERAL_GKE = 200 * GIB * 9 // 10  # 184320 MiB = 180 GiB
 EPHEMERAL_EKS = EPHEMERAL_GKE - GIB
+# What the DaemonSets on each node request (catalog system_pods.yaml), not there for a team's
+# pods and so not in the quota (issue 27): (cpu millicores, memory MiB)
+GKE_NODE_DS = (105 + 100 + 10 + 100, 230 + 100 + 16)  # fluentbit, metadata, ip-masq, proxy
+GKE_GPU_DS = (GKE_NODE_DS[0] + 150, GKE_NODE_DS[1] + 80)  # + GKE's NVIDIA device plugin
+GKE_TCPX_DS = (GKE_GPU_DS[0] + 150 + 150, GKE_GPU_DS[1])  # + NCCL installer, NRI injector
+EKS_GPU_DS = (25 + 5, 64)  # aws-node, nfd-worker (the NVIDIA plugin asks nothing)
+EKS_EFA_DS = (EKS_GPU_DS[0] + 10, EKS_GPU_DS[1] + 20)  # + the EFA device plugin
 
 
 def test_a_mixed_teams_quota_by_hand(spec: dict[str, Any]) -> None:
@@ -105,22 +112,26 @@ def test_a_mixed_teams_quota_by_hand(spec: dict[str, Any]) -> None:
     """
     q = queue(spec, "gke", "research")
     per = {f.flavor: dict(f.nominal) for f in q.flavors}
-    assert per["h100"] == {"cpu": 2 * 207410, "memory": 2 * 1841613,
+    assert per["h100"] == {"cpu": 2 * (207410 - GKE_TCPX_DS[0]),
+                           "memory": 2 * (1841613 - GKE_TCPX_DS[1]),
                            "ephemeral-storage": 2 * EPHEMERAL_GKE, "nvidia.com/gpu": 16,
                            "google.com/tpu": 0}
     v5p_memory = 448 * GIB - 16097 - 100  # 1024 + 819.2 + 819.2 + 6881.28 + 2% of 320 GiB
-    assert per["v5p"] == {"cpu": 16 * (208000 - 590), "memory": 16 * v5p_memory,
+    assert per["v5p"] == {"cpu": 16 * (208000 - 590 - GKE_NODE_DS[0]),
+                          "memory": 16 * (v5p_memory - GKE_NODE_DS[1]),
                           "ephemeral-storage": 16 * EPHEMERAL_GKE, "nvidia.com/gpu": 0,
                           "google.com/tpu": 64}
     v6e_memory = 720 * GIB - 21667 - 100  # 1024 + 819.2 + 819.2 + 6881.28 + 2% of 592 GiB
-    assert per["v6e-multi"] == {"cpu": 8 * (180000 - 520), "memory": 8 * v6e_memory,
+    assert per["v6e-multi"] == {"cpu": 8 * (180000 - 520 - GKE_NODE_DS[0]),
+                                "memory": 8 * (v6e_memory - GKE_NODE_DS[1]),
                                 "ephemeral-storage": 8 * EPHEMERAL_GKE, "nvidia.com/gpu": 0,
                                 "google.com/tpu": 32}
     assert q.resources == ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu",
                            "google.com/tpu")
     total = q.nominal()
-    assert total["cpu"] == 2 * 207410 + 16 * 207410 + 8 * 179480
-    assert quantity("cpu", total["cpu"]) == "5169220m"
+    assert total["cpu"] == (2 * (207410 - GKE_TCPX_DS[0]) + 16 * (207410 - GKE_NODE_DS[0])
+                            + 8 * (179480 - GKE_NODE_DS[0]))
+    assert quantity("cpu", total["cpu"]) == "5160130m"
     assert quantity("ephemeral-storage", total["ephemeral-storage"]) == f"{26 * 180}Gi"
 
 
@@ -152,14 +163,16 @@ def test_autoscaling_counts_at_max_nodes_and_efa_interfaces_are_quota(
     # l4: g2-standard-24 (2 L4, 24 vCPUs, 96 GiB) autoscaling 0..4 -> its largest, 4 nodes
     l4 = next(f for f in routing_of(spec)["gke"].flavors if f.name == "l4")
     l4_memory = 96 * GIB - (1024 + 819 + 819 + 4915) - 100  # 6% of the 80 GiB above 16
-    assert dict(l4.quota) == {"cpu": 4 * (24000 - 130), "memory": 4 * l4_memory,
+    assert dict(l4.quota) == {"cpu": 4 * (24000 - 130 - GKE_GPU_DS[0]),
+                              "memory": 4 * (l4_memory - GKE_GPU_DS[1]),
                               "ephemeral-storage": 4 * EPHEMERAL_GKE, "nvidia.com/gpu": 8}
     # p5.48xlarge x 2: 8 GPUs, 32 EFA interfaces, and as recorded on a real EKS p5 node
     # (aws-samples/awsome-distributed-training@7217859 3.test_cases/pytorch/mosaicml-composer/
     # stable-diffusion/README.md: cpu 191450m, memory 2052371068Ki, hugepages-2Mi 42242Mi),
     # which the AWS EFA guide's and awsome's NCCL jobs request
     p5 = queue(spec, "eks", "research")
-    assert p5.nominal() == {"cpu": 2 * 191450, "memory": 2 * (2052371068 // 1024),
+    assert p5.nominal() == {"cpu": 2 * (191450 - EKS_EFA_DS[0]),
+                            "memory": 2 * (2052371068 // 1024 - EKS_EFA_DS[1]),
                             "ephemeral-storage": 2 * EPHEMERAL_EKS,
                             "hugepages-2Mi": 2 * 42242, "nvidia.com/gpu": 16,
                             "vpc.amazonaws.com/efa": 64}
@@ -180,9 +193,10 @@ def test_hugepages_only_where_a_node_recorded_them() -> None:
     assert "hugepages-2Mi" not in flavors["g6"].quota
     # derived memory: 2048 GiB less nodeadm's kube-reserved for its 100 max Pods
     # (11 x 100 + 255 MiB), the 100 MiB eviction threshold and the huge pages
-    assert flavors["p5e"].quota["memory"] == 2048 * GIB - 1355 - 100 - 42242
+    assert flavors["p5e"].quota["memory"] == 2048 * GIB - 1355 - 100 - 42242 - EKS_EFA_DS[1]
     # g6.2xlarge: 8 vCPUs, 32 GiB, 58 max Pods -> 8000 - 90 m, 32768 - 893 - 100 MiB
-    assert (flavors["g6"].quota["cpu"], flavors["g6"].quota["memory"]) == (7910, 31775)
+    assert (flavors["g6"].quota["cpu"], flavors["g6"].quota["memory"]) == (
+        7910 - EKS_GPU_DS[0], 31775 - EKS_GPU_DS[1])
 
 
 def test_flavors_carry_the_pools_node_labels_tolerations_and_topology(
@@ -260,13 +274,16 @@ def test_another_teams_pool_is_borrowed_within_the_limits(spec: dict[str, Any]) 
     assert l4.borrowed and l4.owner == "vision"
     assert l4.nominal == {"cpu": 0, "memory": 0, "ephemeral-storage": 0, "nvidia.com/gpu": 0,
                           "google.com/tpu": 0}
-    # half of l4 at its largest (4 nodes: 8 GPUs, 4 x 23870m, 4 x 90627 MiB, 4 x 180 GiB)
-    assert l4.borrowing_limit == {"cpu": 2 * 23870, "memory": 2 * 90627,
+    # half of l4 at its largest (4 nodes: 8 GPUs, 4 x 23870m, 4 x 90627 MiB, 4 x 180 GiB,
+    # less the DaemonSets on each node)
+    assert l4.borrowing_limit == {"cpu": 2 * (23870 - GKE_GPU_DS[0]),
+                                  "memory": 2 * (90627 - GKE_GPU_DS[1]),
                                   "ephemeral-storage": 2 * EPHEMERAL_GKE, "nvidia.com/gpu": 4,
                                   "google.com/tpu": 0}
     vision = queue(spec, "gke", "vision")
     own_l4 = next(f for f in vision.flavors if f.flavor == "l4")
-    assert own_l4.lending_limit == {"cpu": 23870, "memory": 90627,
+    assert own_l4.lending_limit == {"cpu": 23870 - GKE_GPU_DS[0],
+                                    "memory": 90627 - GKE_GPU_DS[1],
                                     "ephemeral-storage": EPHEMERAL_GKE, "nvidia.com/gpu": 2,
                                     "google.com/tpu": 0}
     # the research queue lends without a limit (100% by default): none is written

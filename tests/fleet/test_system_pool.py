@@ -32,7 +32,7 @@ def test_every_cluster_gets_a_system_pool_by_default(spec):
     assert (gke.name, gke.team, gke.shape.kind) == (SYSTEM_POOL, PLATFORM_TEAM, "cpu")
     assert (gke.shape.machine_type, gke.node_count, gke.spec.disk_size_gb) == (
         "e2-standard-4", 2, 100)
-    assert (eks.shape.machine_type, eks.node_count) == ("m6i.large", 2)
+    assert (eks.shape.machine_type, eks.node_count) == ("m6i.xlarge", 2)  # Kueue: 2 CPUs
     # Zones: the cluster's pools' zones, padded to two for a spread over zones on GKE; on EKS
     # the padding comes from the account's zones at deploy time (issue 20 item 11: letters
     # differ per account), so a cluster without pools has none here.

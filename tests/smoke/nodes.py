@@ -4,11 +4,14 @@ A node is the recording of its machine type (labels, taints, allocatable as GKE 
 plus only what the cloud derives from the pool: the node-pool name label, the labels and
 taints the pool declares, the zone it is in, the slice topology of a TPU pool, and on a
 flex-start or queued pool the taint GKE puts there (with queued provisioning, the
-ProvisioningRequest label too). Nothing comes from `fleet/catalog`: where our catalog says
-otherwise, the fake disagrees, as a real cluster would.
+ProvisioningRequest label too). A recorded node takes nothing from `fleet/catalog`: where our
+catalog says otherwise, the fake disagrees, as a real cluster would.
 
 Each fixture names its source; a machine type without a recording is derived from the
-nearest recorded one of the same cloud and kind, and its fixture says how.
+nearest recorded one of the same cloud and kind, and its fixture says how: a file of its own,
+or an entry of derived-gke.yaml / derived-eks.yaml (tests/smoke/derive_nodes.py writes them for
+every catalog machine type without a file; they take the machine's vCPUs, memory, devices and
+GKE accelerator name from the catalog, so only a recorded node can prove the catalog wrong).
 """
 
 from __future__ import annotations
@@ -34,13 +37,33 @@ REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernete
 
 
 @cache
+def _derived(prefix: str) -> dict[str, dict[str, Any]]:
+    """derived-gke.yaml / derived-eks.yaml (tests/smoke/derive_nodes.py writes them)."""
+    path = NODES / f"derived-{prefix}.yaml"
+    data: dict[str, Any] = YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
+    return dict(data["nodes"])
+
+
+def known() -> list[str]:
+    """Every fixture's name: the files (`gke-a3-highgpu-8g`), then the derived entries."""
+    files = [p.stem for p in NODES.glob("*.yaml") if not p.stem.startswith("derived-")]
+    return sorted(files + [f"{prefix}-{m}" for prefix in ("gke", "eks")
+                           for m in _derived(prefix)])
+
+
+@cache
 def recorded(name: str) -> dict[str, Any]:
-    """A fixture by file stem (`gke-a3-highgpu-8g`)."""
+    """A fixture by name (`gke-a3-highgpu-8g`): its own file (recorded, or derived by hand),
+    else its entry in derived-gke.yaml / derived-eks.yaml."""
     path = NODES / f"{name}.yaml"
     if not path.exists():
-        known = sorted(p.stem for p in NODES.glob("*.yaml"))
+        prefix, _, machine = name.partition("-")
+        entry = _derived(prefix).get(machine) if prefix in ("gke", "eks") else None
+        if entry is not None:
+            return entry
         raise LookupError(f"no recorded node {name!r} in {NODES}: record one (or derive it "
-                          f"from the nearest recorded one, saying so); known: {known}")
+                          f"from the nearest recorded one, saying so: `python -m "
+                          f"tests.smoke.derive_nodes`); known: {known()}")
     data: dict[str, Any] = YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
     return data
 
@@ -107,13 +130,16 @@ def eks_node(name: str, instance_type: str, *, nodegroup: str, zone: str = "us-e
 
 def pool_node(pool: ResolvedPool, name: str, *, nodepool: str | None = None,
               provisioning_request: str | None = None) -> dict[str, Any]:
-    """A node of a resolved GKE pool: its machine type's recording, its declared labels and
-    taints (`ResolvedPool.labels`, `spec.taints`, what the node pool component sets), its
-    first zone, its slice topology, GKE's taint on flex-start and queued pools."""
-    if pool.cloud != "gcp":
-        raise LookupError(f"pool {pool.name}: only GKE nodes are recorded here")
+    """A node of a resolved pool: its machine type's fixture, its declared labels and taints
+    (`ResolvedPool.labels`, `spec.taints`, what the node pool or node group component sets),
+    its first zone; on GKE its slice topology and GKE's taint on flex-start and queued pools,
+    on EKS the managed node group's labels."""
     taints = [{"key": t.key, "value": t.value, "effect": t.effect} for t in pool.spec.taints]
     zones = list(pool.spec.zones)
+    if pool.cloud == "aws":
+        return eks_node(name, pool.shape.machine_type, nodegroup=nodepool or pool.name,
+                        zone=zones[0] if zones else "us-east-1a", labels=pool.labels,
+                        taints=taints, spot=pool.spec.capacity.spot)
     return gke_node(name, pool.shape.machine_type, nodepool=nodepool or pool.name,
                     zone=zones[0] if zones else "us-central1-a", labels=pool.labels,
                     taints=taints, topology=pool.shape.topology_str or None,
