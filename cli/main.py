@@ -109,7 +109,3 @@ def run() -> None:
         from cli._errors import report
 
         sys.exit(report(exc))
-    finally:  # the command is over: a Ctrl-C while Python shuts down changes nothing
-        import signal
-
-        signal.signal(signal.SIGINT, signal.SIG_IGN)

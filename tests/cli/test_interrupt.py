@@ -33,6 +33,8 @@ def _started(proc: subprocess.Popen[bytes]) -> None:
 
 @pytest.mark.parametrize("delay_s", DELAYS_S)
 def test_ctrl_c_during_plan_is_interrupted_never_an_internal_error(delay_s: float) -> None:
+    # a child inherits an ignored SIGINT across exec: run it as a shell would, with Python's own
+    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN, "SIGINT ignored in the tests"
     proc = subprocess.Popen([sys.executable, "-m", "cli", "plan",
                              str(ROOT / "stacks" / "Pulumi.example.yaml")], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -44,6 +46,8 @@ def test_ctrl_c_during_plan_is_interrupted_never_an_internal_error(delay_s: floa
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     text = err.decode("utf-8", "replace")
+    assert "internal error" not in text, text
+    if proc.returncode == -signal.SIGINT:  # Python itself was still starting, before any of
+        return  # accelfleet's code: it dies of the signal, which a shell reports as 130
     assert proc.returncode == 130, text
-    assert "interrupted" in text and "internal error" not in text, text
-    assert "Traceback" not in text, text
+    assert "interrupted" in text and "Traceback" not in text, text

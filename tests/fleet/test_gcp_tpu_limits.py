@@ -49,6 +49,8 @@ def test_v5p_beyond_6144_chips_is_refused(spec) -> None:
     spec["pools"] = [pool(name="ok", accelerator="v5p", topology="16x16x24", nodes=None)]
     # 1,536 hosts (and the system pool) need a pod range of more than 1,024 /24s
     spec["clusters"][0]["network"] = {"pods_cidr": "10.64.0.0/13"}
+    # ... and Kueue sized for 1,536 nodes (7 CPU, 48 GiB) needs a larger system machine
+    spec["clusters"][0]["system_pool"] = {"machine_type": "e2-standard-16"}
     assert validate_fleet(spec).pools[0].node_count == 1536
 
 
