@@ -16,6 +16,8 @@ from typing import Any
 
 from fleet.catalog import Catalog, load_catalog
 from fleet.errors import InputError
+from fleet.gate import InventoryGate as InventoryGate
+from fleet.gate import gate_toleration
 from fleet.model import POOL_LABEL, Fleet, ResolvedPool
 
 SCHEMA_VERSION = 1
@@ -45,22 +47,6 @@ class InventoryNetwork:
     efa_interfaces: int = 0
     efa_rdma_read: bool = False
     efa_gdr: bool = False
-
-
-@dataclass(frozen=True)
-class InventoryGate:
-    """A pool's gate (issue 26, docs/gate.md): its new nodes carry `fleet.labels.GATE_TAINT_*`
-    until the gate controller proves them with tiers 0..`max_tier` (and the pool's fabric
-    check when `fabric`), re-proves idle nodes every `reprove_interval_s` (None: never), and
-    quarantines at most `quarantine_cap` of the pool (`3` or `10%`, as `--max-quarantine`).
-    `enabled` False: the pool opted out, `reason` says why."""
-
-    enabled: bool = True
-    reason: str | None = None
-    max_tier: int = 2
-    fabric: bool = False
-    reprove_interval_s: int | None = 86_400
-    quarantine_cap: str = "10%"
 
 
 @dataclass(frozen=True)
@@ -193,6 +179,8 @@ def inventory_pool(pool: ResolvedPool, catalog: Catalog, *, project: str | None 
     ]
     if pool.flex_start and pool.cloud == "gcp":  # GKE taints flex-start / queued nodes
         tolerations.append(catalog.taints[("gcp", "flex_start")].as_toleration())
+    if pool.gated:  # proof pods land on unproven nodes (the gate's startup taint)
+        tolerations.append(gate_toleration())
     return InventoryPool(
         name=pool.name,
         team=pool.team,
@@ -219,6 +207,7 @@ def inventory_pool(pool: ResolvedPool, catalog: Catalog, *, project: str | None 
         host=InventoryHost(host.vcpus, host.memory_mib) if host is not None else None,
         network=InventoryNetwork(net.gpu_nics, net.efa_interfaces, net.efa_rdma_read,
                                  net.efa_gdr) if net is not None else None,
+        gate=pool.gate,
     )
 
 
