@@ -251,8 +251,10 @@ class NodeTaint(_Model):
 # most hourly (a proof takes the node's accelerators for minutes), at least monthly.
 REPROVE_DEFAULT = "24h"
 REPROVE_OFF = "off"
-REPROVE_MIN_S = 3600
-REPROVE_MAX_S = 30 * 86_400
+HOUR_S = 60 * 60
+DAY_S = 24 * HOUR_S
+REPROVE_MIN_S = HOUR_S
+REPROVE_MAX_S = 30 * DAY_S
 GATE_TOP_TIER = 2  # the per-node tiers (T0-T2); the fabric check (T3) is `gate.fabric`
 _INTERVAL = re.compile(r"^([1-9][0-9]{0,5})([hd])$")
 
@@ -268,7 +270,7 @@ def interval_s(text: str) -> int | None:
         raise SpecValueError(f"{text[:40]!r} is not an interval",
                              "write hours or days, e.g. reprove_interval: 24h (or 12h, 7d), "
                              "or `off` to prove each node only when it joins")
-    seconds = int(m[1]) * (3600 if m[2] == "h" else 86_400)
+    seconds = int(m[1]) * (HOUR_S if m[2] == "h" else DAY_S)
     if not REPROVE_MIN_S <= seconds <= REPROVE_MAX_S:
         raise SpecValueError(f"{words} is out of range: a re-proof runs at most hourly and at "
                              "least every 30 days", "use a value from 1h to 30d, e.g. 24h, "
