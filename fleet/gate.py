@@ -73,24 +73,6 @@ def gate_toleration() -> dict[str, str]:
     return gate_taint().as_toleration()
 
 
-def gate_words(gate: InventoryGate | None) -> str:
-    """A pool's gate in one phrase, as `fleet validate` and `plan` show it."""
-    if gate is None:
-        return "none"
-    if not gate.enabled:
-        return f"off ({gate.reason})"
-    tiers = f"T0-T{gate.max_tier}" if gate.max_tier else "T0"
-    fabric = " + fabric" if gate.fabric else ""
-    every = (f"re-proof every {_duration(gate.reprove_interval_s)}"
-             if gate.reprove_interval_s else "no re-proof")
-    return f"{tiers}{fabric}, {every}, quarantine at most {gate.quarantine_cap}"
-
-
-def _duration(seconds: int) -> str:
-    return f"{seconds // 86_400}d" if seconds % 86_400 == 0 and seconds > 86_400 \
-        else f"{seconds // 3600}h"
-
-
 def gate_summary(gate: InventoryGate | None) -> dict[str, object] | None:
     """A pool's gate, JSON-ready (`fleet validate --json`, `plan --json`)."""
     if gate is None:

@@ -278,6 +278,13 @@ def interval_s(text: str) -> int | None:
     return seconds
 
 
+def interval_text(seconds: int) -> str:
+    """`interval_s` backwards, as a stack writes it: 86400 -> `24h`, 604800 -> `7d`."""
+    if seconds % DAY_S == 0 and seconds > DAY_S:
+        return f"{seconds // DAY_S}d"
+    return f"{seconds // HOUR_S}h"
+
+
 class PoolGate(_Model):
     """A pool's gate (docs/gate.md): its new nodes carry a startup taint that only proof pods
     tolerate, until the gate controller proves them with tiers 0..`max_tier` (and the fabric

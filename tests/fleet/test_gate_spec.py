@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cli._gate_words import gate_words
 from fleet import validate_fleet
 from fleet.catalog import load_catalog
-from fleet.errors import InputError
-from fleet.gate import CONTROLLER_IMAGE, InventoryGate, gate_toleration, gate_words
+from fleet.errors import InputError, SpecError
+from fleet.gate import CONTROLLER_IMAGE, InventoryGate, gate_toleration
 from fleet.inventory import Inventory, build_inventory
 from fleet.labels import GATE_TAINT_KEY
 from fleet.quarantine_cap import parse_cap
@@ -149,6 +150,11 @@ def test_the_stack_gate_section_defaults_and_bounds(spec):
     found = {str(p.where): p for p in problems(spec)}
     assert "not a container image reference" in found["gate.image"].message
     assert "at least 1" in found["gate.replicas"].message
+    with pytest.raises(SpecError) as err:  # `fleet validate --json` names the field in full
+        validate_fleet(spec)
+    fields = {r["field"]: r for r in err.value.records}
+    assert fields["gate.image"]["value"] == "not an image"
+    assert fields["gate.replicas"]["section"] == "gate"
 
 
 def test_inventory_carries_the_gate_and_its_toleration(spec):
