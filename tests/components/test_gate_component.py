@@ -222,3 +222,22 @@ def test_the_namespace_is_made_once(plan: Plan) -> None:
                 and r.inputs["metadata"]["name"] == "accelfleet-smoke"]
     assert len(smoke_ns) == 2  # one per cluster
     assert len({r.provider for r in smoke_ns}) == 2
+
+
+def test_the_controller_waits_for_the_system_pool_and_its_namespace(plan: Plan) -> None:
+    """Its objects wait for the system pool's nodes (the Deployment's pods run there) and, on
+    a cluster whose Kueue routing makes the smoke namespace, for that routing."""
+    by_kind = {r.inputs["kind"]: r for r in _controller(plan, "c1")}
+    system = [r.urn for r in plan.of_type("gcp:container/nodePool:NodePool")
+              if r.inputs["name"] == "system"]
+    assert len(system) == 1
+    # the smoke namespace the routing makes (a dependency on a component is on its children)
+    namespace = [r.urn for r in plan.resources if r.type == "kubernetes:core/v1:Namespace"
+                 and r.name == "c1-queues-namespace-accelfleet-smoke"]
+    assert len(namespace) == 1
+    for kind in ("Role", "RoleBinding", "ConfigMap", "ServiceAccount", "Deployment"):
+        deps = by_kind[kind].dependencies
+        assert system[0] in deps and namespace[0] in deps, kind
+    # and the Deployment waits for its own RBAC and ConfigMap
+    own = {r.urn for r in _controller(plan, "c1") if r.inputs["kind"] != "Deployment"}
+    assert own <= set(by_kind["Deployment"].dependencies)
