@@ -179,3 +179,12 @@ def test_no_kueue_flavor_tolerates_the_gate(spec):
     flavor = pool_flavor(fleet.pools[0], load_catalog())
     assert gate_toleration() not in [dict(t) for t in flavor.tolerations]
     assert flavor.tolerations  # the GPU taint's toleration is still there
+
+
+def test_the_gate_taint_is_not_declared_twice(spec):
+    """A node holds one taint per key and effect: the stack does not repeat the gate's."""
+    spec["pools"][0]["taints"] = [{"key": GATE_TAINT_KEY, "value": "mine"}]
+    p = only(spec, "pools 'h100'.taints[0]")
+    assert "gate's startup taint" in p.message and "remove it" in p.hint
+    spec["pools"][0]["gate"] = {"enabled": False, "reason": "gated by hand"}
+    assert validate_fleet(spec).pools[0].spec.taints  # without the gate, it is the stack's
