@@ -241,3 +241,17 @@ def test_the_controller_waits_for_the_system_pool_and_its_namespace(plan: Plan) 
     # and the Deployment waits for its own RBAC and ConfigMap
     own = {r.urn for r in _controller(plan, "c1") if r.inputs["kind"] != "Deployment"}
     assert own <= set(by_kind["Deployment"].dependencies)
+
+
+def test_turning_the_gate_on_updates_pools_in_place() -> None:
+    """docs/gate.md: adding the taint to a running pool is an update, never a replacement
+    (components/engine/data/replacements.yaml lists no taint field as ForceNew)."""
+    from components.engine.diff import rule_for
+
+    before = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]
+    after = [*before, GKE_GATE]
+    assert rule_for("gcp:container/nodePool:NodePool", "nodeConfig.taints", before,
+                    after) is None
+    assert rule_for("gcp:container/nodePool:NodePool", "nodeConfig.taints[1]", None,
+                    GKE_GATE) is None
+    assert rule_for("aws:eks/nodeGroup:NodeGroup", "taints", before, after) is None
