@@ -19,6 +19,8 @@ from fleet.errors import InputError
 from fleet.gate import InventoryGate as InventoryGate
 from fleet.gate import gate_toleration
 from fleet.model import POOL_LABEL, Fleet, ResolvedPool
+from fleet.quarantine_cap import parse_cap
+from fleet.spec.fields import GATE_TOP_TIER, REPROVE_MAX_S, REPROVE_MIN_S
 
 SCHEMA_VERSION = 1
 # The Kueue queue (LocalQueue and ClusterQueue, fleet.routing.smoke_queue) `accelfleet smoke`
@@ -154,6 +156,16 @@ def _check_figures(p: InventoryPool) -> None:
     if p.network is not None:
         figures += [("network.gpu_nics", p.network.gpu_nics, 0, MAX_COUNT),
                     ("network.efa_interfaces", p.network.efa_interfaces, 0, MAX_COUNT)]
+    gate = p.gate
+    if gate is not None:
+        figures.append(("gate.max_tier", gate.max_tier, 0, GATE_TOP_TIER))
+        if gate.reprove_interval_s is not None:
+            figures.append(("gate.reprove_interval_s", gate.reprove_interval_s, REPROVE_MIN_S,
+                            REPROVE_MAX_S))
+        if parse_cap(gate.quarantine_cap) is None:
+            raise InputError(f"malformed inventory: pool {p.name!r} has gate.quarantine_cap "
+                             f"{gate.quarantine_cap[:40]!r}, neither a count nor a percentage",
+                             hint="regenerate it from the stack")
     for name, value, least, most in figures:
         if not least <= value <= most:
             raise InputError(f"malformed inventory: pool {p.name!r} has {name} {value}, "

@@ -188,3 +188,14 @@ def test_the_gate_taint_is_not_declared_twice(spec):
     assert "gate's startup taint" in p.message and "remove it" in p.hint
     spec["pools"][0]["gate"] = {"enabled": False, "reason": "gated by hand"}
     assert validate_fleet(spec).pools[0].spec.taints  # without the gate, it is the stack's
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("max_tier", 7), ("reprove_interval_s", 5), ("quarantine_cap", "lots")])
+def test_a_malformed_gate_in_a_saved_inventory_is_refused(spec, field, value):
+    """The controller reads the inventory from a file: its gate is checked at that boundary."""
+    data = build_inventory(validate_fleet(spec), "test").to_dict()
+    data["pools"][0]["gate"][field] = value
+    with pytest.raises(InputError) as err:
+        Inventory.from_dict(data)
+    assert "gate." in err.value.message and err.value.exit_code == 2
