@@ -126,6 +126,7 @@ def _show(path: str, fleet: Fleet, user: list[dict[str, Any]],
 
     from cli._compact import COMPACT_MIN_WIDTH, compact_table
     from cli._costs import control_plane_words, platform_pays, pool_usd, price_source, team_words
+    from cli._gate_words import gate_lines
     from fleet.model import PLATFORM_TEAM
 
     rows = user + system
@@ -145,6 +146,8 @@ def _show(path: str, fleet: Fleet, user: list[dict[str, Any]],
     marks = [_warned(r, fleet.warnings) for r in rows]
     out = console()
     print_table(out, table, compact_table(str(table.title), rows, marks), COMPACT_MIN_WIDTH)
+    for line in gate_lines(fleet.pools):  # each pool's gate (docs/gate.md)
+        out.print(line)
     for team in fleet.spec.teams:
         out.print(f"team {team.name}: {team_words(teams[team.name])}")
     for plane in fleet.control_planes:

@@ -113,6 +113,7 @@ def render(result: Plan, width: int | None = None) -> str:
         price_source,
         team_words,
     )
+    from cli._gate_words import gate_lines
     from cli.queue import queue_lines
     from fleet.model import PLATFORM_TEAM
     from fleet.words import usd_span
@@ -163,6 +164,8 @@ def render(result: Plan, width: int | None = None) -> str:
                       force_terminal=False, color_system=None)
     with console.capture() as cap:
         console.print(tree)
+        for line in gate_lines(result.fleet.pools):  # each pool's gate (docs/gate.md)
+            console.print(line)
         for c in data["control_planes"]:
             console.print(control_plane_words(c))
         for t in data["teams"]:

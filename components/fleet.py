@@ -10,6 +10,7 @@ from typing import Any
 
 import pulumi
 
+from components.k8s import install_gate
 from components.outputs import ClusterOutputs
 from fleet.catalog import load_catalog
 from fleet.inventory import build_inventory
@@ -61,6 +62,8 @@ class Fleet(pulumi.ComponentResource):
 
             build_tpu_vms(tpu_vms, args.fleet, catalog, child)
         self.inventory = build_inventory(args.fleet, args.stack, catalog).to_dict()
+        for name, built in self.clusters.items():  # the gate controller where a pool is gated
+            install_gate(args.fleet, name, built, self.inventory, child)
         self.register_outputs({
             "inventory": self.inventory,
             "clusters": {n: c.endpoint for n, c in self.clusters.items()},

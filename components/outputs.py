@@ -15,13 +15,16 @@ from fleet.spec.fields import Cluster
 
 @dataclass(frozen=True)
 class ClusterOutputs:
-    """A built cluster: its name, API endpoint, secret kubeconfig and Kubernetes provider."""
+    """A built cluster: its name, API endpoint, secret kubeconfig and Kubernetes provider;
+    `ready`: what an in-cluster component added later waits for (the system pool's nodes, and
+    the smoke namespace where the Kueue routing creates it)."""
 
     name: str
     cloud: str
     endpoint: pulumi.Output[str]
     kubeconfig: pulumi.Output[str]
     provider: pulumi.ProviderResource
+    ready: tuple[pulumi.Resource, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,11 @@ from typing import Any
 
 from fleet.catalog import Catalog, load_catalog
 from fleet.errors import InputError
+from fleet.gate import InventoryGate as InventoryGate
+from fleet.gate import gate_toleration
 from fleet.model import POOL_LABEL, Fleet, ResolvedPool
+from fleet.quarantine_cap import parse_cap
+from fleet.spec.fields import GATE_TOP_TIER, REPROVE_MAX_S, REPROVE_MIN_S
 
 SCHEMA_VERSION = 1
 # The Kueue queue (LocalQueue and ClusterQueue, fleet.routing.smoke_queue) `accelfleet smoke`
@@ -45,22 +49,6 @@ class InventoryNetwork:
     efa_interfaces: int = 0
     efa_rdma_read: bool = False
     efa_gdr: bool = False
-
-
-@dataclass(frozen=True)
-class InventoryGate:
-    """A pool's gate (issue 26, docs/gate.md): its new nodes carry `fleet.labels.GATE_TAINT_*`
-    until the gate controller proves them with tiers 0..`max_tier` (and the pool's fabric
-    check when `fabric`), re-proves idle nodes every `reprove_interval_s` (None: never), and
-    quarantines at most `quarantine_cap` of the pool (`3` or `10%`, as `--max-quarantine`).
-    `enabled` False: the pool opted out, `reason` says why."""
-
-    enabled: bool = True
-    reason: str | None = None
-    max_tier: int = 2
-    fabric: bool = False
-    reprove_interval_s: int | None = 86_400
-    quarantine_cap: str = "10%"
 
 
 @dataclass(frozen=True)
@@ -168,6 +156,16 @@ def _check_figures(p: InventoryPool) -> None:
     if p.network is not None:
         figures += [("network.gpu_nics", p.network.gpu_nics, 0, MAX_COUNT),
                     ("network.efa_interfaces", p.network.efa_interfaces, 0, MAX_COUNT)]
+    gate = p.gate
+    if gate is not None:
+        figures.append(("gate.max_tier", gate.max_tier, 0, GATE_TOP_TIER))
+        if gate.reprove_interval_s is not None:
+            figures.append(("gate.reprove_interval_s", gate.reprove_interval_s, REPROVE_MIN_S,
+                            REPROVE_MAX_S))
+        if parse_cap(gate.quarantine_cap) is None:
+            raise InputError(f"malformed inventory: pool {p.name!r} has gate.quarantine_cap "
+                             f"{gate.quarantine_cap[:40]!r}, neither a count nor a percentage",
+                             hint="regenerate it from the stack")
     for name, value, least, most in figures:
         if not least <= value <= most:
             raise InputError(f"malformed inventory: pool {p.name!r} has {name} {value}, "
@@ -193,6 +191,8 @@ def inventory_pool(pool: ResolvedPool, catalog: Catalog, *, project: str | None 
     ]
     if pool.flex_start and pool.cloud == "gcp":  # GKE taints flex-start / queued nodes
         tolerations.append(catalog.taints[("gcp", "flex_start")].as_toleration())
+    if pool.gated:  # proof pods land on unproven nodes (the gate's startup taint)
+        tolerations.append(gate_toleration())
     return InventoryPool(
         name=pool.name,
         team=pool.team,
@@ -219,6 +219,7 @@ def inventory_pool(pool: ResolvedPool, catalog: Catalog, *, project: str | None 
         host=InventoryHost(host.vcpus, host.memory_mib) if host is not None else None,
         network=InventoryNetwork(net.gpu_nics, net.efa_interfaces, net.efa_rdma_read,
                                  net.efa_gdr) if net is not None else None,
+        gate=pool.gate,
     )
 
 

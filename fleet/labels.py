@@ -4,12 +4,15 @@ writes on nodes, Kubernetes objects and cloud resources, spelled once.
     from fleet.labels import POOL_LABEL
     node_selector = {POOL_LABEL: pool.name}
 
-Stdlib only and importing nothing of accelfleet, so every layer may use it. The keys are
+Stdlib only and importing nothing of accelfleet but `fleet.taints` (stdlib only too), so
+every layer may use it. The keys are
 part of what clusters already carry (selectors, quarantine records, cost-allocation tags):
 changing a spelling here strands every node labelled with the old one.
 """
 
 from __future__ import annotations
+
+from fleet.taints import NO_SCHEDULE
 
 PREFIX = "accelfleet.io/"  # reserved: a pool's own labels may not use it
 
@@ -38,7 +41,7 @@ TEAM_RESOURCE_LABEL = "accelfleet-team"
 STARTUP_TAINT_PREFIX = "startup-taint.cluster-autoscaler.kubernetes.io/"
 GATE_TAINT_KEY = STARTUP_TAINT_PREFIX + "accelfleet-gate"
 GATE_TAINT_VALUE = "unproven"
-GATE_TAINT_EFFECT = "NoSchedule"
+GATE_TAINT_EFFECT = NO_SCHEDULE  # fleet.taints spells the effect (and each API's form)
 GATE_LABEL = PREFIX + "gate"  # a node's gate state: proving, proven, failed, open
 GATE_PROOF_ANNOTATION = PREFIX + "gate-proof"  # JSON: at, tiers, version, run, verdict
 GATE_OPEN_ANNOTATION = PREFIX + "gate-open"  # JSON: who opened the pool's gate, when, why

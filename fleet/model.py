@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from fleet.catalog import HOURS_PER_MONTH, Cloud, GpuNetworking, Shape
 from fleet.errors import Problem
+from fleet.gate import InventoryGate, decide_gate, gate_summary
 from fleet.labels import ACCELERATOR_LABEL as ACCELERATOR_LABEL
 from fleet.labels import POOL_LABEL as POOL_LABEL
 from fleet.labels import TEAM_LABEL as TEAM_LABEL
@@ -216,6 +217,19 @@ class ResolvedPool:
         return self.node_count
 
     @property
+    def gate(self) -> InventoryGate | None:
+        """The pool's gate (fleet.gate.decide_gate): None for a pool that is never gated (CPU,
+        Cloud TPU VMs); `gated` says whether its nodes wait for their proof."""
+        return decide_gate(self.spec.gate, kind=self.shape.kind, runtime=self.runtime,
+                           fabric=self.networking is not None)
+
+    @property
+    def gated(self) -> bool:
+        """Whether the pool's new nodes carry the gate's startup taint until proven."""
+        gate = self.gate
+        return gate is not None and gate.enabled
+
+    @property
     def auto_repair(self) -> bool:
         """GKE node auto-repair: off for flex-start and queued pools, which GKE requires."""
         return not self.flex_start
@@ -239,6 +253,7 @@ class ResolvedPool:
             "min_monthly_usd": _money(self.cost.min_monthly_usd if self.cost else None),
             "max_monthly_usd": _money(self.cost.max_monthly_usd if self.cost else None),
             "price": self.cost.price_summary() if self.cost else None,
+            "gate": gate_summary(self.gate),
         }
 
     @property

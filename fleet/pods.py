@@ -1,10 +1,11 @@
 """Every pod a fleet's clusters run, and what each requests: the one home of those figures.
 
     system pods   catalog system_pods.yaml: what accelfleet installs (Kueue, JobSet, the
-                  device plugins, the GPUDirect installers) and what the cloud runs on the
-                  nodes (kube-dns, CoreDNS, the node agents), each with where it lands and its
-                  source. Kueue's controller is sized by the cluster's nodes (`kueue_requests`,
-                  which components/k8s/_kueue.py sets as the release's requests and limits).
+                  device plugins, the GPUDirect installers, the gate controller) and what
+                  the cloud runs on the nodes (kube-dns, CoreDNS, the node agents), each with
+                  where it lands and its source. Kueue's controller is sized by the
+                  cluster's nodes (`kueue_requests`, which components/k8s/_kueue.py sets as
+                  the release's requests and limits).
     smoke pods    one per node of an accelerator pool (`smoke_pod_requests`, which
                   smoke/cluster/workload.py renders): its devices, one CPU and 4000 MiB per
                   device, never more than half the node, and what the pool's fabric asks.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Literal
 
@@ -28,9 +29,9 @@ from fleet.spec.fields import Cluster
 
 FILE = "system_pods.yaml"
 Where = Literal["system", "gpu", "efa", "gpudirect", "every"]
-When = Literal["always", "gpu", "efa", "gpudirect", "nri"]
+When = Literal["always", "gated", "gpu", "efa", "gpudirect", "nri"]
 WHERE: tuple[str, ...] = ("system", "gpu", "efa", "gpudirect", "every")
-WHEN: tuple[str, ...] = ("always", "gpu", "efa", "gpudirect", "nri")
+WHEN: tuple[str, ...] = ("always", "gated", "gpu", "efa", "gpudirect", "nri")
 
 # xpk sizes the Kueue controller by the cluster's nodes: 32 MiB per node, at least 4 GiB, and
 # 4 CPUs per 1000 nodes, at least 2 (AI-Hypercomputer/xpk@367c838253bea41e7d7716145ad6513f44c1a21e:
@@ -123,18 +124,21 @@ def _gpudirect(pool: ResolvedPool) -> str | None:
     return net.kind if pool.cloud == "gcp" and net is not None and net.kind != "efa" else None
 
 
-def cluster_pods(cluster: Cluster | Cloud, pools: Sequence[ResolvedPool], catalog: Catalog
-                 ) -> list[SystemPod]:
-    """The system pods a cluster runs, by its cloud and what its pools need."""
+def cluster_pods(cluster: Cluster | Cloud, pools: Sequence[ResolvedPool], catalog: Catalog,
+                 *, gate_replicas: int | None = None) -> list[SystemPod]:
+    """The system pods a cluster runs, by its cloud and what its pools need; the gate
+    controller with `gate_replicas` (the stack's `gate.replicas`) when given."""
     kinds = {k for k in (_gpudirect(p) for p in pools) if k is not None}
     active = {"always": True,
+              "gated": any(p.gated for p in pools),
               "gpu": any(p.shape.kind == "gpu" for p in pools),
               "efa": any(is_efa(p) for p in pools),
               "gpudirect": bool(kinds),
               "nri": any(catalog.fabrics[k].daemon is not None for k in kinds
                          if k in catalog.fabrics)}
     cloud = cluster if isinstance(cluster, str) else cluster.cloud
-    return [p for p in system_pods() if cloud in p.clouds and active[p.when]]
+    return [replace(p, replicas=gate_replicas) if p.when == "gated" and gate_replicas else p
+            for p in system_pods() if cloud in p.clouds and active[p.when]]
 
 
 def neighbours(pool: ResolvedPool, pods: Sequence[SystemPod], catalog: Catalog

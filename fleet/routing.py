@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from fleet.allocatable import node_allocatable
 from fleet.catalog import Catalog
+from fleet.gate import gate_toleration
 from fleet.inventory import SMOKE_QUEUE, inventory_pool
 from fleet.model import ResolvedPool
 from fleet.pods import daemonset_requests, pool_daemonsets
@@ -203,12 +204,14 @@ def pool_quota(pool: ResolvedPool, catalog: Catalog) -> dict[str, int]:
 
 def pool_flavor(pool: ResolvedPool, catalog: Catalog) -> Flavor:
     """A pool's ResourceFlavor: the inventory's node selector and tolerations (the contract
-    smoke uses too), and its quota."""
+    smoke uses too) but the gate's, and its quota. Kueue adds a flavor's tolerations to every
+    pod it admits there: a team's pods never tolerate the gate (only proof pods do)."""
     entry = inventory_pool(pool, catalog)
     assert pool.cluster is not None
+    gate = gate_toleration()
     return Flavor(name=pool.name, pool=pool.name, cluster=pool.cluster.name, team=pool.team,
                   node_labels=dict(entry.node_selector),
-                  tolerations=tuple(dict(t) for t in entry.tolerations),
+                  tolerations=tuple(dict(t) for t in entry.tolerations if dict(t) != gate),
                   quota=pool_quota(pool, catalog), nodes=pool.node_range[1],
                   topology=entry.topology if pool.shape.tpu is not None else None,
                   queued=pool.cloud == "gcp" and pool.spec.capacity.queued,

@@ -146,11 +146,12 @@ class AwsCluster(pulumi.ComponentResource):
                       pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
                           provider=eks.provider, depends_on=addon_nodes)))
         # JobSet and Kueue on every cluster, then the fleet's Kueue routing for this one
-        install_queueing(self, cluster.name, args.routing or cluster_routing(
+        queues = install_queueing(self, cluster.name, args.routing or cluster_routing(
             args.fleet, catalog, cluster.name), eks.provider, addon_nodes,
             system_pool=system is not None)
         self.outputs = ClusterOutputs(name=cluster.name, cloud="aws", endpoint=eks.endpoint,
-                                      kubeconfig=eks.kubeconfig, provider=eks.provider)
+                                      kubeconfig=eks.kubeconfig, provider=eks.provider,
+                                      ready=(*addon_nodes, *queues))
         self.register_outputs({"endpoint": eks.endpoint, "kubeconfig": eks.kubeconfig})
 
 

@@ -13,6 +13,7 @@ from components.aws._efa import efa_network_interfaces
 from components.outputs import node_pool_outputs
 from fleet.catalog import Catalog, Taint
 from fleet.errors import CatalogError
+from fleet.gate import gate_taint
 from fleet.labels import AMI_LABEL as AMI_LABEL
 from fleet.labels import POOL_LABEL, TEAM_LABEL
 from fleet.model import ResolvedPool
@@ -93,9 +94,18 @@ def node_labels(pool: ResolvedPool, catalog: Catalog) -> dict[str, str]:
 
 
 def pool_taints(pool: ResolvedPool, catalog: Catalog) -> tuple[Taint, ...]:
-    """The GPU taint from the catalog, then the pool's own (Kubernetes spelling)."""
+    """The GPU taint from the catalog, the gate's startup taint on a gated pool, then the
+    pool's own (Kubernetes spelling). The device plugins tolerate all of them (GpuScheduling).
+
+    Scale-up from zero with the gate on: cluster-autoscaler reads a managed node group's
+    taints from the EKS DescribeNodegroup API (cluster-autoscaler/cloudprovider/aws/README.md)
+    and drops startup taints from every node group's template
+    (simulator/node_info_utils.go SanitizedTemplateNodeInfoFromNodeGroup -> taints.go
+    SanitizeTaints, kubernetes/autoscaler, read 2026-11-27); docs/gate.md has the rest."""
     gpu = catalog.kube(pool.shape).taint
-    return (gpu, *(Taint(key=t.key, value=t.value, effect=t.effect) for t in pool.spec.taints))
+    gate = (gate_taint(),) if pool.gated else ()
+    return (gpu, *gate,
+            *(Taint(key=t.key, value=t.value, effect=t.effect) for t in pool.spec.taints))
 
 
 def node_taints(pool: ResolvedPool, catalog: Catalog) -> list[dict[str, str]]:

@@ -99,7 +99,7 @@ class GcpCluster(pulumi.ComponentResource):
                 networks=list(nets.extra.values())),
                 pulumi.ResourceOptions(parent=self, depends_on=nets_made))
         # JobSet and Kueue on every cluster, then the fleet's Kueue routing for this one
-        install_queueing(self, c.name, args.routing or cluster_routing(
+        queues = install_queueing(self, c.name, args.routing or cluster_routing(
             args.fleet, args.catalog, c.name), gke.provider, addon_nodes,
             system_pool=system is not None)
         pool_opts = pulumi.ResourceOptions(parent=self, depends_on=[gke])
@@ -119,7 +119,8 @@ class GcpCluster(pulumi.ComponentResource):
                     service_account=identity.email, extra_networks=extra.get(kind, [])),
                     pool_opts)
         self.outputs = ClusterOutputs(name=c.name, cloud="gcp", endpoint=gke.endpoint,
-                                      kubeconfig=gke.kubeconfig, provider=gke.provider)
+                                      kubeconfig=gke.kubeconfig, provider=gke.provider,
+                                      ready=(*addon_nodes, *queues))
         self.register_outputs({"endpoint": gke.endpoint, "kubeconfig": gke.kubeconfig})
 
 

@@ -9,6 +9,7 @@ import pulumi_gcp as gcp
 
 from components.gcp._cluster import NODE_SCOPES
 from fleet.catalog import Catalog
+from fleet.gate import gate_taint
 from fleet.labels import POOL_RESOURCE_LABEL, TEAM_RESOURCE_LABEL
 from fleet.model import ResolvedPool
 from fleet.taints import api_effect
@@ -20,12 +21,26 @@ RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 
 def taints(pool: ResolvedPool, catalog: Catalog
            ) -> list[gcp.container.NodePoolNodeConfigTaintArgs]:
-    """The accelerator's taint from the catalog (a CPU pool has none), then the pool's own."""
+    """The accelerator's taint from the catalog (a CPU pool has none), the gate's startup
+    taint on a gated pool (every host of a multi-host TPU slice: the slice is proven as a
+    unit), then the pool's own.
+
+    The gate's key carries cluster-autoscaler's startup-taint prefix: the autoscaler leaves
+    such taints out of the node template it simulates scale-up with, so pending pods that do
+    not tolerate the gate still scale the pool up, from zero too, and it counts the tainted
+    node as starting up (kubernetes/autoscaler cluster-autoscaler/FAQ.md "Startup taints" and
+    utils/taints/taints.go StartupTaintPrefix / SanitizeTaints, read 2026-11-27). GKE applies
+    node-config taints when a node registers and does not put a removed one back
+    (kubernetes/cloud-provider-gcp#404, #322, read 2026-11-27); docs/gate.md has the rest."""
     out = []
     if pool.shape.kind != "cpu":
         t = catalog.kube(pool.shape).taint
         out.append(C.NodePoolNodeConfigTaintArgs(key=t.key, value=t.value,
                                                  effect=api_effect(t.effect, "gke")))
+    if pool.gated:
+        g = gate_taint()
+        out.append(C.NodePoolNodeConfigTaintArgs(key=g.key, value=g.value,
+                                                 effect=api_effect(g.effect, "gke")))
     out += [C.NodePoolNodeConfigTaintArgs(key=x.key, value=x.value,
                                           effect=api_effect(x.effect, "gke"))
             for x in pool.spec.taints]

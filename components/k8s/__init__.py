@@ -1,6 +1,6 @@
 """Kubernetes add-ons as pinned Helm releases: device plugins and metrics for GPU clusters,
 the JobSet and Kueue controllers on every cluster, and the fleet's Kueue routing (flavors,
-team queues, a cohort per cluster)."""
+team queues, a cohort per cluster); the gate controller where a pool is gated."""
 
 from components.k8s._addons import GpuAddons, GpuAddonsArgs
 from components.k8s._charts import (
@@ -14,6 +14,13 @@ from components.k8s._charts import (
     KUEUE_IMAGE_TAG,
     NVIDIA_DEVICE_PLUGIN,
     Chart,
+)
+from components.k8s._gate import (
+    GateController,
+    GateControllerArgs,
+    controller_args,
+    gate_objects,
+    install_gate,
 )
 from components.k8s._jobset import JobSetController, JobSetControllerArgs
 from components.k8s._kueue import (
@@ -47,6 +54,8 @@ __all__ = [
     "KUEUE_IMAGE_TAG",
     "NVIDIA_DEVICE_PLUGIN",
     "Chart",
+    "GateController",
+    "GateControllerArgs",
     "GpuAddons",
     "GpuAddonsArgs",
     "GpuScheduling",
@@ -58,8 +67,11 @@ __all__ = [
     "KueueQueuesArgs",
     "PoolNodes",
     "cluster_routing",
+    "controller_args",
     "dcgm_exporter_values",
     "efa_device_plugin_values",
+    "gate_objects",
+    "install_gate",
     "install_queueing",
     "jobset_controller_values",
     "kueue_controller_values",

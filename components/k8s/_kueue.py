@@ -321,9 +321,10 @@ class KueueQueues(pulumi.ComponentResource):
 
 def install_queueing(parent: pulumi.Resource, cluster: str, routing: ClusterRouting | None,
                      provider: pulumi.ProviderResource, addon_nodes: list[pulumi.Resource],
-                     *, system_pool: bool) -> None:
+                     *, system_pool: bool) -> list[pulumi.Resource]:
     """JobSet and Kueue on a cluster, each waiting for the system pool's nodes, then the
-    cluster's routing once Kueue (its CRDs and webhook) is up.
+    cluster's routing once Kueue (its CRDs and webhook) is up; returns the routing's component
+    (it makes the team and smoke namespaces), if any.
 
     Every cluster gets both, GPU-only ones too, as the references do: Cluster Toolkit installs
     JobSet on its GPU clusters (examples/gke-a3-megagpu, gke-a3-ultragpu, gke-a4: `jobset:
@@ -339,8 +340,10 @@ def install_queueing(parent: pulumi.Resource, cluster: str, routing: ClusterRout
     kueue = KueueController(cluster, KueueControllerArgs(
         node_selector=selector, nodes=nodes, namespaces=managed_namespaces(routing)), opts)
     if routing is not None and (routing.flavors or routing.queues):
-        KueueQueues(f"{cluster}-queues", KueueQueuesArgs(routing), pulumi.ResourceOptions(
-            parent=parent, provider=provider, depends_on=[kueue.release]))
+        return [KueueQueues(f"{cluster}-queues", KueueQueuesArgs(routing),
+                            pulumi.ResourceOptions(parent=parent, provider=provider,
+                                                   depends_on=[kueue.release]))]
+    return []
 
 
 def cluster_routing(fleet: Fleet, catalog: Catalog, cluster: str) -> ClusterRouting | None:

@@ -3,7 +3,8 @@
 
 - taints: Kubernetes keeps one taint per (key, effect) on a node ("taints must be unique by
   key and effect pair", k8s.io/kubernetes pkg/apis/core/validation ValidateNodeTaints), and
-  accelfleet adds the accelerator's own taint (catalog `kube` facts) to every pool;
+  accelfleet adds the accelerator's own taint (catalog `kube` facts) to every pool, and the
+  gate's startup taint to every gated pool (fleet.gate);
 - node labels: a kubelet may not set labels in the kubernetes.io or k8s.io namespaces (their
   subdomains included, node-role.kubernetes.io among them) but the kubelet.kubernetes.io and
   node.kubernetes.io ones (the NodeRestriction admission plugin:
@@ -31,6 +32,7 @@ import re
 from collections.abc import Sequence
 
 from fleet.errors import Where
+from fleet.gate import gate_taint
 from fleet.model import ResolvedPool
 from fleet.rules.problems import RuleProblems as Reporter
 from fleet.spec.fields import FleetSpec
@@ -80,11 +82,18 @@ def _taints(r: Reporter, pool: ResolvedPool) -> None:
     if pool.shape.kind != "cpu":
         ours = r.catalog.kube(pool.shape).taint
         seen[ours.key, ours.effect] = -1
+    if pool.gated:  # the gate's startup taint (docs/gate.md), also accelfleet's own
+        gate = gate_taint()
+        seen[gate.key, gate.effect] = -2
     for i, taint in enumerate(pool.spec.taints):
         first = seen.setdefault((taint.key, taint.effect), i)
         if first == i:
             continue
-        if first < 0:
+        if first == -2:
+            r.add(at.item(i), f"taint {taint.key}:{taint.effect} is the gate's startup taint, "
+                  "which accelfleet adds to the pool's nodes itself", "remove it: the gate "
+                  "taints every new node until its proof passes (docs/gate.md)")
+        elif first < 0:
             r.add(at.item(i), f"taint {taint.key}:{taint.effect} is the accelerator taint "
                   "accelfleet adds to the pool's nodes itself", "remove it: the pool's nodes "
                   "carry it already (a node holds one taint per key and effect)")

@@ -121,7 +121,7 @@ def check_fit(checks: Checker, spec: FleetSpec, pools: Sequence[ResolvedPool],
         members = [p for p in pools if p.cluster is not None and p.cluster.name == cluster.name]
         route = routes.get(cluster.name)
         nodes = sum(f.nodes for f in route.flavors) if route is not None else 0
-        pods = cluster_pods(cluster, members, catalog)
+        pods = cluster_pods(cluster, members, catalog, gate_replicas=spec.gate.replicas)
         system = next((s for s in system_pools if s.cluster is not None
                        and s.cluster.name == cluster.name), None)
         if system is not None:

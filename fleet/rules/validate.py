@@ -34,6 +34,7 @@ from fleet.rules.eks import check_eks_cluster
 from fleet.rules.endpoints import endpoint_checks
 from fleet.rules.expiry import expiry_warnings
 from fleet.rules.fit import check_fit
+from fleet.rules.gate import check_gate
 from fleet.rules.limits import (
     check_cluster_count,
     check_cluster_nodes,
@@ -201,6 +202,7 @@ class Checker(RuleProblems):
         self._capacity(pool, at, cloud)
         self._capacity_block(pool, at, shape)
         check_cpu_pool(self, pool, at, shape)
+        check_gate(self, pool, at, shape)
         self._cloud_fields(pool, at, cloud)
         check_labels(self, pool, at)
         if shape.tpu is not None:

@@ -250,7 +250,7 @@ def record(problem: Problem, raw: object,
     at = problem.where if isinstance(problem.where, Where) else None
     section = at.section if at is not None else None
     name, field = (at.name, at.field) if at is not None else (None, None)
-    if at is not None and section in ("clouds", "smoke"):
+    if at is not None and section in ("clouds", "smoke", "gate"):
         field = f"{section}.{field}" if field else section
     value = _value_at(raw, at, index) if at is not None else None
     return {"where": str(problem.where), "section": section, "name": name,

@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 from fleet.errors import InputError
 from fleet.labels import SMOKE_ANNOTATION_PREFIX, SMOKE_FAILED, SMOKE_KEY
+from fleet.quarantine_cap import DEFAULT_CAP as DEFAULT_CAP
+from fleet.quarantine_cap import parse_cap
 from fleet.taints import NO_SCHEDULE
 from fleet.words import precise
 from smoke.cluster._rejudge import COVERAGE
@@ -60,7 +62,6 @@ NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"  # a multi-host TPU slice is on
 EVENT_NAMESPACE = "default"  # where events about cluster-scoped objects live
 COMPONENT = "accelfleet-smoke"
 FABRIC = P.FABRIC  # the pool-wide collective: names no node
-DEFAULT_CAP = "10%"
 REQUEST_TIMEOUT_S = (5.0, 30.0)
 CONFLICT_RETRIES = 5
 REASON_MAX = 1000
@@ -75,16 +76,9 @@ class Cap:
 
     @classmethod
     def parse(cls, text: str) -> Cap:
-        raw = text.strip()
-        try:
-            if raw.endswith("%"):
-                pct = float(raw[:-1])
-                if 0 < pct <= 100:
-                    return cls(percent=pct)
-            elif int(raw) >= 1:
-                return cls(count=int(raw))
-        except ValueError:
-            pass
+        parsed = parse_cap(text)  # the one rule, shared with a pool's gate.max_quarantine
+        if parsed is not None:
+            return cls(count=parsed[0], percent=parsed[1])
         raise InputError(f"--max-quarantine {text!r} is not a count of 1 or more nor a "
                          "percentage in (0, 100]", hint="e.g. --max-quarantine 2 or "
                          f"--max-quarantine 25% (default {DEFAULT_CAP} of each pool)")

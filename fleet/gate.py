@@ -1,0 +1,108 @@
+"""The gate (docs/gate.md): what a pool's gate is, decided once from the stack, and the facts
+the deploy side and the controller share.
+
+    from fleet.gate import decide_gate, gate_taint
+    gate = decide_gate(pool.spec.gate, kind="gpu", runtime="gke", fabric=True)
+
+Decisions: every accelerator pool in Kubernetes (GPU and TPU, GKE and EKS) is gated unless its
+stack opts out with a reason; CPU pools and Cloud TPU VMs (outside Kubernetes) never are. The
+default gate runs tiers 0-2 on each node, plus the fabric check where the pool has a GPU
+fabric, re-proves idle nodes every 24 hours and quarantines at most 10% of the pool.
+
+Also here: the gate taint as a catalog `Taint` record (the components set it in each API's
+spelling through fleet.taints), the proof pods' toleration, the controller's default image
+and its resources (requests and limits: what a system pool must have room for).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fleet import __version__
+from fleet.catalog.records import Taint
+from fleet.labels import GATE_TAINT_EFFECT, GATE_TAINT_KEY, GATE_TAINT_VALUE
+from fleet.quarantine_cap import DEFAULT_CAP
+from fleet.spec.fields import REPROVE_DEFAULT, PoolGate, interval_s
+
+
+@dataclass(frozen=True)
+class InventoryGate:
+    """A pool's gate (issue 26, docs/gate.md): its new nodes carry `fleet.labels.GATE_TAINT_*`
+    until the gate controller proves them with tiers 0..`max_tier` (and the pool's fabric
+    check when `fabric`), re-proves idle nodes every `reprove_interval_s` (None: never), and
+    quarantines at most `quarantine_cap` of the pool (`3` or `10%`, as `--max-quarantine`).
+    `enabled` False: the pool opted out, `reason` says why. (Read from `fleet.inventory`.)"""
+
+    enabled: bool = True
+    reason: str | None = None
+    max_tier: int = 2
+    fabric: bool = False
+    reprove_interval_s: int | None = 86_400
+    quarantine_cap: str = "10%"
+
+
+DEFAULT_REPROVE_S = interval_s(REPROVE_DEFAULT)
+UNGATED_KINDS = ("cpu",)  # plain CPU pools: nothing to prove
+UNGATED_RUNTIMES = ("tpu-vm",)  # Cloud TPU VMs join no cluster: no node to taint
+
+
+def decide_gate(declared: PoolGate | None, *, kind: str, runtime: str, fabric: bool
+                ) -> InventoryGate | None:
+    """A pool's gate from its stack entry (None: not declared, the defaults), its kind
+    ("gpu", "tpu", "cpu"), runtime ("gke", "eks", "tpu-vm") and whether it has a GPU fabric
+    (`fabric: auto` runs the fabric check only then). None: the pool is never gated."""
+    if kind in UNGATED_KINDS or runtime in UNGATED_RUNTIMES:
+        return None
+    if declared is None:
+        return InventoryGate(fabric=fabric, reprove_interval_s=DEFAULT_REPROVE_S,
+                             quarantine_cap=DEFAULT_CAP)
+    return InventoryGate(enabled=declared.enabled, reason=declared.reason,
+                         max_tier=declared.max_tier,
+                         fabric=fabric and declared.fabric == "auto",
+                         reprove_interval_s=declared.reprove_interval_s,
+                         quarantine_cap=declared.max_quarantine)
+
+
+def gate_taint() -> Taint:
+    """The startup taint a gated pool's nodes are created with (Kubernetes spelling)."""
+    return Taint(key=GATE_TAINT_KEY, value=GATE_TAINT_VALUE, effect=GATE_TAINT_EFFECT)
+
+
+def gate_toleration() -> dict[str, str]:
+    """What proof pods (smoke run's and the controller's) carry to land on unproven nodes."""
+    return gate_taint().as_toleration()
+
+
+def gate_summary(gate: InventoryGate | None) -> dict[str, object] | None:
+    """A pool's gate, JSON-ready (`fleet validate --json`, `plan --json`)."""
+    if gate is None:
+        return None
+    return {"enabled": gate.enabled, "reason": gate.reason, "max_tier": gate.max_tier,
+            "fabric": gate.fabric, "reprove_interval_s": gate.reprove_interval_s,
+            "max_quarantine": gate.quarantine_cap}
+
+
+# The controller's image: this release's, as .github/workflows/release.yml publishes it on a
+# `v*` tag. A tag, not a digest: the digest exists only once the release is built; pin yours
+# by digest with the stack's `gate.image` (docs/gate.md says how).
+CONTROLLER_REPOSITORY = "ghcr.io/accelfleet/accelfleet-gate"
+CONTROLLER_IMAGE = f"{CONTROLLER_REPOSITORY}:v{__version__}"
+CONTROLLER_REPLICAS = 2  # one leads (a coordination.k8s.io Lease), one waits to take over
+CONTROLLER_NAME = "accelfleet-gate"
+# What the controller's container may use, per replica (cpu in millicores, memory in MiB). What
+# it requests is the catalog's system_pods.yaml entry `accelfleet-gate` (`controller_requests`),
+# the one home the fit check places on the system pool, replicas times.
+CONTROLLER_LIMITS = {"cpu_m": 1000, "memory_mib": 512}
+
+
+def controller_requests() -> dict[str, int]:
+    """The controller's requests per replica, from system_pods.yaml (cpu_m, memory_mib)."""
+    from fleet.pods import system_pod
+
+    pod = system_pod(CONTROLLER_NAME)
+    return {"cpu_m": pod.cpu_millicores, "memory_mib": pod.memory_mib}
+HEALTH_PORT = 8080  # /healthz (liveness), /readyz (readiness)
+METRICS_PORT = 9090  # /metrics (OpenMetrics)
+INVENTORY_DIR = "/etc/accelfleet"
+INVENTORY_FILE = "inventory.json"
+INVENTORY_CONFIGMAP = "accelfleet-gate-inventory"
