@@ -30,7 +30,6 @@ from tests.smoke.fakekube._controllers import _Proc
 from tests.smoke.fakekube._http import _Handler
 from tests.smoke.fakekube._kueue import _KueueControllers
 
-
 # -- the store -------------------------------------------------------------------------------------
 # A node as it registers, before its CNI is up: the condition the kubelet posts and the taint
 # the node lifecycle controller sets for it (TaintNodesByCondition). The kubelet's words, as a

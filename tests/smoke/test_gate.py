@@ -1,0 +1,227 @@
+"""The gate controller on the fake API server, over HTTP with the real Kubernetes client:
+recorded nodes join a gated pool NotReady then Ready; each is proven by the real launch path
+and judged centrally; a user pod that tolerates nothing waits until its node's pass."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fleet.labels import (
+    GATE_CONDITION,
+    GATE_LABEL,
+    GATE_PROOF_ANNOTATION,
+    GATE_TAINT_KEY,
+    RUN_LABEL,
+    SMOKE_KEY,
+)
+from tests.smoke.gate_cluster import (
+    NAMESPACE,
+    controller,
+    eks_gated_node,
+    gated_inventory,
+    gke_gated_node,
+    h100_report,
+    pool,
+    tpu_report,
+)
+
+GPU_TAINT = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def wait_for(what: Any, timeout_s: float = 60.0, every_s: float = 0.05) -> Any:
+    """Poll `what()` until it is truthy (a test's patience, not a timed assertion)."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        got = what()
+        if got:
+            return got
+        time.sleep(every_s)
+    raise AssertionError(f"still not true after {timeout_s} s: {what}")
+
+
+def node(cluster: Any, name: str) -> dict[str, Any]:
+    got = cluster.get("nodes", "", name)
+    assert got is not None, name
+    return dict(got)
+
+
+def gate_state(cluster: Any, name: str) -> str:
+    return str((node(cluster, name)["metadata"].get("labels") or {}).get(GATE_LABEL, ""))
+
+
+def tainted(cluster: Any, name: str) -> bool:
+    return any(t.get("key") == GATE_TAINT_KEY for t in node(cluster, name)["spec"].get(
+        "taints") or [])
+
+
+def events(cluster: Any, name: str) -> list[dict[str, Any]]:
+    items = cluster.list("events", None, field_selector=f"involvedObject.kind=Node,"
+                         f"involvedObject.name={name}")["items"]
+    return sorted(items, key=lambda e: int(e["metadata"]["resourceVersion"]))
+
+
+def user_pod(cluster: Any, name: str, pool_name: str, gpus: int) -> None:
+    """A user's GPU pod on the pool: its node selector and the GPU toleration GKE's admission
+    adds to every pod that requests GPUs; nothing for the gate."""
+    cluster.create("pods", "default", {
+        "metadata": {"name": name, "labels": {"app": "user"}},
+        "spec": {"nodeSelector": {"accelfleet.io/pool": pool_name},
+                 "tolerations": [GPU_TAINT],
+                 "containers": [{"name": "train", "image": "user/train:1",
+                                 "command": ["python", "-c", "pass"],
+                                 "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}})
+
+
+def bound_after_untaint(cluster: Any, pod: str) -> tuple[int, int]:
+    """(the resourceVersion at which `pod` was bound, at which its node's gate taint went):
+    from the API server's own change log, so 'before' means before."""
+    bound = None
+    for rv, type_, (plural, _, name), obj in list(cluster._log):
+        if plural == "pods" and name == pod and obj["spec"].get("nodeName") and bound is None:
+            bound = (rv, obj["spec"]["nodeName"])
+    assert bound is not None, f"{pod} never bound"
+    untainted = None
+    for rv, type_, (plural, _, name), obj in list(cluster._log):
+        if plural == "nodes" and name == bound[1] and untainted is None and not any(
+                t.get("key") == GATE_TAINT_KEY for t in obj["spec"].get("taints") or []):
+            untainted = rv
+    assert untainted is not None, f"{bound[1]} was never untainted"
+    return bound[0], untainted
+
+
+def test_a_gke_gpu_pool_scales_up_and_each_node_is_proven_before_it_takes_work(
+        fake_cluster: Any, tmp_path: Path) -> None:
+    inventory = gated_inventory()
+    names = [f"gke-h100-train-{i}" for i in range(3)]
+    for n in names:
+        fake_cluster.set_node_output(n, h100_report(n, 800.0))
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke") as running:
+        fake_cluster.join([gke_gated_node("h100-train", n) for n in names], every_s=0.2,
+                          ready_after_s=0.3)
+        wait_for(lambda: fake_cluster.get("nodes", "", names[0]))
+        user_pod(fake_cluster, "user-train", "h100-train", 8)
+        wait_for(lambda: all(gate_state(fake_cluster, n) == "proven" for n in names))
+        bound = wait_for(lambda: fake_cluster.get("pods", "default", "user-train")["spec"].get(
+            "nodeName"))
+    assert bound in names
+    pod_rv, untaint_rv = bound_after_untaint(fake_cluster, "user-train")
+    assert pod_rv > untaint_rv  # no user pod bound to a node before its pass
+    for n in names:
+        got = node(fake_cluster, n)
+        assert not tainted(fake_cluster, n)
+        proof = json.loads(got["metadata"]["annotations"][GATE_PROOF_ANNOTATION])
+        assert proof["verdict"] == "pass" and proof["tiers"] == "0-2" and proof["run"]
+        cond = next(c for c in got["status"]["conditions"] if c["type"] == GATE_CONDITION)
+        assert (cond["status"], cond["reason"]) == ("True", "ProofPassed")
+        assert [e["reason"] for e in events(fake_cluster, n)] == ["GateProofPassed"]
+        assert fake_cluster.objects(f"{RUN_LABEL}={proof['run']}") == []
+    summary = running.summary
+    assert summary is not None and summary.proofs == 3
+    assert {r.verdict for r in summary.results.values()} == {"pass"}
+
+
+def test_a_degraded_node_stays_gated_with_its_condition_event_and_quarantine(
+        fake_cluster: Any, tmp_path: Path) -> None:
+    inventory = gated_inventory()
+    good, bad = "gke-h100-train-0", "gke-h100-train-1"
+    fake_cluster.set_node_output(good, h100_report(good, 800.0))
+    fake_cluster.set_node_output(bad, h100_report(bad, 300.0))  # below the H100 floor
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke"):
+        fake_cluster.join([gke_gated_node("h100-train", n) for n in (good, bad)])
+        user_pod(fake_cluster, "user-a", "h100-train", 8)
+        user_pod(fake_cluster, "user-b", "h100-train", 8)
+        wait_for(lambda: gate_state(fake_cluster, good) == "proven"
+                 and gate_state(fake_cluster, bad) == "failed")
+        wait_for(lambda: (node(fake_cluster, bad)["metadata"].get("labels") or {}).get(
+            SMOKE_KEY) == "failed")
+    assert tainted(fake_cluster, bad) and not tainted(fake_cluster, good)
+    got = node(fake_cluster, bad)
+    cond = next(c for c in got["status"]["conditions"] if c["type"] == GATE_CONDITION)
+    assert cond["status"] == "False" and cond["reason"] == "ProofFailed"
+    assert "matmul_tflops" in cond["message"] and "below floor" in cond["message"]
+    reasons = [e["reason"] for e in events(fake_cluster, bad)]
+    assert "GateProofFailed" in reasons and "SmokeQuarantined" in reasons
+    assert got["spec"].get("unschedulable") is True  # quarantine cordons it
+    placed = {fake_cluster.get("pods", "default", p)["spec"].get("nodeName")
+              for p in ("user-a", "user-b")}
+    assert bad not in placed  # one user pod runs on the good node, the other waits
+
+
+def test_a_node_whose_proof_prints_nothing_stays_gated(fake_cluster: Any,
+                                                       tmp_path: Path) -> None:
+    inventory = gated_inventory()
+    n = "gke-h100-train-0"
+    fake_cluster.set_node_output(n, "")  # the pod exits 0 and printed nothing judgeable
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke"):
+        fake_cluster.join([gke_gated_node("h100-train", n)])
+        wait_for(lambda: gate_state(fake_cluster, n) == "failed")
+    assert tainted(fake_cluster, n)
+    cond = next(c for c in node(fake_cluster, n)["status"]["conditions"]
+                if c["type"] == GATE_CONDITION)
+    assert "printed no report" in cond["message"]
+
+
+def test_a_multi_host_tpu_slice_is_proven_as_a_unit_once_every_host_is_ready(
+        fake_cluster: Any, tmp_path: Path) -> None:
+    inventory = gated_inventory()
+    v5p = pool(inventory, "v5p-slice")
+    hosts = [f"gke-v5p-slice-{i:02d}" for i in range(v5p.hosts_per_slice)]
+    for h in hosts:
+        fake_cluster.set_node_output(h, tpu_report(h, v5p))
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke") as running:
+        # all but the last host Ready: nothing is proven yet (a slice is proven whole)
+        for h in hosts[:-1]:
+            fake_cluster.add_node_object(gke_gated_node("v5p-slice", h,
+                                                        nodepool="v5p-slice-np"))
+        fake_cluster.add_node_object(gke_gated_node("v5p-slice", hosts[-1],
+                                                    nodepool="v5p-slice-np"), ready=False)
+        time.sleep(1.0)
+        assert running.gate.summary.proofs == 0
+        assert all(gate_state(fake_cluster, h) == "" for h in hosts)
+        fake_cluster.set_ready(hosts[-1])
+        wait_for(lambda: all(gate_state(fake_cluster, h) == "proven" for h in hosts))
+    runs = {json.loads(node(fake_cluster, h)["metadata"]["annotations"][
+        GATE_PROOF_ANNOTATION])["run"] for h in hosts}
+    assert len(runs) == 1  # one proof, every host of the slice
+    assert running.summary is not None and running.summary.proofs == 1
+
+
+def test_an_eks_efa_pool_scales_up_and_is_proven(fake_cluster: Any, tmp_path: Path) -> None:
+    inventory = gated_inventory()
+    names = ["ip-10-20-1-5.ec2.internal", "ip-10-20-1-6.ec2.internal"]
+    for n in names:
+        fake_cluster.set_node_output(n, h100_report(n, 800.0))
+    with controller(fake_cluster, tmp_path, inventory, "ml-eks"):
+        fake_cluster.join([eks_gated_node("p5-train", n) for n in names], every_s=0.1,
+                          ready_after_s=0.2)
+        wait_for(lambda: all(gate_state(fake_cluster, n) == "proven" for n in names))
+    for n in names:
+        assert not tainted(fake_cluster, n)
+
+
+def test_pools_of_another_cluster_and_ungated_pools_are_left_alone(
+        fake_cluster: Any, tmp_path: Path) -> None:
+    from fleet.inventory import InventoryGate
+
+    inventory = gated_inventory({"h100-train": InventoryGate(enabled=False, reason="bench")})
+    n = "gke-h100-train-0"
+    fake_cluster.set_node_output(n, h100_report(n, 800.0))
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke") as running:
+        fake_cluster.add_node_object(gke_gated_node("h100-train", n))
+        time.sleep(1.0)
+    assert running.summary is not None and running.summary.proofs == 0
+    assert tainted(fake_cluster, n) and gate_state(fake_cluster, n) == ""
+
+
+@pytest.fixture(autouse=True)
+def _no_history(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("ACCELFLEET_HISTORY", str(tmp_path / "history.sqlite"))
+
+
+def _unused() -> str:
+    return NAMESPACE
