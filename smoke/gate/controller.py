@@ -125,6 +125,34 @@ class Gate:
         self.adopted = False
         self.watch: Any = None
         self.elector: Any = None
+        self.last_loop = time.monotonic()
+        # metrics (smoke.gate._metrics)
+        self.verdict_counts: dict[tuple[str, str], int] = {}  # (pool, verdict) -> proofs
+        self.ready_to_proven: dict[str, list[float]] = {}  # pool -> seconds, per node
+        self.node_hours: dict[tuple[str, str, str], float] = {}  # (pool, team, kind) -> h
+
+    def is_leader(self) -> bool:
+        return self.elector is None or bool(self.elector.leader.is_set())
+
+    def state_counts(self) -> dict[tuple[str, str, str], int]:
+        """(pool, team, state) -> nodes, over the gated pools (quarantined: its own state)."""
+        out: dict[tuple[str, str, str], int] = {}
+        if self.watch is None:
+            return out
+        for n in self._nodes():
+            if n.pool in self.pools:
+                state = "quarantined" if n.quarantined else n.state
+                key = (n.pool, n.team or self.pools[n.pool].team, state)
+                out[key] = out.get(key, 0) + 1
+        return out
+
+    def _count_hours(self, dt_s: float) -> None:
+        for (pool, team, state), count in self.state_counts().items():
+            kind = {"unproven": "unproven", "proving": "unproven", "failed": "quarantined",
+                    "quarantined": "quarantined"}.get(state)
+            if kind is not None:
+                key = (pool, team, kind)
+                self.node_hours[key] = self.node_hours.get(key, 0.0) + count * dt_s / 3600
 
     # -- the loop ----------------------------------------------------------------------
     def _changed(self, name: str | None) -> None:
@@ -176,6 +204,10 @@ class Gate:
                     self.adopted = False  # adopt again on winning the lease back
                 with self.wake:
                     self.wake.wait(0.5)
+                now = time.monotonic()
+                if self.watch.synced.is_set():
+                    self._count_hours(now - self.last_loop)
+                self.last_loop = now
         finally:
             for _, _, cancel in list(self.inflight.values()):
                 cancel.set()
@@ -383,6 +415,8 @@ class Gate:
                 to_proven = None if since is None else max(
                     0.0, (datetime.now(UTC) - since).total_seconds())
                 self.backoff.pop(name, None)
+                if to_proven is not None:
+                    self.ready_to_proven.setdefault(pool.name, []).append(to_proven)
                 self.summary.results[name] = NodeResult(name, pool.name, PASS, reason, run_id,
                                                         to_proven, probe_s)
             elif verdict == FAIL:
@@ -403,6 +437,11 @@ class Gate:
                              f"{run_id} could not judge the node ({reason}); retrying in "
                              f"{delay:.0f} s", warning=True)
                 self.summary.results[name] = NodeResult(name, pool.name, INFRA, reason, run_id)
+        for name in unit.nodes:
+            r = self.summary.results.get(name)
+            if r is not None and r.run_id == run_id:
+                key = (pool.name, r.verdict)
+                self.verdict_counts[key] = self.verdict_counts.get(key, 0) + 1
         report = outcome.report
         if report is not None and not report.cancelled:
             if failed:

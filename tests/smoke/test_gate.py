@@ -20,7 +20,6 @@ from fleet.labels import (
     SMOKE_KEY,
 )
 from tests.smoke.gate_cluster import (
-    NAMESPACE,
     controller,
     eks_gated_node,
     gated_inventory,
@@ -81,12 +80,13 @@ def bound_after_untaint(cluster: Any, pod: str) -> tuple[int, int]:
     """(the resourceVersion at which `pod` was bound, at which its node's gate taint went):
     from the API server's own change log, so 'before' means before."""
     bound = None
-    for rv, type_, (plural, _, name), obj in list(cluster._log):
+    changes = cluster.changes()
+    for rv, _, (plural, _, name), obj in changes:
         if plural == "pods" and name == pod and obj["spec"].get("nodeName") and bound is None:
             bound = (rv, obj["spec"]["nodeName"])
     assert bound is not None, f"{pod} never bound"
     untainted = None
-    for rv, type_, (plural, _, name), obj in list(cluster._log):
+    for rv, _, (plural, _, name), obj in changes:
         if plural == "nodes" and name == bound[1] and untainted is None and not any(
                 t.get("key") == GATE_TAINT_KEY for t in obj["spec"].get("taints") or []):
             untainted = rv
@@ -221,7 +221,3 @@ def test_pools_of_another_cluster_and_ungated_pools_are_left_alone(
 @pytest.fixture(autouse=True)
 def _no_history(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("ACCELFLEET_HISTORY", str(tmp_path / "history.sqlite"))
-
-
-def _unused() -> str:
-    return NAMESPACE

@@ -144,6 +144,12 @@ class FakeCluster(_KueueControllers):
         if self.store.get(key) is obj:
             self._record("MODIFIED", key, obj)
 
+    def changes(self) -> list[tuple[int, str, Key, dict[str, Any]]]:
+        """Every change kept for watchers, oldest first: (resourceVersion, ADDED / MODIFIED
+        / DELETED, (plural, namespace, name), the object then)."""
+        with self.lock:
+            return [(rv, t, k, copy.deepcopy(o)) for rv, t, k, o in self._log]
+
     def compact(self) -> None:
         """Forget every change so far, as etcd's compaction does: a watch from any earlier
         resourceVersion is answered 410 Expired."""
