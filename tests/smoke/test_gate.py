@@ -20,6 +20,7 @@ from fleet.labels import (
     SMOKE_KEY,
 )
 from tests.smoke.gate_cluster import (
+    NAMESPACE,
     controller,
     eks_gated_node,
     gated_inventory,
@@ -221,3 +222,105 @@ def test_pools_of_another_cluster_and_ungated_pools_are_left_alone(
 @pytest.fixture(autouse=True)
 def _no_history(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("ACCELFLEET_HISTORY", str(tmp_path / "history.sqlite"))
+
+
+def _hang(cluster: Any, node_name: str) -> None:
+    """Proof pods on the node start and never finish (a proof in progress)."""
+    cluster.set_node_command(node_name, ["python", "-c", "import time; time.sleep(120)"])
+
+
+def test_a_node_deleted_mid_proof_leaves_no_object_behind(fake_cluster: Any,
+                                                          tmp_path: Path) -> None:
+    inventory = gated_inventory()
+    n = "gke-h100-train-0"
+    _hang(fake_cluster, n)
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke") as running:
+        fake_cluster.add_node_object(gke_gated_node("h100-train", n))
+        wait_for(lambda: gate_state(fake_cluster, n) == "proving")
+        run_id = node(fake_cluster, n)["metadata"]["annotations"]["accelfleet.io/gate-run"]
+        wait_for(lambda: any(o["kind"] == "Pod" and o.get("status", {}).get("phase") ==
+                             "Running" for o in fake_cluster.objects(f"{RUN_LABEL}={run_id}")))
+        fake_cluster.delete("nodes", "", n, None)  # scale-down, spot reclaim, repair
+        wait_for(lambda: fake_cluster.objects(f"{RUN_LABEL}={run_id}") == [], 30)
+        wait_for(lambda: n in running.gate.summary.results)
+    result = running.gate.summary.results[n]
+    assert result.verdict == "gone"
+    assert events(fake_cluster, n) == []  # no verdict on a node that left
+
+
+def test_of_two_replicas_one_leader_acts(fake_cluster: Any, tmp_path: Path) -> None:
+    inventory = gated_inventory()
+    names = [f"gke-h100-train-{i}" for i in range(3)]
+    for n in names:
+        fake_cluster.set_node_output(n, h100_report(n, 800.0))
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke", identity="replica-a") as a, \
+            controller(fake_cluster, tmp_path, inventory, "ml-gke", identity="replica-b") as b:
+        for n in names:
+            fake_cluster.add_node_object(gke_gated_node("h100-train", n))
+        wait_for(lambda: all(gate_state(fake_cluster, n) == "proven" for n in names))
+        lease = fake_cluster.get("leases", NAMESPACE, "accelfleet-gate")
+        assert lease is not None
+        holder = lease["spec"]["holderIdentity"]
+        leader, standby = (a, b) if holder == "replica-a" else (b, a)
+        assert leader.gate.summary.proofs == 3 and standby.gate.summary.proofs == 0
+        assert standby.gate.is_leader() is False
+    for n in names:  # proven once each
+        assert [e["reason"] for e in events(fake_cluster, n)] == ["GateProofPassed"]
+
+
+def test_an_expired_watch_is_relisted_and_no_node_is_lost(fake_cluster: Any,
+                                                          tmp_path: Path) -> None:
+    inventory = gated_inventory()
+    first, second = "gke-h100-train-0", "gke-h100-train-1"
+    for n in (first, second):
+        fake_cluster.set_node_output(n, h100_report(n, 800.0))
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke") as running:
+        fake_cluster.add_node_object(gke_gated_node("h100-train", first))
+        wait_for(lambda: gate_state(fake_cluster, first) == "proven")
+        with fake_cluster.lock:  # a node joins and etcd compacts before the watch reads it:
+            fake_cluster.add_node_object(gke_gated_node("h100-train", second))
+            fake_cluster.compact()  # the watch's resourceVersion is too old now: 410 Expired
+        wait_for(lambda: gate_state(fake_cluster, second) == "proven")
+        assert running.gate.watch.lists >= 2  # listed again after the 410, not resumed
+
+
+@pytest.fixture
+def cpu_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake cluster's nodes are this machine's CPU: judge them as CPUs (no catalog
+    expectation), as `accelfleet smoke local` does here."""
+    import smoke.expectations
+    from smoke.probes.expect import Expectation
+
+    monkeypatch.setattr(smoke.expectations, "for_pool", lambda pool, backend: Expectation())
+
+
+def test_a_fabric_pool_proves_new_nodes_together_then_pairs_one_with_a_proven_node(
+        fake_cluster: Any, tmp_path: Path, cpu_nodes: None) -> None:
+    """The real agent (on this CPU) at tier 3: the cross-node collective joins the unit's
+    nodes; a lone new node is paired with a proven one, which stays as it was."""
+    pytest.importorskip("torch")
+    from fleet.inventory import InventoryGate
+
+    gate = InventoryGate(max_tier=3, fabric=True)
+    inventory = gated_inventory({"l4-spot": gate})
+    a, b, c = (f"gke-l4-spot-{i}" for i in range(3))
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke", timeout_s=180) as running:
+        with fake_cluster.lock:  # two nodes turn Ready together
+            for n in (a, b):
+                fake_cluster.add_node_object(gke_gated_node("l4-spot", n))
+        wait_for(lambda: all(gate_state(fake_cluster, n) == "proven" for n in (a, b)), 240)
+        together = {json.loads(node(fake_cluster, n)["metadata"]["annotations"][
+            GATE_PROOF_ANNOTATION])["run"] for n in (a, b)}
+        assert len(together) == 1
+        peer_before = node(fake_cluster, a)["metadata"]["annotations"][GATE_PROOF_ANNOTATION]
+        fake_cluster.add_node_object(gke_gated_node("l4-spot", c))
+        wait_for(lambda: gate_state(fake_cluster, c) == "proven", 240)
+    proof = json.loads(node(fake_cluster, c)["metadata"]["annotations"][GATE_PROOF_ANNOTATION])
+    assert proof["tiers"] == "0-3+fabric" and proof["peers"] in ([a], [b])
+    peer = proof["peers"][0]
+    if peer == a:
+        assert node(fake_cluster, a)["metadata"]["annotations"][GATE_PROOF_ANNOTATION] == \
+            peer_before
+    report = running.gate.summary.results[c]
+    assert report.verdict == "pass"
+    assert running.summary is not None and running.summary.proofs == 2
