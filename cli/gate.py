@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -131,9 +132,8 @@ def _show(summaries: list[GateSummary]) -> None:
 class _signals:
     """SIGINT and SIGTERM set the stop event while inside (the previous handlers after)."""
 
-    def __enter__(self) -> object:
+    def __enter__(self) -> threading.Event:
         import signal
-        import threading
 
         self.stop = threading.Event()
         self.previous = {}

@@ -72,7 +72,7 @@ class Elector:
         if lease is None:
             self._ensure_namespace()
             try:
-                self.coord.create_namespaced_lease(self.namespace, self._body(None, take=True),
+                self.coord.create_namespaced_lease(self.namespace, self._body(None, take=True),  # type: ignore[arg-type]
                                                    _preload_content=False, _request_timeout=t)
             except Exception as exc:
                 if status_of(exc) == 409:  # another candidate created it first
@@ -93,7 +93,7 @@ class Elector:
             return
         try:
             self.coord.replace_namespaced_lease(self.name, self.namespace,
-                                                self._body(lease, take=not mine),
+                                                self._body(lease, take=not mine),  # type: ignore[arg-type]
                                                 _preload_content=False, _request_timeout=t)
         except Exception as exc:
             if status_of(exc) == 409:  # somebody wrote it since we read it
@@ -115,10 +115,9 @@ class Elector:
             if status_of(exc) != 404:
                 raise
             try:
-                self.core.create_namespace(
-                    {"metadata": {"name": self.namespace,
-                                  "labels": {"app.kubernetes.io/managed-by": "accelfleet"}}},
-                    _request_timeout=REQUEST_TIMEOUT_S)
+                body: Any = {"metadata": {"name": self.namespace, "labels": {
+                    "app.kubernetes.io/managed-by": "accelfleet"}}}
+                self.core.create_namespace(body, _request_timeout=REQUEST_TIMEOUT_S)
             except Exception as exc2:
                 if status_of(exc2) != 409:
                     raise
@@ -137,7 +136,8 @@ class Elector:
             body = self._body(lease, take=False)
             body["spec"]["holderIdentity"] = None
             body["spec"]["leaseDurationSeconds"] = 1
-            self.coord.replace_namespaced_lease(self.name, self.namespace, body,
+            self.coord.replace_namespaced_lease(self.name, self.namespace,
+                                                body,  # type: ignore[arg-type]
                                                 _preload_content=False,
                                                 _request_timeout=REQUEST_TIMEOUT_S)
         except Exception:  # it runs out by itself

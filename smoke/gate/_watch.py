@@ -90,11 +90,11 @@ class NodeWatch:
     def _watch(self, rv: str) -> str:
         from kubernetes.watch.watch import iter_resp_lines
 
-        resp = self.core.list_node(watch=True, resource_version=rv, allow_watch_bookmarks=True,
+        resp: Any = self.core.list_node(watch=True, resource_version=rv, allow_watch_bookmarks=True,
                                    timeout_seconds=self.watch_timeout_s, _preload_content=False,
                                    _request_timeout=(5.0, self.watch_timeout_s + 30.0))
         try:
-            for line in iter_resp_lines(resp):
+            for line in iter_resp_lines(resp):  # type: ignore[no-untyped-call]
                 if self.stop.is_set():
                     break
                 if not line or not line.strip():

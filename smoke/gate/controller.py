@@ -399,13 +399,13 @@ class Gate:
                 continue
             now_gate = N.GateNode.of(node)
             if verdict == PASS:
-                proof = {"at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                proof: dict[str, Any] = {
+                         "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                          "tiers": f"0-{self._tier(pool)}" + (
                              "+fabric" if len(unit.hosts) > 1 else ""),
                          "version": _version(), "run": run_id, "verdict": "pass",
                          "peers": list(unit.peers)}
-                K.patch_node(self.core, name, lambda n, p=proof: N.proven_patch(
-                    N.GateNode.of(n), p))
+                K.patch_node(self.core, name, _passing(proof))
                 K.set_condition(self.core, name, N.condition(True, "ProofPassed",
                                                              f"proof {run_id} passed"))
                 K.node_event(self.core, node, "GateProofPassed", f"accelfleet gate: proof "
@@ -475,6 +475,13 @@ class Gate:
             record(report, self.options.history or default_path(), kind="gate")
         except Exception as exc:
             self.summary.errors.append(f"history: {type(exc).__name__}: {exc}")
+
+
+def _passing(proof: dict[str, Any]) -> Any:
+    def change(node: dict[str, Any]) -> dict[str, Any]:
+        return N.proven_patch(N.GateNode.of(node), proof)
+
+    return change
 
 
 def _version() -> str:

@@ -86,7 +86,7 @@ def _target(request: GateRequest, *, gated_only: bool = True, pool: str | None =
             raise InputError(f"cluster {request.cluster!r} is not in the inventory",
                              hint=f"clusters: {', '.join(known) or '(none)'}")
         from kubernetes import client as k
-        from kubernetes import config
+        from kubernetes import config  # type: ignore[attr-defined]
 
         try:
             config.load_incluster_config()
