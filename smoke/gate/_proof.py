@@ -31,6 +31,7 @@ class Unit:
     nodes: tuple[str, ...]
     peers: tuple[str, ...] = ()
     slice: str = ""  # a multi-host TPU slice: its GKE node pool
+    reproof: bool = False  # proven nodes proven again (on the pool's schedule, idle only)
 
     @property
     def hosts(self) -> tuple[str, ...]:

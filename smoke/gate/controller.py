@@ -298,12 +298,64 @@ class Gate:
                                       (peers[0].name,) if peers else ()), pool))
             else:
                 jobs += [(Unit(name, (n.name,)), pool) for n in ready]
+        if not self.options.once:
+            jobs += self._due(by_pool, now)
         out = []
         for unit, pool in jobs:
             claimed = self._claim(unit)
             if claimed is not None:
                 out.append((claimed, pool))
         return out
+
+    # -- re-proof on a schedule ------------------------------------------------------------
+    def _due(self, by_pool: dict[str, list[N.GateNode]], now: float
+             ) -> list[tuple[Unit, InventoryPool]]:
+        """Proven nodes whose proof is older than the pool's interval and that run nothing
+        but DaemonSet pods (a multi-host TPU slice: every host), one unit per pool per round:
+        re-proof never evicts work and never takes a pool's capacity at once."""
+        out: list[tuple[Unit, InventoryPool]] = []
+        for name, pool in sorted(self.pools.items()):
+            gate = pool.gate
+            if gate is None or gate.reprove_interval_s is None:
+                continue
+            members = by_pool.get(name, [])
+            due = [n for n in members if n.state == N.PROVEN and n.ready
+                   and n.name not in self.inflight and not n.quarantined
+                   and now >= self.backoff.get(n.name, (0.0, 0.0))[0]
+                   and (N.proof_age_s(n) or 0.0) > gate.reprove_interval_s]
+            if pool.kind == "tpu" and pool.hosts_per_slice > 1:
+                slices: dict[str, list[N.GateNode]] = {}
+                for n in due:
+                    slices.setdefault(n.slice, []).append(n)
+                for sl, hosts in sorted(slices.items()):
+                    if len(hosts) == pool.hosts_per_slice and all(
+                            self._idle(h.name) for h in hosts):
+                        out.append((Unit(name, tuple(h.name for h in hosts), slice=sl,
+                                         reproof=True), pool))
+                        break
+                continue
+            for n in sorted(due, key=lambda n: -(N.proof_age_s(n) or 0.0)):
+                if self._idle(n.name):
+                    out.append((Unit(name, (n.name,), reproof=True), pool))
+                    break
+        return out
+
+    def _idle(self, node: str) -> bool:
+        """No pod but DaemonSet pods is running or starting on the node."""
+        try:
+            page = K.raw(with_retries(self.core.list_pod_for_all_namespaces,
+                                      field_selector=f"spec.nodeName={node}",
+                                      _preload_content=False,
+                                      _request_timeout=K.REQUEST_TIMEOUT_S))
+        except Exception:
+            return False
+        for pod in page.get("items") or []:
+            if (pod.get("status") or {}).get("phase") not in ("Pending", "Running"):
+                continue
+            owners = (pod.get("metadata") or {}).get("ownerReferences") or []
+            if not any(o.get("kind") == "DaemonSet" for o in owners):
+                return False
+        return True
 
     def _claim(self, unit: Unit) -> Unit | None:
         """Every node of the unit marked `proving` with the run id (guarded: a node changed
@@ -317,25 +369,35 @@ class Gate:
             node = self.watch.get(name)
             if node is None:
                 continue
+            claim = N.reproof_claim_patch if unit.reproof else N.claim_patch
             try:
-                with_retries(self.core.patch_node, name,
-                               N.claim_patch(N.GateNode.of(node), run_id),
-                               _preload_content=False, _request_timeout=K.REQUEST_TIMEOUT_S)
+                with_retries(self.core.patch_node, name, claim(N.GateNode.of(node), run_id),
+                             _preload_content=False, _request_timeout=K.REQUEST_TIMEOUT_S)
             except Exception as exc:
                 if K.status_of(exc) in (404, 409):
                     continue
                 self.summary.errors.append(f"claiming {name}: {type(exc).__name__}")
                 continue
             got.append(name)
-        if not got or (unit.slice and len(got) != len(unit.nodes)):
+        busy = unit.reproof and not all(self._idle(name) for name in got)  # bound meanwhile
+        if not got or busy or (unit.slice and len(got) != len(unit.nodes)):
             for name in got:  # a slice is proven whole or not at all
-                K.patch_node(self.core, name, lambda n: N.unclaim_patch(N.GateNode.of(n)))
+                K.patch_node(self.core, name, self._release(unit))
             return None
         unit = replace(unit, nodes=tuple(got))
         with self.lock:
             for name in unit.nodes:
                 self.inflight[name] = (unit, run_id, cancel)
         return unit
+
+    @staticmethod
+    def _release(unit: Unit) -> Any:
+        """The patch that gives a claimed node back: unproven, or (a re-proof) proven."""
+        def change(node: dict[str, Any]) -> dict[str, Any]:
+            g = N.GateNode.of(node)
+            return N.restore_proven_patch(g) if unit.reproof else N.unclaim_patch(g)
+
+        return change
 
     # -- a restart mid-proof ----------------------------------------------------------------
     def _adopt(self) -> None:
@@ -432,7 +494,7 @@ class Gate:
                 delay = self.backoff.get(name, (0.0, 0.0))[1]
                 delay = min(o.retry_max_s, max(o.retry_first_s, delay * 2))
                 self.backoff[name] = (time.monotonic() + delay, delay)
-                K.patch_node(self.core, name, lambda n: N.unclaim_patch(N.GateNode.of(n)))
+                K.patch_node(self.core, name, self._release(unit))
                 K.node_event(self.core, node, "GateProofRetry", f"accelfleet gate: proof "
                              f"{run_id} could not judge the node ({reason}); retrying in "
                              f"{delay:.0f} s", warning=True)

@@ -157,6 +157,33 @@ def claim_patch(node: GateNode, run_id: str) -> dict[str, Any]:
                          "annotations": {GATE_RUN_ANNOTATION: run_id}}}
 
 
+def reproof_claim_patch(node: GateNode, run_id: str) -> dict[str, Any]:
+    """A proven node taken back for its scheduled re-proof: the gate taint back (NoSchedule:
+    nothing running is evicted; nothing new lands), `proving` with the run id."""
+    taints = [dict(t) for t in node.taints]
+    if not node.tainted:
+        taints.append(gate_taint())
+    return {**claim_patch(node, run_id), "spec": {"taints": taints}}
+
+
+def restore_proven_patch(node: GateNode) -> dict[str, Any]:
+    """A re-proof that could not run (busy after all, an infrastructure error): the node
+    goes back to proven, as it was, its last proof kept."""
+    return {"metadata": {"resourceVersion": node.resource_version,
+                         "labels": {GATE_LABEL: PROVEN},
+                         "annotations": {GATE_RUN_ANNOTATION: None}},
+            "spec": {"taints": [dict(t) for t in node.taints
+                                if t.get("key") != GATE_TAINT_KEY]}}
+
+
+def proof_age_s(node: GateNode, now: datetime | None = None) -> float | None:
+    """Seconds since the node's last passed proof (None: no readable proof)."""
+    when = _ts(str((node.proof or {}).get("at", "")))
+    if when is None:
+        return None
+    return ((now or datetime.now(UTC)) - when).total_seconds()
+
+
 def unclaim_patch(node: GateNode) -> dict[str, Any]:
     """Back to unproven (an infrastructure error, or a proof that a restart abandoned)."""
     return {"metadata": {"resourceVersion": node.resource_version,

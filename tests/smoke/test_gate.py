@@ -324,3 +324,91 @@ def test_a_fabric_pool_proves_new_nodes_together_then_pairs_one_with_a_proven_no
     report = running.gate.summary.results[c]
     assert report.verdict == "pass"
     assert running.summary is not None and running.summary.proofs == 2
+
+
+def test_reproof_takes_an_idle_node_and_never_a_busy_one(fake_cluster: Any,
+                                                          tmp_path: Path) -> None:
+    from fleet.inventory import InventoryGate
+
+    inventory = gated_inventory({"h100-train": InventoryGate(reprove_interval_s=1)})
+    idle, busy = "gke-h100-train-0", "gke-h100-train-1"
+    for n in (idle, busy):
+        fake_cluster.set_node_output(n, h100_report(n, 800.0))
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke") as running:
+        for n in (idle, busy):
+            fake_cluster.add_node_object(gke_gated_node("h100-train", n))
+        wait_for(lambda: all(gate_state(fake_cluster, n) == "proven" for n in (idle, busy)))
+        fake_cluster.set_node_command(busy, ["python", "-c", "import time; time.sleep(60)"])
+        fake_cluster.create("pods", "default", {  # a user's job on `busy`, running
+            "metadata": {"name": "user-busy"},
+            "spec": {"nodeSelector": {"kubernetes.io/hostname": busy},
+                     "tolerations": [GPU_TAINT],
+                     "containers": [{"name": "train", "image": "user/train:1",
+                                     "command": ["python", "-c", "pass"],
+                                     "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}})
+        wait_for(lambda: fake_cluster.get("pods", "default", "user-busy")["status"].get(
+            "phase") == "Running")
+        first = {n: json.loads(node(fake_cluster, n)["metadata"]["annotations"][
+            GATE_PROOF_ANNOTATION])["run"] for n in (idle, busy)}
+        wait_for(lambda: json.loads(node(fake_cluster, idle)["metadata"]["annotations"][
+            GATE_PROOF_ANNOTATION])["run"] != first[idle], 60)
+        assert running.gate.summary.proofs >= 3
+    assert json.loads(node(fake_cluster, busy)["metadata"]["annotations"][
+        GATE_PROOF_ANNOTATION])["run"] == first[busy]  # never re-proven while it works
+    pod = fake_cluster.get("pods", "default", "user-busy")
+    assert pod is not None and pod["status"]["phase"] == "Running"  # never evicted
+    assert not tainted(fake_cluster, busy) and not tainted(fake_cluster, idle)
+    assert gate_state(fake_cluster, idle) == "proven"
+
+
+def test_metrics_and_health_after_a_scale_up(fake_cluster: Any, tmp_path: Path) -> None:
+    import urllib.request
+
+    from smoke.gate._metrics import node_hourly_usd
+    from smoke.gate._serve import Servers
+
+    inventory = gated_inventory()
+    good, bad = "gke-h100-train-0", "gke-h100-train-1"
+    fake_cluster.set_node_output(good, h100_report(good, 800.0))
+    fake_cluster.set_node_output(bad, h100_report(bad, 300.0))
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke") as running:
+        servers = Servers([running.gate], health_port=0, metrics_port=None,
+                          host="127.0.0.1").start()
+        try:
+            port = servers.bound()[0]
+
+            def get(path: str) -> tuple[int, str]:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}") as resp:
+                        return resp.status, resp.read().decode()
+                except urllib.error.HTTPError as exc:
+                    return exc.code, ""
+
+            fake_cluster.join([gke_gated_node("h100-train", n) for n in (good, bad)],
+                              ready_after_s=0.2)
+            wait_for(lambda: gate_state(fake_cluster, good) == "proven"
+                     and gate_state(fake_cluster, bad) == "failed")
+            time.sleep(0.6)  # one more loop: the node-hours of the failed node
+            assert get("/healthz")[0] == 200 and get("/readyz")[0] == 200
+            code, text = get("/metrics")
+        finally:
+            servers.stop()
+    assert code == 200 and text.endswith("# EOF\n")
+    lines = text.splitlines()
+    labels = 'cluster="ml-gke",pool="h100-train",team="research"'
+    assert f'accelfleet_gate_nodes{{{labels},state="proven"}} 1' in lines
+    assert f'accelfleet_gate_nodes{{{labels},state="quarantined"}} 1' in lines
+    assert 'accelfleet_gate_proofs_total{cluster="ml-gke",pool="h100-train",verdict="pass"} 1' \
+        in lines
+    assert 'accelfleet_gate_ready_to_proven_seconds_count{cluster="ml-gke",pool="h100-train"}' \
+        ' 1' in lines
+    assert 'accelfleet_gate_leader{cluster="ml-gke"} 1' in lines
+    hours = {ln.split(" ")[0]: float(ln.split(" ")[1]) for ln in lines
+             if ln.startswith(("accelfleet_gate_unproven_", "accelfleet_gate_quarantined_"))}
+    unproven = hours[f"accelfleet_gate_unproven_node_hours_total{{{labels}}}"]
+    quarantined = hours[f"accelfleet_gate_quarantined_node_hours_total{{{labels}}}"]
+    assert unproven > 0 and quarantined > 0
+    rate = node_hourly_usd(pool(inventory, "h100-train"))
+    assert rate is not None and rate > 0  # a3-highgpu-8g has a public list price
+    cost = hours[f"accelfleet_gate_quarantined_cost_usd_total{{{labels}}}"]
+    assert abs(cost - round(quarantined, 6) * rate) < 0.01
