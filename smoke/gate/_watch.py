@@ -37,6 +37,7 @@ class NodeWatch:
         self.synced = threading.Event()
         self.lists = 0  # full lists made (the first, then one per 410)
         self.resumes = 0  # watches resumed from the last version seen
+        self.errors = 0  # watch or list errors (each retried with backoff)
         self.resource_version = ""
 
     def snapshot(self) -> dict[str, dict[str, Any]]:
@@ -60,11 +61,14 @@ class NodeWatch:
             except Expired:
                 rv = None
             except Exception as exc:
-                if not transient(exc) and not isinstance(exc, json.JSONDecodeError):
-                    raise
-                self.stop.wait(delay)  # a dropped connection: resume from `rv`
+                # a dropped connection or a server error: resume from `rv`; anything else
+                # (an answer that does not read): list again. Never give up: a controller
+                # whose watch died would leave every new node gated, unseen.
+                self.errors += 1
+                if not transient(exc) and not isinstance(exc, ConnectionError):
+                    rv = None
+                self.stop.wait(delay)
                 delay = min(5.0, delay * 2)
-                self.resumes += 1
 
     def _list(self) -> str:
         items: list[dict[str, Any]] = []

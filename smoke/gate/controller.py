@@ -83,7 +83,9 @@ class NodeResult:
     reason: str
     run_id: str = ""
     ready_to_proven_s: float | None = None
-    probe_s: float = 0.0  # the proof's own run time (the probes, set aside for overhead)
+    proof_s: float = 0.0  # the whole proof: submit, schedule, run, judge, clean up
+    probe_s: float | None = None  # the agent's own run on the node (its pod's run time)
+    proven_at: float | None = None  # wall clock (time.time()) of the pass being recorded
 
 
 @dataclass
@@ -438,9 +440,9 @@ class Gate:
             why = f"the proof failed to run: {type(exc).__name__}: {str(exc)[:300]}"
             outcome = Outcome(None, dict.fromkeys(unit.nodes, INFRA),
                               dict.fromkeys(unit.nodes, why))
-        probe_s = time.monotonic() - started
+        proof_s = time.monotonic() - started
         try:
-            self._apply(unit, pool, run_id, outcome, probe_s)
+            self._apply(unit, pool, run_id, outcome, proof_s)
         finally:
             with self.lock:
                 for name in unit.nodes:
@@ -449,7 +451,7 @@ class Gate:
                 self.wake.notify_all()
 
     def _apply(self, unit: Unit, pool: InventoryPool, run_id: str, outcome: Outcome,
-               probe_s: float) -> None:
+               proof_s: float) -> None:
         o = self.options
         failed = []
         for name in unit.nodes:
@@ -479,8 +481,9 @@ class Gate:
                 self.backoff.pop(name, None)
                 if to_proven is not None:
                     self.ready_to_proven.setdefault(pool.name, []).append(to_proven)
-                self.summary.results[name] = NodeResult(name, pool.name, PASS, reason, run_id,
-                                                        to_proven, probe_s)
+                self.summary.results[name] = NodeResult(
+                    name, pool.name, PASS, reason, run_id, to_proven, proof_s,
+                    _probe_s(outcome, name), time.time())
             elif verdict == FAIL:
                 K.patch_node(self.core, name, lambda n: N.failed_patch(N.GateNode.of(n)))
                 K.set_condition(self.core, name, N.condition(False, "ProofFailed",
@@ -489,7 +492,7 @@ class Gate:
                              f"{run_id} failed; the node stays gated: {reason}", warning=True)
                 failed.append(name)
                 self.summary.results[name] = NodeResult(name, pool.name, FAIL, reason, run_id,
-                                                        None, probe_s)
+                                                        None, proof_s, _probe_s(outcome, name))
             else:
                 delay = self.backoff.get(name, (0.0, 0.0))[1]
                 delay = min(o.retry_max_s, max(o.retry_first_s, delay * 2))
@@ -537,6 +540,15 @@ class Gate:
             record(report, self.options.history or default_path(), kind="gate")
         except Exception as exc:
             self.summary.errors.append(f"history: {type(exc).__name__}: {exc}")
+
+
+def _probe_s(outcome: Outcome, node: str) -> float | None:
+    """The agent's own run time on `node` (its pod's start to finish), from the report."""
+    for pool in outcome.report.pools if outcome.report is not None else ():
+        for o in pool.nodes:
+            if o.node == node and o.timing and o.timing.get("run_s") is not None:
+                return float(o.timing["run_s"])
+    return None
 
 
 def _passing(proof: dict[str, Any]) -> Any:

@@ -160,3 +160,75 @@ def test_a_controller_killed_mid_proof_and_restarted_proves_the_node_exactly_onc
                       and obj["metadata"]["labels"].get(RUN_LABEL) == proof["run"])
     assert first_gone < second_made
     assert [e["reason"] for e in events(fake_cluster, n)] == ["GateProofPassed"]
+
+
+def test_the_deployment_command_line_parses_to_an_in_cluster_request(
+        monkeypatch: Any, tmp_path: Path) -> None:
+    """Exactly the argv the Deployment runs (docs/gate.md) reaches the library as one
+    in-cluster request."""
+    import smoke.gate.session as session
+
+    seen = []
+    monkeypatch.setattr(session, "run_gate", lambda request, stop: seen.append(request) or [])
+    result = _gate("run", "--in-cluster", "--inventory", "/etc/accelfleet/inventory.json",
+                   "--cluster", "ml-gke", "--namespace", "accelfleet-gate",
+                   "--health-port", "8080", "--metrics-port", "9090")
+    assert result.exit_code == 0, result.output
+    (request,) = seen
+    assert (request.in_cluster, request.inventory, request.cluster, request.namespace,
+            request.health_port, request.metrics_port, request.once) == (
+        True, Path("/etc/accelfleet/inventory.json"), "ml-gke", "accelfleet-gate", 8080, 9090,
+        False)
+
+
+def test_in_cluster_the_controller_serves_health_and_metrics_and_proves(
+        fake_cluster: Any, tmp_path: Path, monkeypatch: Any) -> None:
+    """In the cluster: the ServiceAccount's config (here: the fake's address, as
+    load_incluster_config would set it), the inventory file, /healthz, /readyz, /metrics."""
+    import socket
+    import threading
+    import urllib.request
+
+    from kubernetes import client as k
+    from kubernetes import config
+
+    from smoke.gate.session import GateRequest, run_gate
+
+    def incluster() -> None:
+        conf = k.Configuration()
+        conf.host = fake_cluster.url
+        k.Configuration.set_default(conf)
+
+    monkeypatch.setattr(config, "load_incluster_config", incluster)
+    monkeypatch.setenv("ACCELFLEET_HISTORY", str(tmp_path / "history.sqlite"))
+    inv = tmp_path / "inventory.json"
+    inv.write_text(json.dumps(gated_inventory().to_dict()), encoding="utf-8")
+    ports = []
+    for _ in range(2):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    n = "gke-h100-train-0"
+    fake_cluster.set_node_output(n, h100_report(n, 800.0))
+    stop = threading.Event()
+    request = GateRequest(in_cluster=True, inventory=inv, cluster="ml-gke",
+                          namespace=NAMESPACE, health_port=ports[0], metrics_port=ports[1],
+                          lease_s=2.0)
+    thread = threading.Thread(target=run_gate, args=(request, stop), daemon=True)
+    thread.start()
+    try:
+        fake_cluster.join([gke_gated_node("h100-train", n)])
+        wait_for(lambda: gate_state(fake_cluster, n) == "proven")
+
+        def get(port: int, path: str) -> tuple[int, str]:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}") as resp:
+                return resp.status, resp.read().decode()
+
+        assert get(ports[0], "/healthz")[0] == 200 and get(ports[0], "/readyz")[0] == 200
+        code, text = get(ports[1], "/metrics")
+        assert code == 200 and 'accelfleet_gate_nodes{cluster="ml-gke",pool="h100-train",' \
+            'team="research",state="proven"} 1' in text
+    finally:
+        stop.set()
+        thread.join(60)
+        k.Configuration.set_default(None)
