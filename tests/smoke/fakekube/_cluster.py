@@ -360,14 +360,16 @@ class FakeCluster(_KueueControllers):
                     self.delete(p, ns, name, propagation)
 
     def patch(self, plural: str, namespace: str, name: str, patch: Any, *,
-              kind: str = "application/merge-patch+json", subresource: str = ""
+              kind: str = "application/merge-patch+json", subresource: str | None = None
               ) -> dict[str, Any]:
         """A JSON merge patch (RFC 7386), a strategic merge patch (the same, but the lists
         of `_api.MERGE_KEYS` merge by their key; every other list here is atomic, a Node's
         `spec.taints` among them) or a JSON patch (RFC 6902). A `metadata.resourceVersion`
         in a merge patch (or a JSON patch's `test` of it) is a precondition: 409 Conflict when
         the object has changed since, as the real server's optimistic concurrency does.
-        `subresource` "status": only the status changes (the rest of the patch is ignored)."""
+        `subresource` "status": only the status changes (the rest of the patch is ignored);
+        "": the object itself, as a client's PATCH: a Node's or Pod's status stays (it is
+        the status subresource's); None (a test hook playing a controller): all of it."""
         with self.lock:
             key = (plural, namespace, name)
             if key not in self.store:
@@ -387,7 +389,7 @@ class FakeCluster(_KueueControllers):
                 obj = merge_patch(current, patch, strategic="strategic" in kind)
             if subresource == "status":
                 obj = {**copy.deepcopy(current), "status": obj.get("status")}
-            elif "status" in current and plural in ("nodes", "pods"):
+            elif subresource == "" and "status" in current and plural in ("nodes", "pods"):
                 obj["status"] = copy.deepcopy(current["status"])  # status: its subresource
             obj["metadata"]["resourceVersion"] = self._next_rv()
             self.store[key] = obj

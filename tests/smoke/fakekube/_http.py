@@ -142,7 +142,7 @@ class _Handler(BaseHTTPRequestHandler):
             c.delete_collection(plural, ns, q.get("labelSelector", ""), propagation)
             return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
         if method == "PATCH" and name:
-            return c.patch(plural, ns, name, body, kind=self._patch_kind())
+            return c.patch(plural, ns, name, body, kind=self._patch_kind(), subresource="")
         if method == "PUT" and name:
             return c.replace(plural, ns, name, body or {})
         raise ApiError(405, "MethodNotAllowed", f"{method} not supported here")
