@@ -141,11 +141,13 @@ class _Controllers:
             if why is not None:
                 status["conditions"] = [{"type": "Failed", "status": "True", "reason": why[0],
                                          "message": why[1]}]
+                self._touched("jobs", job)
                 for q in pods:  # the controller deletes the failed Job's active pods
                     if q["status"].get("phase") not in TERMINAL:
                         self.delete("pods", ns, q["metadata"]["name"], None)
             elif pods and len(done) == len(pods):
                 status["conditions"] = [{"type": "Complete", "status": "True"}]
+                self._touched("jobs", job)
 
     def _create_job_pods(self, ns: str, job: dict[str, Any]) -> None:
         spec = job["spec"]
