@@ -77,6 +77,24 @@ def user_pod(cluster: Any, name: str, pool_name: str, gpus: int) -> None:
                                  "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}})
 
 
+def user_job(cluster: Any, name: str, pool_name: str, gpus: int) -> None:
+    """A user's Job of one GPU pod on the pool (the GPU toleration GKE's admission adds to a
+    pod that requests GPUs; nothing for the gate)."""
+    cluster.create("jobs", "default", {
+        "metadata": {"name": name},
+        "spec": {"template": {"spec": {
+            "nodeSelector": {"accelfleet.io/pool": pool_name}, "tolerations": [GPU_TAINT],
+            "restartPolicy": "Never",
+            "containers": [{"name": "train", "image": "user/train:1",
+                            "command": ["python", "-c", "pass"],
+                            "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}}}})
+
+
+def job_pod(cluster: Any, job: str) -> dict[str, Any] | None:
+    pods = cluster.list("pods", "default", label_selector=f"job-name={job}")["items"]
+    return pods[0] if pods else None
+
+
 def bound_after_untaint(cluster: Any, pod: str) -> tuple[int, int]:
     """(the resourceVersion at which `pod` was bound, at which its node's gate taint went):
     from the API server's own change log, so 'before' means before."""
@@ -105,13 +123,18 @@ def test_a_gke_gpu_pool_scales_up_and_each_node_is_proven_before_it_takes_work(
         fake_cluster.join([gke_gated_node("h100-train", n) for n in names], every_s=0.2,
                           ready_after_s=0.3)
         wait_for(lambda: fake_cluster.get("nodes", "", names[0]))
-        user_pod(fake_cluster, "user-train", "h100-train", 8)
+        user_job(fake_cluster, "user-train", "h100-train", 8)  # tolerates nothing of the gate
+        pod = wait_for(lambda: job_pod(fake_cluster, "user-train"))
         wait_for(lambda: all(gate_state(fake_cluster, n) == "proven" for n in names))
-        bound = wait_for(lambda: fake_cluster.get("pods", "default", "user-train")["spec"].get(
-            "nodeName"))
+        bound = wait_for(lambda: (fake_cluster.get("pods", "default", pod["metadata"]["name"])
+                                  or {}).get("spec", {}).get("nodeName"))
     assert bound in names
-    pod_rv, untaint_rv = bound_after_untaint(fake_cluster, "user-train")
+    pod_rv, untaint_rv = bound_after_untaint(fake_cluster, pod["metadata"]["name"])
     assert pod_rv > untaint_rv  # no user pod bound to a node before its pass
+    waited = [e for e in fake_cluster.list("events", "default")["items"]
+              if e["reason"] == "FailedScheduling"
+              and e["involvedObject"]["name"] == pod["metadata"]["name"]]
+    assert any("untolerated taint {" + GATE_TAINT_KEY in e["message"] for e in waited)
     for n in names:
         got = node(fake_cluster, n)
         assert not tainted(fake_cluster, n)
