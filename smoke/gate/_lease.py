@@ -31,6 +31,7 @@ class Elector:
         self.lease_s, self.stop = lease_s, stop
         self.leader = threading.Event()
         self.transitions = 0
+        self.holder = ""  # who holds the lease, as last read
         self._seen: tuple[str, float] = ("", 0.0)  # (resourceVersion, when first seen)
         self._renewed = 0.0
 
@@ -82,6 +83,7 @@ class Elector:
             self._won(now)
             return
         spec = lease.get("spec") or {}
+        self.holder = str(spec.get("holderIdentity") or "")
         rv = lease["metadata"]["resourceVersion"]
         if rv != self._seen[0]:
             self._seen = (rv, now)

@@ -204,6 +204,13 @@ class Gate:
                         break
                 elif not leader:
                     self.adopted = False  # adopt again on winning the lease back
+                    if o.once and time.monotonic() - self.started > 2 * o.lease_s + 5:
+                        holder = self.elector.holder if self.elector is not None else ""
+                        self.summary.errors.append(
+                            f"another gate controller ({holder or 'unknown'}) holds the Lease "
+                            f"{o.namespace}/{o.lease_name}: it proves this cluster's nodes "
+                            "(`accelfleet gate status` shows them)")
+                        break
                 with self.wake:
                     self.wake.wait(0.5)
                 now = time.monotonic()

@@ -435,3 +435,19 @@ def test_metrics_and_health_after_a_scale_up(fake_cluster: Any, tmp_path: Path) 
     assert rate is not None and rate > 0  # a3-highgpu-8g has a public list price
     cost = hours[f"accelfleet_gate_quarantined_cost_usd_total{{{labels}}}"]
     assert abs(cost - round(quarantined, 6) * rate) < 0.01
+
+
+def test_once_defers_to_a_controller_that_holds_the_lease(fake_cluster: Any,
+                                                          tmp_path: Path) -> None:
+    inventory = gated_inventory()
+    n = "gke-h100-train-0"
+    _hang(fake_cluster, n)
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke", identity="in-cluster"):
+        fake_cluster.add_node_object(gke_gated_node("h100-train", n))
+        wait_for(lambda: gate_state(fake_cluster, n) == "proving")
+        with controller(fake_cluster, tmp_path, inventory, "ml-gke", identity="ci",
+                        once=True) as once:
+            once.thread.join(60)
+        assert once.summary is not None and not once.summary.ok
+        assert once.summary.proofs == 0
+        assert "another gate controller (in-cluster) holds the Lease" in once.summary.errors[0]
