@@ -451,3 +451,51 @@ def test_once_defers_to_a_controller_that_holds_the_lease(fake_cluster: Any,
         assert once.summary is not None and not once.summary.ok
         assert once.summary.proofs == 0
         assert "another gate controller (in-cluster) holds the Lease" in once.summary.errors[0]
+
+
+# A container whose image cannot be pulled, as the kubelet reports it: the pod stays Pending,
+# its container waiting with reason ErrImagePull (then ImagePullBackOff); the reasons are the
+# kubelet's (https://kubernetes.io/docs/concepts/containers/images/#imagepullbackoff, read
+# 2026-11-27); the message is containerd's shape for a missing tag.
+IMAGE_PULL = {"phase": "Pending", "containerStatuses": [{
+    "name": "agent", "ready": False, "restartCount": 0, "started": False, "image": "x",
+    "imageID": "", "state": {"waiting": {"reason": "ErrImagePull", "message": (
+        'rpc error: code = NotFound desc = failed to pull and unpack image "x": not found')}}}]}
+
+
+def test_an_image_that_never_pulls_is_retried_as_infrastructure_not_failed(
+        fake_cluster: Any, tmp_path: Path) -> None:
+    n = "gke-h100-train-0"
+    report = tmp_path / "report.json"
+    report.write_text(h100_report(n, 800.0), encoding="utf-8")
+    marker = tmp_path / "starts"
+    fake_cluster.base_env.update(GATE_MARKER=str(marker), GATE_REPORT=str(report))
+    fake_cluster.set_node_command(n, ["python", "-c", (
+        "import os, time\n"
+        "marker = os.environ['GATE_MARKER']\n"
+        "first = not os.path.exists(marker)\n"
+        "open(marker, 'a').write('x')\n"
+        "time.sleep(120 if first else 0)\n"
+        "print(open(os.environ['GATE_REPORT']).read())")])
+
+    def kubelet_cannot_pull() -> None:  # the first proof pod's image never pulls
+        def first() -> list[dict[str, Any]]:
+            return [p for p in fake_cluster.objects(f"{RUN_LABEL}") if p.get("kind") == "Pod"
+                    and p["status"].get("phase") == "Running"]
+        pods = wait_for(first, 60)
+        fake_cluster.patch("pods", pods[0]["metadata"]["namespace"],
+                           pods[0]["metadata"]["name"], {"status": IMAGE_PULL})
+
+    import threading
+
+    threading.Thread(target=kubelet_cannot_pull, daemon=True).start()
+    with controller(fake_cluster, tmp_path, gated_inventory(), "ml-gke", timeout_s=4) as run:
+        fake_cluster.add_node_object(gke_gated_node("h100-train", n))
+        wait_for(lambda: gate_state(fake_cluster, n) == "proven", 90)
+    reasons = [e["reason"] for e in events(fake_cluster, n)]
+    assert reasons == ["GateProofRetry", "GateProofPassed"]  # retried, never failed
+    retry = events(fake_cluster, n)[0]["message"]
+    assert "could not judge the node" in retry and "never started" in retry
+    assert run.gate.verdict_counts == {("h100-train", "infra"): 1, ("h100-train", "pass"): 1}
+    assert not any(c["type"] == "AccelfleetProof" and c["status"] == "False"
+                   for c in node(fake_cluster, n)["status"]["conditions"])
