@@ -287,6 +287,16 @@ def test_of_two_replicas_one_leader_acts(fake_cluster: Any, tmp_path: Path) -> N
         leader, standby = (a, b) if holder == "replica-a" else (b, a)
         assert leader.gate.summary.proofs == 3 and standby.gate.summary.proofs == 0
         assert standby.gate.is_leader() is False
+        from smoke.gate.session import GateRequest, gate_status
+
+        inv = tmp_path / "inventory.json"
+        inv.write_text(json.dumps(inventory.to_dict()), encoding="utf-8")
+        status = gate_status(GateRequest(
+            inventory=inv, kubeconfig=fake_cluster.kubeconfig(tmp_path / "kc-status"),
+            contexts={"ml-gke": "fake"}, cluster="ml-gke", namespace=NAMESPACE))
+        (up,) = status.controllers
+        assert up.up and up.holder == holder  # the controller is up, and which one acts
+        assert {(r.node, r.state) for r in status.nodes} == {(n, "proven") for n in names}
     for n in names:  # proven once each
         assert [e["reason"] for e in events(fake_cluster, n)] == ["GateProofPassed"]
 
