@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from cli import advise, catalog, fleet, plan, pool, queue, smoke, up
+from cli import advise, catalog, fleet, gate, plan, pool, queue, smoke, up
 from cli._examples import add_examples
 from cli._typer import App
 
@@ -27,6 +27,7 @@ app.add_typer(fleet.app, name="fleet")
 app.add_typer(pool.app, name="pool")
 app.add_typer(smoke.app, name="smoke")
 app.add_typer(queue.app, name="queue")
+app.add_typer(gate.app, name="gate")
 COMPLETE_VAR = "_ACCELFLEET_COMPLETE"
 SHELLS = ("bash", "zsh", "fish")
 if os.environ.get(COMPLETE_VAR):  # the shell asks for completions: Typer's own classes

@@ -46,3 +46,4 @@ GATE_LABEL = PREFIX + "gate"  # a node's gate state: proving, proven, failed, op
 GATE_PROOF_ANNOTATION = PREFIX + "gate-proof"  # JSON: at, tiers, version, run, verdict
 GATE_OPEN_ANNOTATION = PREFIX + "gate-open"  # JSON: who opened the pool's gate, when, why
 GATE_CONDITION = "AccelfleetProof"  # the node condition a failed (or passed) proof sets
+GATE_RUN_ANNOTATION = PREFIX + "gate-run"  # the run id of the proof that claimed the node

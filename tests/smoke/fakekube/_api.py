@@ -3,6 +3,7 @@ small pure rules its controllers share (tolerations, quantities, requests, field
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -28,12 +29,14 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
                                    False),
     "cohorts": ("Cohort", "kueue.x-k8s.io/v1beta2", False),
     "provisioningrequests": ("ProvisioningRequest", "autoscaling.x-k8s.io/v1", True),
+    "leases": ("Lease", "coordination.k8s.io/v1", True),
 }
 GROUPS = {"batch/v1": {"jobs"}, "jobset.x-k8s.io/v1alpha2": {"jobsets"},
           "kueue.x-k8s.io/v1beta2": {"resourceflavors", "clusterqueues", "localqueues",
                                      "admissionchecks", "provisioningrequestconfigs",
                                      "cohorts"},
-          "autoscaling.x-k8s.io/v1": {"provisioningrequests"}}
+          "autoscaling.x-k8s.io/v1": {"provisioningrequests"},
+          "coordination.k8s.io/v1": {"leases"}}
 # kind -> kinds it may own (Kueue's ProvisioningRequest and its PodTemplate go with the job
 # they were made for)
 OWNS = {"jobsets": ("jobs", "services", "provisioningrequests", "podtemplates"),
@@ -46,6 +49,19 @@ Key = tuple[str, str, str]  # (plural, namespace, name)
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# What the API server answers for a watch from a resourceVersion it no longer holds: HTTP 200
+# and one ERROR event whose object is this Status, then the end of the stream. The shape as a
+# real server wrote it: wso2/apk#571 (https://github.com/wso2/apk/issues/571, 2023-01-27):
+# {"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+#  "message":"too old resource version: 657887 (680402)","reason":"Expired","code":410}}
+# (the watch cache's message, kubernetes/kubernetes#16628; the 200-then-ERROR form,
+# kubernetes/kubernetes#25151; read 2026-11-27).
+def expired_status(asked: int, oldest: int) -> dict[str, Any]:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": f"too old resource version: {asked} ({oldest})", "reason": "Expired",
+            "code": 410}
 
 
 class ApiError(Exception):
@@ -159,3 +175,114 @@ def _remap(value: str, mounts: dict[str, Path]) -> str:
     return value
 
 
+
+
+# -- patches -------------------------------------------------------------------------------------
+# Lists a strategic merge patch merges by a key (the API types' patchMergeKey), where the fake
+# meets them; every other list is atomic, replaced whole (a Node's `spec.taints` is: NodeSpec
+# declares no patch strategy for it). NodeStatus.conditions: patchStrategy=merge,
+# patchMergeKey=type (k8s.io/api core/v1 types.go).
+MERGE_KEYS = {("status", "conditions"): "type"}
+
+
+def merge_patch(target: Any, change: Any, *, strategic: bool,
+                path: tuple[str, ...] = ()) -> Any:
+    """RFC 7386 JSON merge patch; with `strategic`, the lists of MERGE_KEYS merge by key (a
+    `{"$patch": "delete", key: ...}` item removes one) as a strategic merge patch does."""
+    key = MERGE_KEYS.get(path) if strategic else None
+    if key is not None and isinstance(change, list):
+        out = [copy.deepcopy(x) for x in target or []] if isinstance(target, list) else []
+        for item in change:
+            at = next((i for i, x in enumerate(out) if isinstance(x, dict)
+                       and x.get(key) == item.get(key)), None)
+            if item.get("$patch") == "delete":
+                if at is not None:
+                    out.pop(at)
+            elif at is None:
+                out.append(copy.deepcopy(item))
+            else:
+                out[at] = merge_patch(out[at], item, strategic=True, path=(*path, "[]"))
+        return out
+    if not isinstance(change, dict):
+        return copy.deepcopy(change)
+    out_map = dict(target) if isinstance(target, dict) else {}
+    for k, v in change.items():
+        if v is None:
+            out_map.pop(k, None)
+        else:
+            out_map[k] = merge_patch(out_map.get(k), v, strategic=strategic, path=(*path, k))
+    return out_map
+
+
+def _pointer(path: str) -> list[str]:
+    if path == "":
+        return []
+    if not path.startswith("/"):
+        raise ApiError(422, "Invalid", f"invalid JSON pointer {path!r}")
+    return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
+
+
+def json_patch(obj: dict[str, Any], ops: Any) -> dict[str, Any]:
+    """RFC 6902 JSON patch (add, remove, replace, test), as the API server applies it: a
+    failed `test` or a missing path refuses the whole patch (422)."""
+    doc = copy.deepcopy(obj)
+    if not isinstance(ops, list):
+        raise ApiError(400, "BadRequest", "a JSON patch is a list of operations")
+    for op in ops:
+        parts = _pointer(op.get("path", ""))
+        if not parts:
+            raise ApiError(422, "Invalid", "the fake cannot patch the whole object")
+        parent: Any = doc
+        for p in parts[:-1]:
+            try:
+                parent = parent[int(p)] if isinstance(parent, list) else parent[p]
+            except (KeyError, IndexError, ValueError):
+                raise ApiError(422, "Invalid", f"doc is missing path: {op.get('path')}") \
+                    from None
+        last, kind = parts[-1], op.get("op")
+        if isinstance(parent, list):
+            index = len(parent) if last == "-" else int(last)
+            if kind == "add":
+                parent.insert(index, copy.deepcopy(op.get("value")))
+            elif kind in ("remove", "replace", "test") and not 0 <= index < len(parent):
+                raise ApiError(422, "Invalid", f"doc is missing path: {op.get('path')}")
+            elif kind == "remove":
+                parent.pop(index)
+            elif kind == "replace":
+                parent[index] = copy.deepcopy(op.get("value"))
+            elif kind == "test" and parent[index] != op.get("value"):
+                raise ApiError(422, "Invalid", f"the test of {op.get('path')} failed")
+        elif isinstance(parent, dict):
+            if kind in ("remove", "replace", "test") and last not in parent:
+                raise ApiError(422, "Invalid", f"doc is missing path: {op.get('path')}")
+            if kind in ("add", "replace"):
+                parent[last] = copy.deepcopy(op.get("value"))
+            elif kind == "remove":
+                parent.pop(last)
+            elif kind == "test" and parent[last] != op.get("value"):
+                raise ApiError(422, "Invalid", f"the test of {op.get('path')} failed")
+        else:
+            raise ApiError(422, "Invalid", f"doc is missing path: {op.get('path')}")
+        if kind not in ("add", "remove", "replace", "test"):
+            raise ApiError(422, "Invalid", f"JSON patch op {kind!r} is not supported here")
+    return doc
+
+
+def node_affinity_matches(pod_spec: dict[str, Any], labels: dict[str, str]) -> bool:
+    """requiredDuringSchedulingIgnoredDuringExecution: any term whose every expression holds
+    (In, NotIn, Exists, DoesNotExist)."""
+    required = (((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms")
+    if not required:
+        return True
+    for term in required:
+        ok = True
+        for expr in term.get("matchExpressions") or []:
+            value, values = labels.get(expr["key"]), set(expr.get("values") or [])
+            op = expr.get("operator")
+            ok = ok and {"In": value in values, "NotIn": value not in values,
+                         "Exists": expr["key"] in labels,
+                         "DoesNotExist": expr["key"] not in labels}.get(op, False)
+        if ok:
+            return True
+    return False

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import collections
 import copy
 import itertools
 import json
 import os
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
@@ -21,14 +23,26 @@ from tests.smoke.fakekube._api import (
     Key,
     _field_matches,
     _now,
+    json_patch,
+    merge_patch,
     selector_matches,
 )
 from tests.smoke.fakekube._controllers import _Proc
 from tests.smoke.fakekube._http import _Handler
 from tests.smoke.fakekube._kueue import _KueueControllers
 
-
 # -- the store -------------------------------------------------------------------------------------
+# A node as it registers, before its CNI is up: the condition the kubelet posts and the taint
+# the node lifecycle controller sets for it (TaintNodesByCondition). The kubelet's words, as a
+# new Karpenter node on EKS reported them: aws/karpenter-provider-aws#1391
+# (https://github.com/aws/karpenter-provider-aws/issues/1391, 2022-06-09, read 2026-11-27).
+NOT_READY = {"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+             "message": "container runtime network not ready: NetworkReady=false "
+                        "reason:NetworkPluginNotReady message:Network plugin returns error: "
+                        "cni plugin not initialized"}
+NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+
+
 @dataclass
 class _Failure:
     remaining: int
@@ -47,6 +61,10 @@ class FakeCluster(_KueueControllers):
         "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"})
     store: dict[Key, dict[str, Any]] = field(default_factory=dict, repr=False)
     requests: list[tuple[str, str]] = field(default_factory=list, repr=False)  # (method, path)
+    # watch: the changes kept for watchers (older ones are compacted: a watch from before them
+    # is answered 410 Expired), and how often a watch that allows them gets a BOOKMARK
+    watch_window: int = 100_000
+    bookmark_s: float = 1.0
 
     def __post_init__(self) -> None:
         self.lock = threading.RLock()
@@ -57,6 +75,10 @@ class FakeCluster(_KueueControllers):
         self._lies: list[list[Any]] = []  # [method, path part, rule, times left]
         self._stop = threading.Event()
         self._rv = itertools.count(1)
+        self._last_rv = 0
+        self._log: collections.deque[tuple[int, str, Key, dict[str, Any]]] = collections.deque()
+        self._compacted = 0  # a watch from before this resourceVersion is Expired (410)
+        self.changed = threading.Condition(self.lock)
         self._server: ThreadingHTTPServer | None = None
         self._threads: list[threading.Thread] = []
         self._expanded: set[str] = set()  # JobSets whose Jobs were created
@@ -104,6 +126,65 @@ class FakeCluster(_KueueControllers):
         }), encoding="utf-8")
         return path
 
+    # -- resource versions and the watch log -------------------------------------------------
+    def _next_rv(self) -> str:
+        self._last_rv = next(self._rv)
+        return str(self._last_rv)
+
+    def _record(self, type_: str, key: Key, obj: dict[str, Any]) -> None:
+        """A change for watchers (under the lock); the oldest is compacted past the window."""
+        self._log.append((int(obj["metadata"]["resourceVersion"]), type_, key,
+                          copy.deepcopy(obj)))
+        while len(self._log) > self.watch_window:
+            self._compacted = self._log.popleft()[0] + 1
+        self.changed.notify_all()
+
+    def _touched(self, plural: str, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        meta["resourceVersion"] = self._next_rv()
+        key = (plural, meta.get("namespace", ""), meta["name"])
+        if self.store.get(key) is obj:
+            self._record("MODIFIED", key, obj)
+
+    def changes(self) -> list[tuple[int, str, Key, dict[str, Any]]]:
+        """Every change kept for watchers, oldest first: (resourceVersion, ADDED / MODIFIED
+        / DELETED, (plural, namespace, name), the object then)."""
+        with self.lock:
+            return [(rv, t, k, copy.deepcopy(o)) for rv, t, k, o in self._log]
+
+    def compact(self) -> None:
+        """Forget every change so far, as etcd's compaction does: a watch from any earlier
+        resourceVersion is answered 410 Expired."""
+        with self.lock:
+            self._log.clear()
+            self._compacted = int(self._next_rv())
+
+    def watch_from(self, since: int) -> int:
+        """Check a watch may start after `since`; ApiError 410 (the real Status) if not."""
+        from tests.smoke.fakekube._api import expired_status
+
+        with self.lock:
+            if since < self._compacted - 1:
+                st = expired_status(since, self._compacted)
+                raise ApiError(410, st["reason"], st["message"])
+            return since
+
+    def changes_after(self, since: int, wait_s: float
+                      ) -> tuple[list[tuple[int, str, Key, dict[str, Any]]], int, bool]:
+        """The changes after `since` (waiting up to `wait_s` for one), the resourceVersion
+        up to which they are complete, and whether `since` has been compacted meanwhile."""
+        with self.lock:
+            if not (self._log and self._log[-1][0] > since):
+                self.changed.wait(wait_s)
+            if since < self._compacted - 1:
+                return [], since, True
+            out = []
+            for e in reversed(self._log):  # newest first, back to `since`
+                if e[0] <= since:
+                    break
+                out.append(e)
+            return out[::-1], max(since, self._last_rv), False
+
     # -- test hooks -------------------------------------------------------------------------
     def add_node(self, name: str, *, labels: dict[str, str] | None = None,
                  taints: list[dict[str, str]] | None = None,
@@ -116,10 +197,56 @@ class FakeCluster(_KueueControllers):
             "status": {"allocatable": alloc, "capacity": dict(alloc),
                        "conditions": [{"type": "Ready", "status": "True"}]}})
 
-    def add_node_object(self, node: dict[str, Any]) -> dict[str, Any]:
+    def add_node_object(self, node: dict[str, Any], *, ready: bool = True) -> dict[str, Any]:
         """A whole Node object, e.g. one built from a recorded real node
-        (`tests.smoke.nodes`)."""
+        (`tests.smoke.nodes`). `ready` False: the node as it registers, before its kubelet's
+        network is up (`join`)."""
+        if not ready:
+            node = copy.deepcopy(node)
+            node.setdefault("status", {})["conditions"] = [dict(NOT_READY)]
+            taints = node.setdefault("spec", {}).setdefault("taints", [])
+            taints.append(dict(NOT_READY_TAINT))
         return self.create("nodes", "", node)
+
+    def set_ready(self, name: str) -> dict[str, Any]:
+        """The node's kubelet reports Ready; the node lifecycle controller lifts its
+        not-ready taint (two writes, as the two components make them)."""
+        node = self.patch("nodes", "", name, {"status": {"conditions": [
+            {"type": "Ready", "status": "True", "reason": "KubeletReady",
+             "message": "kubelet is posting ready status", "lastTransitionTime": _now()}]}},
+                          kind="application/strategic-merge-patch+json", subresource="status")
+        taints = [t for t in node["spec"].get("taints") or []
+                  if t.get("key") != NOT_READY_TAINT["key"]]
+        return self.patch("nodes", "", name, {"spec": {"taints": taints}})
+
+    def join(self, nodes: list[dict[str, Any]], *, every_s: float = 0.0,
+             ready_after_s: float = 0.0) -> threading.Thread:
+        """A scale-up replayed: each node registers NotReady `every_s` after the previous
+        one and turns Ready `ready_after_s` later. Returns the (started) thread doing it."""
+        def replay() -> None:
+            pending: list[tuple[float, str]] = []
+            start = time.monotonic()
+            for i, node in enumerate(nodes):
+                at = start + i * every_s
+                while time.monotonic() < at and not self._stop.is_set():
+                    self._ready_due(pending)
+                    time.sleep(0.01)
+                self.add_node_object(node, ready=False)
+                pending.append((time.monotonic() + ready_after_s, node["metadata"]["name"]))
+            while pending and not self._stop.is_set():
+                self._ready_due(pending)
+                time.sleep(0.01)
+
+        thread = threading.Thread(target=replay, daemon=True, name="fake-scale-up")
+        thread.start()
+        return thread
+
+    def _ready_due(self, pending: list[tuple[float, str]]) -> None:
+        now = time.monotonic()
+        for item in [p for p in pending if p[0] <= now]:
+            pending.remove(item)
+            if self.get("nodes", "", item[1]) is not None:
+                self.set_ready(item[1])
 
     def set_node_command(self, node: str, argv: list[str]) -> None:
         """Pods on `node` run `argv` (`python` is this interpreter) instead of their command."""
@@ -188,7 +315,7 @@ class FakeCluster(_KueueControllers):
             if key in self.store:
                 raise ApiError(409, "AlreadyExists", f'{plural} "{name}" already exists')
             meta.update(name=name, uid=secrets.token_hex(16), creationTimestamp=_now(),
-                        resourceVersion=str(next(self._rv)))
+                        resourceVersion=self._next_rv())
             if namespaced:
                 meta["namespace"] = namespace
             obj.setdefault("kind", kind)
@@ -196,6 +323,7 @@ class FakeCluster(_KueueControllers):
             if kind == "Pod":
                 obj.setdefault("status", {"phase": "Pending"})
             self.store[key] = obj
+            self._record("ADDED", key, obj)
             return copy.deepcopy(obj)
 
     def read(self, plural: str, namespace: str, name: str) -> dict[str, Any]:
@@ -216,7 +344,8 @@ class FakeCluster(_KueueControllers):
             start = int(cont or 0)
             end = start + limit if limit > 0 else len(matches)
             items = [copy.deepcopy(o) for o in matches[start:end]]
-        meta = {"resourceVersion": str(next(self._rv))}
+        with self.lock:
+            meta = {"resourceVersion": str(self._last_rv)}
         if end < len(matches):
             meta["continue"] = str(end)
         return {"kind": f"{kind}List", "apiVersion": api_version, "metadata": meta,
@@ -230,6 +359,8 @@ class FakeCluster(_KueueControllers):
                 raise ApiError(404, "NotFound", f'{plural} "{name}" not found')
             if plural == "pods":
                 self._kill(key)
+            obj["metadata"]["resourceVersion"] = self._next_rv()
+            self._record("DELETED", key, obj)
             default = "Orphan" if plural == "jobs" else "Background"  # the API's own defaults
             if (propagation or default) == "Orphan":
                 return
@@ -248,34 +379,74 @@ class FakeCluster(_KueueControllers):
                         selector_matches(label_selector, o["metadata"].get("labels") or {}):
                     self.delete(p, ns, name, propagation)
 
-    def patch(self, plural: str, namespace: str, name: str, patch: Any) -> dict[str, Any]:
-        """A JSON merge patch (RFC 7386); a strategic merge patch is treated the same, which is
-        exact for maps and for the atomic lists patched here (a Node's `spec.taints` has no
-        merge key: a strategic merge patch replaces it whole). A `metadata.resourceVersion`
-        in the patch is a precondition: 409 Conflict when the object has changed since."""
-        def merge(target: Any, change: Any) -> Any:
-            if not isinstance(change, dict):
-                return copy.deepcopy(change)
-            out = dict(target) if isinstance(target, dict) else {}
-            for k, v in change.items():
-                if v is None:
-                    out.pop(k, None)
-                else:
-                    out[k] = merge(out.get(k), v)
-            return out
-
+    def patch(self, plural: str, namespace: str, name: str, patch: Any, *,
+              kind: str = "application/merge-patch+json", subresource: str | None = None
+              ) -> dict[str, Any]:
+        """A JSON merge patch (RFC 7386), a strategic merge patch (the same, but the lists
+        of `_api.MERGE_KEYS` merge by their key; every other list here is atomic, a Node's
+        `spec.taints` among them) or a JSON patch (RFC 6902). A `metadata.resourceVersion`
+        in a merge patch (or a JSON patch's `test` of it) is a precondition: 409 Conflict when
+        the object has changed since, as the real server's optimistic concurrency does.
+        `subresource` "status": only the status changes (the rest of the patch is ignored);
+        "": the object itself, as a client's PATCH: a Node's or Pod's status stays (it is
+        the status subresource's); None (a test hook playing a controller): all of it."""
         with self.lock:
             key = (plural, namespace, name)
             if key not in self.store:
                 raise ApiError(404, "NotFound", f'{plural} "{name}" not found')
-            want = ((patch or {}).get("metadata") or {}).get("resourceVersion")
-            if want is not None and want != self.store[key]["metadata"]["resourceVersion"]:
-                raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {plural} '
-                               f'"{name}": the object has been modified; please apply your '
-                               "changes to the latest version and try again")
-            obj = merge(self.store[key], patch)
-            obj["metadata"]["resourceVersion"] = str(next(self._rv))
+            current = self.store[key]
+            if kind == "application/json-patch+json":
+                try:
+                    obj = json_patch(current, patch)
+                except ApiError as exc:
+                    if "resourceVersion" in exc.message:
+                        raise self._conflict(plural, name) from None
+                    raise
+            else:
+                want = ((patch or {}).get("metadata") or {}).get("resourceVersion")
+                if want is not None and want != current["metadata"]["resourceVersion"]:
+                    raise self._conflict(plural, name)
+                obj = merge_patch(current, patch, strategic="strategic" in kind)
+            if subresource == "status":
+                obj = {**copy.deepcopy(current), "status": obj.get("status")}
+            elif subresource == "" and "status" in current and plural in ("nodes", "pods"):
+                obj["status"] = copy.deepcopy(current["status"])  # status: its subresource
+            obj["metadata"]["resourceVersion"] = self._next_rv()
             self.store[key] = obj
+            self._record("MODIFIED", key, obj)
+            return copy.deepcopy(obj)
+
+    @staticmethod
+    def _conflict(plural: str, name: str) -> ApiError:
+        group = {"leases": ".coordination.k8s.io"}.get(plural, "")
+        return ApiError(409, "Conflict", f'Operation cannot be fulfilled on {plural}{group} '
+                        f'"{name}": the object has been modified; please apply your changes '
+                        "to the latest version and try again")
+
+    def replace(self, plural: str, namespace: str, name: str, body: dict[str, Any], *,
+                subresource: str = "") -> dict[str, Any]:
+        """PUT: the whole object; its `metadata.resourceVersion`, when given, must be the
+        stored one (409 Conflict otherwise); none given is an unconditional update."""
+        with self.lock:
+            key = (plural, namespace, name)
+            if key not in self.store:
+                raise ApiError(404, "NotFound", f'{plural} "{name}" not found')
+            current = self.store[key]
+            want = ((body or {}).get("metadata") or {}).get("resourceVersion")
+            if want and want != current["metadata"]["resourceVersion"]:
+                raise self._conflict(plural, name)
+            obj = copy.deepcopy(body)
+            if subresource == "status":
+                obj = {**copy.deepcopy(current), "status": obj.get("status")}
+            meta = obj.setdefault("metadata", {})
+            for k in ("uid", "creationTimestamp", "name", "namespace"):
+                if k in current["metadata"]:
+                    meta[k] = current["metadata"][k]
+            obj.setdefault("kind", current["kind"])
+            obj.setdefault("apiVersion", current["apiVersion"])
+            meta["resourceVersion"] = self._next_rv()
+            self.store[key] = obj
+            self._record("MODIFIED", key, obj)
             return copy.deepcopy(obj)
 
     def pod_log(self, namespace: str, name: str, tail_lines: int | None) -> str:

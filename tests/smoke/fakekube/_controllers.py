@@ -26,6 +26,7 @@ from tests.smoke.fakekube._api import (
     _remap,
     _requests,
     _tolerates,
+    node_affinity_matches,
 )
 
 
@@ -140,11 +141,13 @@ class _Controllers:
             if why is not None:
                 status["conditions"] = [{"type": "Failed", "status": "True", "reason": why[0],
                                          "message": why[1]}]
+                self._touched("jobs", job)
                 for q in pods:  # the controller deletes the failed Job's active pods
                     if q["status"].get("phase") not in TERMINAL:
                         self.delete("pods", ns, q["metadata"]["name"], None)
             elif pods and len(done) == len(pods):
                 status["conditions"] = [{"type": "Complete", "status": "True"}]
+                self._touched("jobs", job)
 
     def _create_job_pods(self, ns: str, job: dict[str, Any]) -> None:
         spec = job["spec"]
@@ -195,6 +198,7 @@ class _Controllers:
                     pod["spec"]["nodeName"] = node["metadata"]["name"]
                     pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "True",
                                                     "lastTransitionTime": _now()}]
+                    self._touched("pods", pod)
                     break
             else:
                 reasons: dict[str, int] = {}
@@ -229,7 +233,8 @@ class _Controllers:
         spec, labels = pod["spec"], node["metadata"].get("labels") or {}
         if node.get("spec", {}).get("unschedulable"):
             return "node(s) were unschedulable"
-        if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+        if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()) or \
+                not node_affinity_matches(spec, labels):
             return "node(s) didn't match Pod's node affinity/selector"
         for taint in node.get("spec", {}).get("taints") or []:
             if taint.get("effect") in ("NoSchedule", "NoExecute") and not any(
@@ -341,15 +346,20 @@ class _Controllers:
                 return "127.0.0.1"
         return value
 
+    def _touched(self, plural: str, obj: dict[str, Any]) -> None:
+        """An object a controller changed in place: a new resourceVersion, and a MODIFIED
+        event for watchers (the cluster records it)."""
+        raise NotImplementedError
+
     def _running(self, pod: dict[str, Any]) -> None:
         pod["status"].update(phase="Running", podIP="127.0.0.1", startTime=_now(),
                              containerStatuses=[{"name": c["name"], "ready": True,
                                                  "restartCount": 0, "state": {
                                                      "running": {"startedAt": _now()}}}
                                                 for c in pod["spec"]["containers"]])
+        self._touched("pods", pod)
 
-    @staticmethod
-    def _terminated(pod: dict[str, Any], code: int) -> None:
+    def _terminated(self, pod: dict[str, Any], code: int) -> None:
         if code < 0:  # killed by a signal, as the kubelet reports it
             code = 128 - code
         pod["status"]["phase"] = "Succeeded" if code == 0 else "Failed"
@@ -360,6 +370,7 @@ class _Controllers:
             cs["state"] = {"terminated": {"exitCode": code, "reason": "Completed" if code == 0
                                           else "Error", "startedAt": started or _now(),
                                           "finishedAt": _now()}}
+        self._touched("pods", pod)
 
     def _kill(self, key: Key) -> None:
         proc = self._procs.pop(key, None)

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import json
+import time
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.smoke.fakekube._api import GROUPS, RESOURCES, ApiError, _now
+from tests.smoke.fakekube._api import (
+    GROUPS,
+    RESOURCES,
+    ApiError,
+    _field_matches,
+    _now,
+    expired_status,
+    selector_matches,
+)
 
 if TYPE_CHECKING:
     from tests.smoke.fakekube._cluster import FakeCluster
@@ -65,6 +74,9 @@ class _Handler(BaseHTTPRequestHandler):
                 raise ApiError(code, "InternalError" if code >= 500 else "TooManyRequests",
                                "injected failure")
             result = self._route(method, url.path.rstrip("/").split("/")[1:], query, body)
+            if isinstance(result, _Watch):
+                self._stream(result)
+                return
             result = c.rewritten(method, url.path, result)
         except ApiError as exc:
             self._send(exc.code, exc.status())
@@ -98,14 +110,25 @@ class _Handler(BaseHTTPRequestHandler):
         plural, name, sub = rest[0], rest[1] if len(rest) > 1 else "", rest[2:]
         namespaced = RESOURCES[plural][2]
         ns = namespace if namespaced else ""
-        propagation = q.get("propagationPolicy") or (body or {}).get("propagationPolicy")
+        propagation = q.get("propagationPolicy") or (
+            body.get("propagationPolicy") if isinstance(body, dict) else None)
         if sub == ["log"] and plural == "pods" and method == "GET":
             tail = q.get("tailLines")
             return c.pod_log(ns, name, int(tail) if tail is not None else None)
+        if sub == ["status"] and plural in ("nodes", "pods") and name:
+            if method == "GET":
+                return c.read(plural, ns, name)
+            if method == "PUT":
+                return c.replace(plural, ns, name, body or {}, subresource="status")
+            if method == "PATCH":
+                return c.patch(plural, ns, name, body, kind=self._patch_kind(),
+                               subresource="status")
         if sub:
             raise ApiError(404, "NotFound", f"no subresource {'/'.join(sub)}")
         if method == "GET" and name:
             return c.read(plural, ns, name)
+        if method == "GET" and q.get("watch") in ("true", "1", "True"):
+            return _Watch(plural, ns if namespace or not namespaced else None, q)
         if method == "GET":
             return c.list(plural, ns if namespace or not namespaced else None,
                           q.get("labelSelector", ""), q.get("fieldSelector", ""),
@@ -120,10 +143,83 @@ class _Handler(BaseHTTPRequestHandler):
             c.delete_collection(plural, ns, q.get("labelSelector", ""), propagation)
             return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
         if method == "PATCH" and name:
-            kind = (self.headers.get("Content-Type") or "").split(";")[0].strip()
-            if kind not in ("application/merge-patch+json",
-                            "application/strategic-merge-patch+json"):
-                raise ApiError(415, "UnsupportedMediaType", f"the fake server takes merge and "
-                               f"strategic merge patches, not {kind or 'no content type'}")
-            return c.patch(plural, ns, name, body)
+            return c.patch(plural, ns, name, body, kind=self._patch_kind(), subresource="")
+        if method == "PUT" and name:
+            return c.replace(plural, ns, name, body or {})
         raise ApiError(405, "MethodNotAllowed", f"{method} not supported here")
+
+    def _patch_kind(self) -> str:
+        kind = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+        if kind not in ("application/merge-patch+json", "application/strategic-merge-patch+json",
+                        "application/json-patch+json"):
+            raise ApiError(415, "UnsupportedMediaType", f"the fake server takes JSON, merge and "
+                           f"strategic merge patches, not {kind or 'no content type'}")
+        return kind
+
+    # -- watch -------------------------------------------------------------------------------
+    def _chunk(self, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode() + b"\n"
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _stream(self, w: _Watch) -> None:
+        """A watch as the API server serves it: HTTP 200, one JSON event per line (ADDED,
+        MODIFIED, DELETED; BOOKMARK every `bookmark_s` when allowed), until `timeoutSeconds`.
+        No resourceVersion (or "0"): the current objects as ADDED first. A resourceVersion
+        older than the kept changes: one ERROR event with the 410 Expired Status, then the
+        end (`_api.expired_status`)."""
+        c = self.cluster
+        kind, api_version, _ = RESOURCES[w.plural]
+        label, fields = w.query.get("labelSelector", ""), w.query.get("fieldSelector", "")
+        bookmarks = w.query.get("allowWatchBookmarks") in ("true", "1", "True")
+        end = time.monotonic() + float(w.query.get("timeoutSeconds") or 1800)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            asked = w.query.get("resourceVersion", "")
+            if asked in ("", "0"):
+                listed = c.list(w.plural, w.namespace, label, fields)
+                for item in listed["items"]:
+                    self._chunk({"type": "ADDED", "object": item})
+                since = int(listed["metadata"]["resourceVersion"])
+            else:
+                try:
+                    since = c.watch_from(int(asked))
+                except ApiError:
+                    self._chunk({"type": "ERROR",
+                                 "object": expired_status(int(asked), c._compacted)})
+                    since = -1
+            last_bookmark = time.monotonic()
+            while since >= 0 and not c._stop.is_set() and time.monotonic() < end:
+                changes, horizon, expired = c.changes_after(
+                    since, min(0.2, max(0.0, end - time.monotonic())))
+                if expired:
+                    self._chunk({"type": "ERROR", "object": expired_status(since,
+                                                                           c._compacted)})
+                    break
+                for rv, type_, (plural, ns, _), obj in changes:
+                    since = max(since, rv)
+                    if plural != w.plural or (w.namespace is not None and ns != w.namespace):
+                        continue
+                    if selector_matches(label, obj["metadata"].get("labels") or {}) and \
+                            _field_matches(fields, obj):
+                        self._chunk({"type": type_, "object": obj})
+                since = max(since, horizon)
+                if bookmarks and time.monotonic() - last_bookmark >= c.bookmark_s:
+                    self._chunk({"type": "BOOKMARK", "object": {
+                        "kind": kind, "apiVersion": api_version,
+                        "metadata": {"resourceVersion": str(since)}}})
+                    last_bookmark = time.monotonic()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.close_connection = True
+
+
+class _Watch:
+    """A watch request routed: what to stream."""
+
+    def __init__(self, plural: str, namespace: str | None, query: dict[str, str]) -> None:
+        self.plural, self.namespace, self.query = plural, namespace, query

@@ -1,0 +1,12 @@
+"""The gate: every node of a gated pool proven before it takes work (docs/gate.md).
+
+- `controller`: the controller of one cluster (`Gate`, `GateOptions`, `GateSummary`);
+- `nodes`: what the gate reads of a node (its state) and the patches it writes;
+- `session`: the controller as one library call over a stack's clusters (`run_gate`),
+  `gate status`, `gate open` and `gate close`;
+- private: `_watch` (list + watch), `_lease` (leader election), `_proof` (one proof pinned
+  to its nodes, judged as `smoke run` judges), `_kube` (the API calls), `_serve` (health
+  and metrics endpoints), `_metrics` (OpenMetrics).
+
+Never imports pulumi (the import contracts hold it).
+"""

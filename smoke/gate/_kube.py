@@ -1,0 +1,130 @@
+"""The few API calls the gate makes, on raw JSON (no model objects: the node cache stays the
+API's own dicts), each retried on transient errors (`smoke.cluster.access.with_retries`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from fleet.labels import RUN_LABEL
+from smoke.cluster.access import with_retries
+
+if TYPE_CHECKING:
+    from kubernetes.client import CoreV1Api
+
+REQUEST_TIMEOUT_S = (5.0, 30.0)
+EVENT_NAMESPACE = "default"  # where events about cluster-scoped objects (nodes) live
+COMPONENT = "accelfleet-gate"
+CONFLICT_RETRIES = 5
+
+
+def raw(resp: Any) -> dict[str, Any]:
+    data = getattr(resp, "data", None)
+    if data is None and hasattr(resp, "read"):
+        data = resp.read()
+    out = json.loads(data or b"{}")
+    return out if isinstance(out, dict) else {}
+
+
+def status_of(exc: BaseException) -> int | None:
+    from kubernetes.client.exceptions import ApiException
+
+    return exc.status if isinstance(exc, ApiException) else None
+
+
+def read_node(core: CoreV1Api, name: str) -> dict[str, Any] | None:
+    """The node, or None when it no longer exists."""
+    try:
+        return raw(with_retries(core.read_node, name, _preload_content=False,
+                                _request_timeout=REQUEST_TIMEOUT_S))
+    except Exception as exc:
+        if status_of(exc) == 404:
+            return None
+        raise
+
+
+def patch_node(core: CoreV1Api, name: str,
+               change: Callable[[dict[str, Any]], dict[str, Any] | None]
+               ) -> dict[str, Any] | None:
+    """Read the node and patch it with `change(node)` (guarded by its resourceVersion); a
+    conflict is read again and re-applied. None: the node is gone, or `change` said no."""
+    for attempt in range(CONFLICT_RETRIES):
+        node = read_node(core, name)
+        if node is None:
+            return None
+        body = change(node)
+        if body is None:
+            return None
+        try:
+            return raw(with_retries(core.patch_node, name, body, _preload_content=False,
+                                    _request_timeout=REQUEST_TIMEOUT_S))
+        except Exception as exc:
+            if status_of(exc) == 404:
+                return None
+            if status_of(exc) != 409 or attempt == CONFLICT_RETRIES - 1:
+                raise
+    return None
+
+
+def set_condition(core: CoreV1Api, name: str, condition: dict[str, Any]) -> None:
+    """The node condition, through nodes/status (a strategic merge patch merges conditions
+    by type); a node gone meanwhile is no error."""
+    try:
+        with_retries(core.patch_node_status, name, {"status": {"conditions": [condition]}},
+                     _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)
+    except Exception as exc:
+        if status_of(exc) != 404:
+            raise
+
+
+def node_event(core: CoreV1Api, node: dict[str, Any], reason: str, message: str, *,
+               warning: bool) -> str:
+    """An Event about the node (what `kubectl describe node` shows); '' or what went wrong."""
+    meta = node.get("metadata") or {}
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    body = {"apiVersion": "v1", "kind": "Event",
+            "metadata": {"generateName": f"{meta.get('name')}.", "namespace": EVENT_NAMESPACE},
+            "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": meta.get("name"),
+                               "uid": meta.get("uid", meta.get("name"))},
+            "reason": reason, "message": message[:1000],
+            "type": "Warning" if warning else "Normal", "count": 1, "firstTimestamp": now,
+            "lastTimestamp": now, "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT}
+    try:
+        with_retries(core.create_namespaced_event, EVENT_NAMESPACE, body,
+                     _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)
+    except Exception as exc:
+        return f"its Event was not recorded ({status_of(exc) or type(exc).__name__})"
+    return ""
+
+
+def delete_run(core: CoreV1Api, batch: Any, custom: Any, namespace: str, run_id: str) -> list[str]:
+    """Delete every object of one proof run (by its run label); what could not be."""
+    sel = f"{RUN_LABEL}={run_id}"
+    t = REQUEST_TIMEOUT_S
+    steps: list[tuple[str, Callable[[], Any]]] = [
+        ("jobsets", lambda: custom.delete_collection_namespaced_custom_object(
+            "jobset.x-k8s.io", "v1alpha2", namespace, "jobsets", label_selector=sel,
+            propagation_policy="Foreground", _request_timeout=t)),
+        ("jobs", lambda: batch.delete_collection_namespaced_job(
+            namespace, label_selector=sel, propagation_policy="Foreground",
+            _request_timeout=t)),
+        ("pods", lambda: core.delete_collection_namespaced_pod(
+            namespace, label_selector=sel, grace_period_seconds=0, _request_timeout=t)),
+        ("services", lambda: core.delete_collection_namespaced_service(
+            namespace, label_selector=sel, _request_timeout=t)),
+        ("configmaps", lambda: core.delete_collection_namespaced_config_map(
+            namespace, label_selector=sel, _request_timeout=t)),
+    ]
+    errors = []
+    for what, call in steps:
+        try:
+            with_retries(call, attempts=4)
+        except Exception as exc:
+            if status_of(exc) == 404:  # no JobSet API (or no namespace): nothing to delete
+                continue
+            errors.append(f"deleting the proof {run_id}'s {what} failed "
+                          f"({status_of(exc) or type(exc).__name__})")
+    return errors

@@ -1,0 +1,146 @@
+"""Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection does it:
+the holder renews `renewTime` every third of the lease; a candidate takes the lease over only
+once it has seen no change to it for a whole lease duration (its own clock, never the
+holder's); every write carries the resourceVersion read, so of two candidates one wins (the
+other gets 409 Conflict)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from smoke.gate._kube import REQUEST_TIMEOUT_S, raw, status_of
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+
+def _micro_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Elector:
+    def __init__(self, client: ApiClient, namespace: str, name: str, identity: str, *,
+                 lease_s: float, stop: threading.Event) -> None:
+        from kubernetes import client as k
+
+        self.coord, self.core = k.CoordinationV1Api(client), k.CoreV1Api(client)
+        self.namespace, self.name, self.identity = namespace, name, identity
+        self.lease_s, self.stop = lease_s, stop
+        self.leader = threading.Event()
+        self.transitions = 0
+        self.holder = ""  # who holds the lease, as last read
+        self._seen: tuple[str, float] = ("", 0.0)  # (resourceVersion, when first seen)
+        self._renewed = 0.0
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                self.step()
+            except Exception:  # an API error: we are leader only until the lease runs out
+                if self.leader.is_set() and time.monotonic() - self._renewed > self.lease_s:
+                    self.leader.clear()
+            self.stop.wait(self.lease_s / 3)
+        self.release()
+
+    def _body(self, lease: dict[str, Any] | None, *, take: bool) -> dict[str, Any]:
+        spec = dict((lease or {}).get("spec") or {})
+        now = _micro_now()
+        if take:
+            spec.update(holderIdentity=self.identity, acquireTime=now,
+                        leaseTransitions=int(spec.get("leaseTransitions") or 0) + (
+                            1 if lease is not None else 0))
+        spec.update(renewTime=now, leaseDurationSeconds=max(1, round(self.lease_s)))
+        meta: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
+        if lease is not None:
+            meta["resourceVersion"] = lease["metadata"]["resourceVersion"]
+        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta,
+                "spec": spec}
+
+    def step(self) -> None:
+        """One round: create, renew or (once expired) take over the lease."""
+        t = REQUEST_TIMEOUT_S
+        try:
+            lease: dict[str, Any] | None = raw(self.coord.read_namespaced_lease(
+                self.name, self.namespace, _preload_content=False, _request_timeout=t))
+        except Exception as exc:
+            if status_of(exc) != 404:
+                raise
+            lease = None
+        now = time.monotonic()
+        if lease is None:
+            self._ensure_namespace()
+            try:
+                self.coord.create_namespaced_lease(self.namespace, self._body(None, take=True),  # type: ignore[arg-type]
+                                                   _preload_content=False, _request_timeout=t)
+            except Exception as exc:
+                if status_of(exc) == 409:  # another candidate created it first
+                    self.leader.clear()
+                    return
+                raise
+            self._won(now)
+            return
+        spec = lease.get("spec") or {}
+        self.holder = str(spec.get("holderIdentity") or "")
+        rv = lease["metadata"]["resourceVersion"]
+        if rv != self._seen[0]:
+            self._seen = (rv, now)
+        mine = spec.get("holderIdentity") == self.identity
+        duration = float(spec.get("leaseDurationSeconds") or self.lease_s)
+        expired = not spec.get("holderIdentity") or now - self._seen[1] > duration
+        if not mine and not expired:
+            self.leader.clear()
+            return
+        try:
+            self.coord.replace_namespaced_lease(self.name, self.namespace,
+                                                self._body(lease, take=not mine),  # type: ignore[arg-type]
+                                                _preload_content=False, _request_timeout=t)
+        except Exception as exc:
+            if status_of(exc) == 409:  # somebody wrote it since we read it
+                self.leader.clear()
+                return
+            raise
+        if not mine:
+            self.transitions += 1
+        self._won(now)
+
+    def _won(self, now: float) -> None:
+        self._renewed = now
+        self.leader.set()
+
+    def _ensure_namespace(self) -> None:
+        try:
+            self.core.read_namespace(self.namespace, _request_timeout=REQUEST_TIMEOUT_S)
+        except Exception as exc:
+            if status_of(exc) != 404:
+                raise
+            try:
+                body: Any = {"metadata": {"name": self.namespace, "labels": {
+                    "app.kubernetes.io/managed-by": "accelfleet"}}}
+                self.core.create_namespace(body, _request_timeout=REQUEST_TIMEOUT_S)
+            except Exception as exc2:
+                if status_of(exc2) != 409:
+                    raise
+
+    def release(self) -> None:
+        """Step down at once (the next candidate need not wait the lease out)."""
+        if not self.leader.is_set():
+            return
+        self.leader.clear()
+        try:
+            lease = raw(self.coord.read_namespaced_lease(
+                self.name, self.namespace, _preload_content=False,
+                _request_timeout=REQUEST_TIMEOUT_S))
+            if (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+                return
+            body = self._body(lease, take=False)
+            body["spec"]["holderIdentity"] = None
+            body["spec"]["leaseDurationSeconds"] = 1
+            self.coord.replace_namespaced_lease(self.name, self.namespace,
+                                                body,  # type: ignore[arg-type]
+                                                _preload_content=False,
+                                                _request_timeout=REQUEST_TIMEOUT_S)
+        except Exception:  # it runs out by itself
+            return

@@ -1,0 +1,106 @@
+"""The controller's OpenMetrics (`/metrics` on the metrics port):
+
+    accelfleet_gate_up{cluster} 1                              the controller answers
+    accelfleet_gate_leader{cluster}                            1 on the replica that acts
+    accelfleet_gate_nodes{cluster, pool, team, state}          nodes by gate state
+    accelfleet_gate_proofs_total{cluster, pool, verdict}       proofs judged: pass, fail, infra
+    accelfleet_gate_ready_to_proven_seconds{cluster, pool}     histogram: node Ready -> proven
+    accelfleet_gate_unproven_node_hours_total{cluster, pool, team}     gated, not yet proven
+    accelfleet_gate_quarantined_node_hours_total{cluster, pool, team}
+    accelfleet_gate_unproven_cost_usd_total{...}, accelfleet_gate_quarantined_cost_usd_total
+        the node-hours at the node's public list price (fleet.catalog.list_rate: on-demand;
+        a pool without a list price has no cost sample)
+
+Node-hours are counted by the controller while it runs (each loop adds the time since the last
+one for every node in the state), so they restart from 0 with the controller: Prometheus'
+`increase()` handles the reset as for any counter. A controller that is down exports nothing:
+alert on `absent(accelfleet_gate_up)` or `gate status` (fail closed: its nodes stay gated).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from typing import TYPE_CHECKING
+
+from smoke.reports.metrics import _labels
+
+if TYPE_CHECKING:
+    from fleet.inventory import InventoryPool
+    from smoke.gate.controller import Gate
+
+PREFIX = "accelfleet_gate_"
+BUCKETS_S = (30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0, 7200.0)
+
+
+@cache
+def _hourly(cloud: str, machine: str, accelerator: str, kind: str, chips: int) -> float | None:
+    from fleet.catalog import load_catalog
+    from fleet.catalog.list_rate import list_usd
+
+    cat = load_catalog()
+    if kind == "tpu":
+        price = cat.prices.get(("gcp", accelerator))
+        usd, _ = list_usd(price, "on-demand")
+        return None if usd is None else usd * chips
+    usd, _ = list_usd(cat.prices.get((cloud, machine)), "on-demand")  # type: ignore[arg-type]
+    return usd
+
+
+def node_hourly_usd(pool: InventoryPool) -> float | None:
+    """One node's public on-demand list price per hour (a TPU host: its chips' price)."""
+    return _hourly(pool.cloud, pool.machine_type, pool.accelerator, pool.kind,
+                   pool.devices_per_node)
+
+
+def render(gates: Sequence[Gate]) -> str:
+    lines = [f"# TYPE {PREFIX}up gauge", f"# HELP {PREFIX}up The gate controller answers."]
+    lines += [f"{PREFIX}up{_labels(cluster=g.cluster)} 1" for g in gates]
+    lines += [f"# TYPE {PREFIX}leader gauge",
+              f"# HELP {PREFIX}leader 1 on the replica that holds the Lease and acts."]
+    lines += [f"{PREFIX}leader{_labels(cluster=g.cluster)} {int(g.is_leader())}"
+              for g in gates]
+    lines += [f"# TYPE {PREFIX}nodes gauge",
+              f"# HELP {PREFIX}nodes Nodes of gated pools by gate state."]
+    for g in gates:
+        for (pool, team, state), count in sorted(g.state_counts().items()):
+            labels = _labels(cluster=g.cluster, pool=pool, team=team, state=state)
+            lines.append(f"{PREFIX}nodes{labels} {count}")
+    lines += [f"# TYPE {PREFIX}proofs counter",
+              f"# HELP {PREFIX}proofs Proofs judged, by verdict (infra: retried)."]
+    for g in gates:
+        for (pool, verdict), count in sorted(g.verdict_counts.items()):
+            labels = _labels(cluster=g.cluster, pool=pool, verdict=verdict)
+            lines.append(f"{PREFIX}proofs_total{labels} {count}")
+    lines += [f"# TYPE {PREFIX}ready_to_proven_seconds histogram",
+              f"# HELP {PREFIX}ready_to_proven_seconds From a node's Ready to its pass."]
+    for g in gates:
+        for pool, values in sorted(g.ready_to_proven.items()):
+            for le in BUCKETS_S:
+                n = sum(1 for v in values if v <= le)
+                labels = _labels(cluster=g.cluster, pool=pool, le=format(le, "g"))
+                lines.append(f"{PREFIX}ready_to_proven_seconds_bucket{labels} {n}")
+            lines.append(f"{PREFIX}ready_to_proven_seconds_bucket"
+                         f"{_labels(cluster=g.cluster, pool=pool, le='+Inf')} {len(values)}")
+            lines.append(f"{PREFIX}ready_to_proven_seconds_sum"
+                         f"{_labels(cluster=g.cluster, pool=pool)} {sum(values):.3f}")
+            lines.append(f"{PREFIX}ready_to_proven_seconds_count"
+                         f"{_labels(cluster=g.cluster, pool=pool)} {len(values)}")
+    for what in ("unproven", "quarantined"):
+        lines += [f"# TYPE {PREFIX}{what}_node_hours counter",
+                  f"# HELP {PREFIX}{what}_node_hours Node-hours {what}, while this controller "
+                  "ran.",
+                  f"# TYPE {PREFIX}{what}_cost_usd counter",
+                  f"# HELP {PREFIX}{what}_cost_usd Those node-hours at list price, USD."]
+        for g in gates:
+            for (pool, team, kind), hours in sorted(g.node_hours.items()):
+                if kind != what:
+                    continue
+                labels = _labels(cluster=g.cluster, pool=pool, team=team)
+                lines.append(f"{PREFIX}{what}_node_hours_total{labels} {hours:.6f}")
+                info = g.pools.get(pool)
+                rate = node_hourly_usd(info) if info is not None else None
+                if rate is not None:
+                    lines.append(f"{PREFIX}{what}_cost_usd_total{labels} {hours * rate:.4f}")
+    lines.append("# EOF")
+    return "\n".join(lines) + "\n"

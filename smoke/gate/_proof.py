@@ -1,0 +1,154 @@
+"""One proof: the smoke run of one unit (a node, a fabric pair or batch, a TPU slice), pinned
+to its nodes, launched and re-judged exactly as `smoke run` does (`smoke.cluster.launcher`:
+the pod's own verdict is never trusted; a pod that printed nothing judgeable fails), then read
+per node as pass, fail (a verdict) or an infrastructure error (retried, never a verdict)."""
+
+from __future__ import annotations
+
+import copy
+import threading
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from smoke.cluster.run import PoolStatus, RunReport
+from smoke.gate.nodes import HOSTNAME_LABEL, NODEPOOL_LABEL, gate_toleration
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+    from fleet.inventory import Inventory, InventoryPool
+    from smoke.cluster.workload import RenderedRun
+
+PASS, FAIL, INFRA = "pass", "fail", "infra"
+
+
+@dataclass(frozen=True)
+class Unit:
+    """What one proof covers: `nodes` (each gets the verdict), and `peers`, proven nodes of the
+    pool taken along for the cross-node fabric check (their state is not changed)."""
+
+    pool: str
+    nodes: tuple[str, ...]
+    peers: tuple[str, ...] = ()
+    slice: str = ""  # a multi-host TPU slice: its GKE node pool
+    reproof: bool = False  # proven nodes proven again (on the pool's schedule, idle only)
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        return self.nodes + self.peers
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A proof's reading: per node of the unit, pass, fail or infra, and why."""
+
+    report: RunReport | None
+    verdicts: dict[str, str] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+
+
+def proof_pool(pool: InventoryPool, unit: Unit) -> InventoryPool:
+    """The pool as one proof sees it: only the unit's hosts, the gate tolerated, no Kueue
+    queue (a gated node is not in service yet: nothing of the pool's quota is taken)."""
+    tolerations = list(pool.tolerations)
+    if gate_toleration() not in tolerations:
+        tolerations.append(gate_toleration())
+    selector = dict(pool.node_selector)
+    if pool.kind == "tpu":
+        if unit.slice:
+            selector[NODEPOOL_LABEL] = unit.slice
+        else:
+            selector[HOSTNAME_LABEL] = unit.hosts[0]
+        return replace(pool, slices=1, node_selector=selector, tolerations=tolerations,
+                       kueue_queue=None)
+    if len(unit.hosts) == 1:
+        selector[HOSTNAME_LABEL] = unit.hosts[0]
+    return replace(pool, nodes=len(unit.hosts), node_selector=selector,
+                   tolerations=tolerations, kueue_queue=None)
+
+
+def _pod_specs(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    if obj.get("kind") == "Job":
+        return [obj["spec"]["template"]["spec"]]
+    if obj.get("kind") == "JobSet":
+        return [r["template"]["spec"]["template"]["spec"] for r in obj["spec"]["replicatedJobs"]]
+    return []
+
+
+def pinned(rendered: RenderedRun, unit: Unit) -> RenderedRun:
+    """`rendered` with its pods held to the unit's hosts (required node affinity on the
+    hostname) when they are more than one (one host is pinned by its node selector)."""
+    if len(unit.hosts) < 2 or unit.slice:
+        return rendered
+    pools = []
+    for w in rendered.pools:
+        objects = copy.deepcopy(w.objects)
+        for obj in objects:
+            for spec in _pod_specs(obj):
+                affinity = spec.setdefault("affinity", {})
+                affinity["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{
+                        "key": HOSTNAME_LABEL, "operator": "In",
+                        "values": sorted(unit.hosts)}]}]}}
+        pools.append(replace(w, objects=objects))
+    return replace(rendered, pools=pools)
+
+
+def render(inventory: Inventory, pool: InventoryPool, unit: Unit, *, run_id: str,
+           namespace: str, tier: int, timeout_s: int, images: dict[str, str]) -> RenderedRun:
+    import smoke.expectations as expect
+    from smoke.cluster.workload import RenderOptions, render_run
+
+    one = proof_pool(pool, unit)
+    options = RenderOptions(run_id=run_id, namespace=namespace, tier=tier, timeout_s=timeout_s,
+                            images=images)
+    run = render_run(replace(inventory, pools=(one,)), options, expectation=expect.for_pool)
+    return pinned(run, unit)
+
+
+def prove(client: ApiClient, cluster: str, rendered: RenderedRun, unit: Unit, *, stack: str,
+          timeout_s: int, stop: threading.Event, poll_s: float = 0.5) -> Outcome:
+    """Launch the proof, follow it, clean up everything it created, and read it per node."""
+    from smoke.cluster.launcher import launch
+
+    report = launch(rendered, {cluster: client}, stack=stack, timeout_s=timeout_s, stop=stop,
+                    poll_s=poll_s)
+    return judge(report, unit)
+
+
+def judge(report: RunReport, unit: Unit) -> Outcome:
+    """Per node of the unit: a verdict failure (its own, or the unit's collective) fails it;
+    a proof that never ran on it (unschedulable, not submitted, cancelled, an image that never
+    pulled within the deadline) or whose objects could not be cleaned up is an infrastructure
+    error; a node whose report holds judged results and no failure passes."""
+    pool = report.pools[0] if report.pools else None
+    out = Outcome(report)
+    infra = ""
+    if pool is None or report.cancelled:
+        infra = "the proof was cancelled"
+    elif pool.status in (PoolStatus.UNSCHEDULABLE, PoolStatus.ERROR, PoolStatus.SKIPPED):
+        infra = f"the proof could not run: {pool.status.value} ({pool.reason})"
+    elif report.cleanup_errors:
+        infra = "; ".join(report.cleanup_errors)
+    ran = {o.node for o in (pool.nodes if pool is not None else ()) if o.exit_code is not None
+           or o.report is not None}
+    if not infra and pool is not None and pool.status is PoolStatus.TIMEOUT and \
+            not ran & set(unit.nodes):
+        infra = f"the proof never started on the node within its deadline ({pool.reason})"
+    for node in unit.nodes:
+        if infra:
+            out.verdicts[node], out.reasons[node] = INFRA, infra
+            continue
+        assert pool is not None
+        mine = [f for f in pool.failures if f.node in (node, None)]
+        tested = any(o.node == node and o.report is not None and o.report.results
+                     for o in pool.nodes)
+        if mine:
+            out.verdicts[node] = FAIL
+            out.reasons[node] = "; ".join(f.line() for f in mine)[:900]
+        elif not tested:
+            out.verdicts[node] = FAIL
+            out.reasons[node] = "no report: nothing on this node was judged"
+        else:
+            out.verdicts[node], out.reasons[node] = PASS, "every probe passed"
+    return out

@@ -1,0 +1,574 @@
+"""The gate controller of one cluster: every node of a gated pool is proven before it takes
+work (docs/gate.md).
+
+    gate = Gate(client, "ml-gke", inventory, GateOptions(namespace="accelfleet-gate"))
+    summary = gate.run(stop)               # until `stop` (in the cluster)
+    summary = Gate(..., GateOptions(..., once=True)).run(stop)  # the nodes present now
+
+The loop, on the leader only (a Lease; a standby watches and waits):
+- the nodes are listed, then watched from the list's resourceVersion (`_watch`);
+- on becoming leader, a node left `proving` by a controller that died mid-proof is cleaned
+  up: its proof's objects are deleted and it goes back to unproven (proven afresh);
+- a gated node (the gate taint, a gated pool by its `accelfleet.io/pool` label) that is Ready
+  is claimed (`proving` + the run id, a patch guarded by its resourceVersion, so two
+  controllers never prove it at once), then proven (`_proof`): alone, or on a fabric pool
+  with the pool's other new nodes or one proven node, or, a multi-host TPU slice, with all
+  the hosts of its slice once every one is Ready;
+- pass: the taint lifted, `proven`, the proof recorded, condition True, an Event; fail: the
+  taint kept, `failed`, condition False with the reason, a Warning Event, quarantine within
+  the pool's cap; an infrastructure error (the proof could not run, an API error): back to
+  unproven and retried with backoff; a node deleted mid-proof: its proof is cancelled and
+  every object it created deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fleet import smoke_defaults as SD
+from smoke.cluster.access import with_retries
+from smoke.gate import _kube as K
+from smoke.gate import nodes as N
+from smoke.gate._proof import FAIL, INFRA, PASS, Outcome, Unit
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+    from fleet.inventory import Inventory, InventoryPool
+
+LEASE_NAME = "accelfleet-gate"
+
+
+def _identity() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    namespace: str = SD.NAMESPACE  # where proofs run and the Lease lives
+    once: bool = False  # prove the gated nodes present now, then return
+    identity: str = field(default_factory=_identity)
+    elect: bool = True  # leader election on the Lease (False: act alone, tests of one)
+    lease_name: str = LEASE_NAME
+    lease_s: float = 15.0
+    timeout_s: int = SD.TIMEOUT_S  # one proof's deadline
+    tier: int | None = None  # None: each pool's gate.max_tier
+    images: Mapping[str, str] = field(default_factory=dict)
+    parallel: int = 16  # proofs at once
+    retry_first_s: float = 5.0  # infrastructure errors: backoff from here, doubling ...
+    retry_max_s: float = 300.0  # ... up to here
+    once_wait_s: float | None = None  # --once: how long a node may take to turn Ready
+    poll_s: float = 0.5  # the launcher's pod polling
+    watch_timeout_s: int = 300
+    history: Path | None = None  # proofs recorded here (None with record_history: default)
+    record_history: bool = False
+
+
+@dataclass
+class NodeResult:
+    """The last word on one node in this controller's life."""
+
+    node: str
+    pool: str
+    verdict: str  # pass, fail, infra, gone, waiting
+    reason: str
+    run_id: str = ""
+    ready_to_proven_s: float | None = None
+    proof_s: float = 0.0  # the whole proof: submit, schedule, run, judge, clean up
+    probe_s: float | None = None  # the agent's own run on the node (its pod's run time)
+    proven_at: float | None = None  # wall clock (time.time()) of the pass being recorded
+
+
+@dataclass
+class GateSummary:
+    """What a run of the controller did, node by node (for `--once`: every node it had to
+    prove); `ok`: every such node passed."""
+
+    cluster: str
+    results: dict[str, NodeResult] = field(default_factory=dict)
+    proofs: int = 0  # proofs launched
+    lists: int = 0  # full node lists (1 + one per 410)
+    leader: bool = False
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and all(r.verdict == PASS for r in self.results.values())
+
+
+class Gate:
+    def __init__(self, client: ApiClient, cluster: str, inventory: Inventory,
+                 options: GateOptions) -> None:
+        from kubernetes import client as k
+
+        self.client, self.cluster, self.inventory, self.options = (client, cluster,
+                                                                   inventory, options)
+        self.core, self.batch = k.CoreV1Api(client), k.BatchV1Api(client)
+        self.custom = k.CustomObjectsApi(client)
+        self.pools: dict[str, InventoryPool] = {
+            p.name: p for p in inventory.pools if p.cluster == cluster and p.gated}
+        self.wake = threading.Condition()
+        self.lock = threading.Lock()
+        self.inflight: dict[str, tuple[Unit, str, threading.Event]] = {}  # node -> proof
+        self.backoff: dict[str, tuple[float, float]] = {}  # node -> (not before, delay)
+        self.summary = GateSummary(cluster)
+        self.targets: set[str] | None = None  # --once: the nodes to prove
+        self.started = time.monotonic()
+        self.ready = threading.Event()  # synced and running (/readyz)
+        self.adopted = False
+        self.watch: Any = None
+        self.elector: Any = None
+        self.last_loop = time.monotonic()
+        # metrics (smoke.gate._metrics)
+        self.verdict_counts: dict[tuple[str, str], int] = {}  # (pool, verdict) -> proofs
+        self.ready_to_proven: dict[str, list[float]] = {}  # pool -> seconds, per node
+        self.node_hours: dict[tuple[str, str, str], float] = {}  # (pool, team, kind) -> h
+
+    def is_leader(self) -> bool:
+        return self.elector is None or bool(self.elector.leader.is_set())
+
+    def state_counts(self) -> dict[tuple[str, str, str], int]:
+        """(pool, team, state) -> nodes, over the gated pools (quarantined: its own state)."""
+        out: dict[tuple[str, str, str], int] = {}
+        if self.watch is None:
+            return out
+        for n in self._nodes():
+            if n.pool in self.pools:
+                state = "quarantined" if n.quarantined else n.state
+                key = (n.pool, n.team or self.pools[n.pool].team, state)
+                out[key] = out.get(key, 0) + 1
+        return out
+
+    def _count_hours(self, dt_s: float) -> None:
+        for (pool, team, state), count in self.state_counts().items():
+            kind = {"unproven": "unproven", "proving": "unproven", "failed": "quarantined",
+                    "quarantined": "quarantined"}.get(state)
+            if kind is not None:
+                key = (pool, team, kind)
+                self.node_hours[key] = self.node_hours.get(key, 0.0) + count * dt_s / 3600
+
+    # -- the loop ----------------------------------------------------------------------
+    def _changed(self, name: str | None) -> None:
+        if name is not None:
+            with self.lock:
+                proof = self.inflight.get(name)
+            if proof is not None and self.watch.get(name) is None:
+                proof[2].set()  # the node was deleted mid-proof: cancel, clean up
+        with self.wake:
+            self.wake.notify_all()
+
+    def run(self, stop: threading.Event) -> GateSummary:
+        from smoke.gate._lease import Elector
+        from smoke.gate._watch import NodeWatch
+
+        o = self.options
+        inner = threading.Event()  # ends the helper threads once this returns
+        self.watch = NodeWatch(self.core, self._changed, inner,
+                               watch_timeout_s=o.watch_timeout_s)
+        threads = [threading.Thread(target=self.watch.run, daemon=True, name="gate-watch")]
+        if o.elect:
+            self.elector = Elector(self.client, o.namespace, o.lease_name, o.identity,
+                                   lease_s=o.lease_s, stop=inner)
+            threads.append(threading.Thread(target=self.elector.run, daemon=True,
+                                            name="gate-lease"))
+        for t in threads:
+            t.start()
+        pool = ThreadPoolExecutor(max_workers=max(1, o.parallel),
+                                  thread_name_prefix="gate-proof")
+        futures: list[Future[None]] = []
+        try:
+            self.watch.wait_synced(30.0)
+            self.ready.set()
+            deadline = None if o.once_wait_s is None else time.monotonic() + o.once_wait_s
+            while not stop.is_set():
+                leader = self.elector is None or self.elector.leader.is_set()
+                self.summary.leader = self.summary.leader or leader
+                if leader and self.watch.synced.is_set():
+                    if not self.adopted:
+                        self._adopt()
+                        self.adopted = True
+                    if o.once and self.targets is None:
+                        self.targets = self._once_targets()
+                    futures += [pool.submit(self._prove, *job) for job in self._plan()]
+                    futures = [f for f in futures if not f.done()]
+                    if o.once and self._once_done(deadline):
+                        break
+                elif not leader:
+                    self.adopted = False  # adopt again on winning the lease back
+                    if o.once and time.monotonic() - self.started > 2 * o.lease_s + 5:
+                        holder = self.elector.holder if self.elector is not None else ""
+                        self.summary.errors.append(
+                            f"another gate controller ({holder or 'unknown'}) holds the Lease "
+                            f"{o.namespace}/{o.lease_name}: it proves this cluster's nodes "
+                            "(`accelfleet gate status` shows them)")
+                        break
+                with self.wake:
+                    self.wake.wait(0.5)
+                now = time.monotonic()
+                if self.watch.synced.is_set():
+                    self._count_hours(now - self.last_loop)
+                self.last_loop = now
+        finally:
+            for _, _, cancel in list(self.inflight.values()):
+                cancel.set()
+            pool.shutdown(wait=True)
+            inner.set()
+            if self.elector is not None:
+                self.elector.release()
+            self.summary.lists = self.watch.lists
+        return self.summary
+
+    # -- which nodes, as which units ----------------------------------------------------
+    def _nodes(self) -> list[N.GateNode]:
+        return [N.GateNode.of(n) for n in self.watch.snapshot().values()]
+
+    def _once_targets(self) -> set[str]:
+        out = set()
+        for n in self._nodes():
+            if n.pool in self.pools and n.state in (N.UNPROVEN, N.PROVING, N.FAILED):
+                out.add(n.name)
+                if n.state == N.FAILED:
+                    self.summary.results[n.name] = NodeResult(
+                        n.name, n.pool, FAIL, "failed an earlier proof: "
+                        + str((n.condition or {}).get("message", "")))
+        return out
+
+    def _once_done(self, deadline: float | None) -> bool:
+        assert self.targets is not None
+        present = {n.name for n in self._nodes()}
+        waiting = []
+        for name in sorted(self.targets):
+            result = self.summary.results.get(name)
+            if name not in present and name not in self.inflight:
+                if result is None or result.verdict not in (PASS, FAIL):
+                    self.summary.results[name] = NodeResult(name, "", "gone",
+                                                            "the node was deleted")
+                continue
+            if result is None or result.verdict not in (PASS, FAIL) or name in self.inflight:
+                waiting.append(name)
+        if not waiting:
+            return True
+        if deadline is not None and time.monotonic() > deadline:
+            for name in waiting:
+                if name not in self.inflight:
+                    old = self.summary.results.get(name)
+                    self.summary.results[name] = NodeResult(
+                        name, old.pool if old else "", "waiting",
+                        (old.reason if old else "never Ready") + " (gave up waiting)")
+            return not self.inflight
+        return False
+
+    def _eligible(self, n: N.GateNode, now: float) -> bool:
+        if n.pool not in self.pools or n.state != N.UNPROVEN or not n.ready:
+            return False
+        if self.targets is not None and n.name not in self.targets:
+            return False
+        if n.name in self.inflight:
+            return False
+        not_before = self.backoff.get(n.name, (0.0, 0.0))[0]
+        return now >= not_before
+
+    def _plan(self) -> list[tuple[Unit, InventoryPool]]:
+        now = time.monotonic()
+        nodes = self._nodes()
+        by_pool: dict[str, list[N.GateNode]] = {}
+        for n in nodes:
+            by_pool.setdefault(n.pool, []).append(n)
+        jobs: list[tuple[Unit, InventoryPool]] = []
+        for name, pool in sorted(self.pools.items()):
+            members = sorted(by_pool.get(name, []), key=lambda n: n.name)
+            ready = [n for n in members if self._eligible(n, now)]
+            if not ready:
+                continue
+            if pool.kind == "tpu" and pool.hosts_per_slice > 1:
+                slices: dict[str, list[N.GateNode]] = {}
+                for n in members:
+                    slices.setdefault(n.slice, []).append(n)
+                for sl, hosts in sorted(slices.items()):
+                    if len(hosts) == pool.hosts_per_slice and all(
+                            self._eligible(h, now) for h in hosts):
+                        jobs.append((Unit(name, tuple(h.name for h in hosts), slice=sl), pool))
+            elif pool.gate is not None and pool.gate.fabric and pool.kind == "gpu":
+                if len(ready) >= 2:
+                    jobs.append((Unit(name, tuple(n.name for n in ready)), pool))
+                else:
+                    peers = [n for n in members if n.state == N.PROVEN and n.ready
+                             and n.name not in self.inflight]
+                    jobs.append((Unit(name, (ready[0].name,),
+                                      (peers[0].name,) if peers else ()), pool))
+            else:
+                jobs += [(Unit(name, (n.name,)), pool) for n in ready]
+        if not self.options.once:
+            jobs += self._due(by_pool, now)
+        out = []
+        for unit, pool in jobs:
+            claimed = self._claim(unit)
+            if claimed is not None:
+                out.append((claimed, pool))
+        return out
+
+    # -- re-proof on a schedule ------------------------------------------------------------
+    def _due(self, by_pool: dict[str, list[N.GateNode]], now: float
+             ) -> list[tuple[Unit, InventoryPool]]:
+        """Proven nodes whose proof is older than the pool's interval and that run nothing
+        but DaemonSet pods (a multi-host TPU slice: every host), one unit per pool per round:
+        re-proof never evicts work and never takes a pool's capacity at once."""
+        out: list[tuple[Unit, InventoryPool]] = []
+        for name, pool in sorted(self.pools.items()):
+            gate = pool.gate
+            if gate is None or gate.reprove_interval_s is None:
+                continue
+            members = by_pool.get(name, [])
+            due = [n for n in members if n.state == N.PROVEN and n.ready
+                   and n.name not in self.inflight and not n.quarantined
+                   and now >= self.backoff.get(n.name, (0.0, 0.0))[0]
+                   and (N.proof_age_s(n) or 0.0) > gate.reprove_interval_s]
+            if pool.kind == "tpu" and pool.hosts_per_slice > 1:
+                slices: dict[str, list[N.GateNode]] = {}
+                for n in due:
+                    slices.setdefault(n.slice, []).append(n)
+                for sl, hosts in sorted(slices.items()):
+                    if len(hosts) == pool.hosts_per_slice and all(
+                            self._idle(h.name) for h in hosts):
+                        out.append((Unit(name, tuple(h.name for h in hosts), slice=sl,
+                                         reproof=True), pool))
+                        break
+                continue
+            for n in sorted(due, key=lambda n: -(N.proof_age_s(n) or 0.0)):
+                if self._idle(n.name):
+                    out.append((Unit(name, (n.name,), reproof=True), pool))
+                    break
+        return out
+
+    def _idle(self, node: str) -> bool:
+        """No pod but DaemonSet pods is running or starting on the node."""
+        try:
+            page = K.raw(with_retries(self.core.list_pod_for_all_namespaces,
+                                      field_selector=f"spec.nodeName={node}",
+                                      _preload_content=False,
+                                      _request_timeout=K.REQUEST_TIMEOUT_S))
+        except Exception:
+            return False
+        for pod in page.get("items") or []:
+            if (pod.get("status") or {}).get("phase") not in ("Pending", "Running"):
+                continue
+            owners = (pod.get("metadata") or {}).get("ownerReferences") or []
+            if not any(o.get("kind") == "DaemonSet" for o in owners):
+                return False
+        return True
+
+    def _claim(self, unit: Unit) -> Unit | None:
+        """Every node of the unit marked `proving` with the run id (guarded: a node changed
+        meanwhile is left for the next round); None when none could be claimed."""
+        from smoke.cluster.launcher import new_run_id
+
+        run_id = new_run_id()
+        cancel = threading.Event()
+        got = []
+        for name in unit.nodes:
+            node = self.watch.get(name)
+            if node is None:
+                continue
+            claim = N.reproof_claim_patch if unit.reproof else N.claim_patch
+            try:
+                with_retries(self.core.patch_node, name, claim(N.GateNode.of(node), run_id),
+                             _preload_content=False, _request_timeout=K.REQUEST_TIMEOUT_S)
+            except Exception as exc:
+                if K.status_of(exc) in (404, 409):
+                    continue
+                self.summary.errors.append(f"claiming {name}: {type(exc).__name__}")
+                continue
+            got.append(name)
+        busy = unit.reproof and not all(self._idle(name) for name in got)  # bound meanwhile
+        if not got or busy or (unit.slice and len(got) != len(unit.nodes)):
+            for name in got:  # a slice is proven whole or not at all
+                K.patch_node(self.core, name, self._release(unit))
+            return None
+        unit = replace(unit, nodes=tuple(got))
+        with self.lock:
+            for name in unit.nodes:
+                self.inflight[name] = (unit, run_id, cancel)
+        return unit
+
+    @staticmethod
+    def _release(unit: Unit) -> Any:
+        """The patch that gives a claimed node back: unproven, or (a re-proof) proven."""
+        def change(node: dict[str, Any]) -> dict[str, Any]:
+            g = N.GateNode.of(node)
+            return N.restore_proven_patch(g) if unit.reproof else N.unclaim_patch(g)
+
+        return change
+
+    # -- a restart mid-proof ----------------------------------------------------------------
+    def _adopt(self) -> None:
+        """Nodes left `proving` by a controller that is gone: delete what their proof
+        created, and put them back to unproven (they are proven afresh, once)."""
+        runs: dict[str, list[str]] = {}
+        with self.lock:
+            ours = {run for _, run, _ in self.inflight.values()}
+        for n in self._nodes():
+            if n.state == N.PROVING and n.run not in ours:
+                runs.setdefault(n.run, []).append(n.name)
+        for run_id, names in sorted(runs.items()):
+            if run_id:
+                self.summary.errors += K.delete_run(self.core, self.batch, self.custom,
+                                                    self.options.namespace, run_id)
+            for name in names:
+                K.patch_node(self.core, name, lambda n: N.unclaim_patch(N.GateNode.of(n)))
+
+    # -- one proof ----------------------------------------------------------------------
+    def _prove(self, unit: Unit, pool: InventoryPool) -> None:
+        from smoke.gate._proof import prove, render
+
+        _, run_id, cancel = self.inflight[unit.nodes[0]]
+        o = self.options
+        started = time.monotonic()
+        self.summary.proofs += 1
+        try:
+            assert pool.gate is not None
+            tier = pool.gate.max_tier if o.tier is None else o.tier
+            rendered = render(self.inventory, pool, unit, run_id=run_id,
+                              namespace=o.namespace, tier=tier, timeout_s=o.timeout_s,
+                              images=dict(o.images))
+            outcome = prove(self.client, self.cluster, rendered, unit,
+                            stack=self.inventory.stack, timeout_s=o.timeout_s, stop=cancel,
+                            poll_s=o.poll_s)
+        except Exception as exc:
+            K.delete_run(self.core, self.batch, self.custom, o.namespace, run_id)
+            why = f"the proof failed to run: {type(exc).__name__}: {str(exc)[:300]}"
+            outcome = Outcome(None, dict.fromkeys(unit.nodes, INFRA),
+                              dict.fromkeys(unit.nodes, why))
+        proof_s = time.monotonic() - started
+        try:
+            self._apply(unit, pool, run_id, outcome, proof_s)
+        finally:
+            with self.lock:
+                for name in unit.nodes:
+                    self.inflight.pop(name, None)
+            with self.wake:
+                self.wake.notify_all()
+
+    def _apply(self, unit: Unit, pool: InventoryPool, run_id: str, outcome: Outcome,
+               proof_s: float) -> None:
+        o = self.options
+        failed = []
+        for name in unit.nodes:
+            verdict, reason = outcome.verdicts[name], outcome.reasons[name]
+            node = K.read_node(self.core, name)
+            if node is None:
+                self.summary.results[name] = NodeResult(name, pool.name, "gone",
+                                                        "deleted mid-proof", run_id)
+                continue
+            now_gate = N.GateNode.of(node)
+            if verdict == PASS:
+                proof: dict[str, Any] = {
+                         "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                         "tiers": f"0-{self._tier(pool)}" + (
+                             "+fabric" if len(unit.hosts) > 1 else ""),
+                         "version": _version(), "run": run_id, "verdict": "pass",
+                         "peers": list(unit.peers)}
+                K.patch_node(self.core, name, _passing(proof))
+                K.set_condition(self.core, name, N.condition(True, "ProofPassed",
+                                                             f"proof {run_id} passed"))
+                K.node_event(self.core, node, "GateProofPassed", f"accelfleet gate: proof "
+                             f"{run_id} passed (tiers {proof['tiers']}); the gate taint is "
+                             "lifted", warning=False)
+                since = now_gate.ready_since
+                to_proven = None if since is None else max(
+                    0.0, (datetime.now(UTC) - since).total_seconds())
+                self.backoff.pop(name, None)
+                if to_proven is not None:
+                    self.ready_to_proven.setdefault(pool.name, []).append(to_proven)
+                self.summary.results[name] = NodeResult(
+                    name, pool.name, PASS, reason, run_id, to_proven, proof_s,
+                    _probe_s(outcome, name), time.time())
+            elif verdict == FAIL:
+                K.patch_node(self.core, name, lambda n: N.failed_patch(N.GateNode.of(n)))
+                K.set_condition(self.core, name, N.condition(False, "ProofFailed",
+                                                             f"proof {run_id}: {reason}"))
+                K.node_event(self.core, node, "GateProofFailed", f"accelfleet gate: proof "
+                             f"{run_id} failed; the node stays gated: {reason}", warning=True)
+                failed.append(name)
+                self.summary.results[name] = NodeResult(name, pool.name, FAIL, reason, run_id,
+                                                        None, proof_s, _probe_s(outcome, name))
+            else:
+                delay = self.backoff.get(name, (0.0, 0.0))[1]
+                delay = min(o.retry_max_s, max(o.retry_first_s, delay * 2))
+                self.backoff[name] = (time.monotonic() + delay, delay)
+                K.patch_node(self.core, name, self._release(unit))
+                K.node_event(self.core, node, "GateProofRetry", f"accelfleet gate: proof "
+                             f"{run_id} could not judge the node ({reason}); retrying in "
+                             f"{delay:.0f} s", warning=True)
+                self.summary.results[name] = NodeResult(name, pool.name, INFRA, reason, run_id)
+        for name in unit.nodes:
+            r = self.summary.results.get(name)
+            if r is not None and r.run_id == run_id:
+                key = (pool.name, r.verdict)
+                self.verdict_counts[key] = self.verdict_counts.get(key, 0) + 1
+        report = outcome.report
+        if report is not None and not report.cancelled:
+            if failed:
+                self._quarantine(report, pool)
+            if o.record_history:
+                self._record(report)
+
+    def _tier(self, pool: InventoryPool) -> int:
+        assert pool.gate is not None
+        return pool.gate.max_tier if self.options.tier is None else self.options.tier
+
+    def _quarantine(self, report: Any, pool: InventoryPool) -> None:
+        from smoke.cluster.quarantine import Cap, quarantine
+
+        assert pool.gate is not None
+        size = sum(1 for n in self._nodes() if n.pool == pool.name)
+        pools = tuple(replace(p, expected_pods=max(p.expected_pods, size))
+                      for p in report.pools)
+        try:
+            taken = quarantine(replace(report, pools=pools), {self.cluster: self.client},
+                               pools={pool.name: pool}, cap=Cap.parse(pool.gate.quarantine_cap))
+        except Exception as exc:
+            self.summary.errors.append(f"quarantine of {pool.name}: {type(exc).__name__}")
+            return
+        self.summary.errors += [a.line() for a in taken.of("error")]
+
+    def _record(self, report: Any) -> None:
+        from smoke.history import default_path, record
+
+        try:
+            record(report, self.options.history or default_path(), kind="gate")
+        except Exception as exc:
+            self.summary.errors.append(f"history: {type(exc).__name__}: {exc}")
+
+
+def _probe_s(outcome: Outcome, node: str) -> float | None:
+    """The agent's own run time on `node` (its pod's start to finish), from the report."""
+    for pool in outcome.report.pools if outcome.report is not None else ():
+        for o in pool.nodes:
+            if o.node == node and o.timing and o.timing.get("run_s") is not None:
+                return float(o.timing["run_s"])
+    return None
+
+
+def _passing(proof: dict[str, Any]) -> Any:
+    def change(node: dict[str, Any]) -> dict[str, Any]:
+        return N.proven_patch(N.GateNode.of(node), proof)
+
+    return change
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("accelfleet")
+    except PackageNotFoundError:
+        return "unknown"

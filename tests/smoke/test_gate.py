@@ -1,0 +1,511 @@
+"""The gate controller on the fake API server, over HTTP with the real Kubernetes client:
+recorded nodes join a gated pool NotReady then Ready; each is proven by the real launch path
+and judged centrally; a user pod that tolerates nothing waits until its node's pass."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fleet.labels import (
+    GATE_CONDITION,
+    GATE_LABEL,
+    GATE_PROOF_ANNOTATION,
+    GATE_TAINT_KEY,
+    RUN_LABEL,
+    SMOKE_KEY,
+)
+from tests.smoke.gate_cluster import (
+    NAMESPACE,
+    controller,
+    eks_gated_node,
+    gated_inventory,
+    gke_gated_node,
+    h100_report,
+    pool,
+    tpu_report,
+)
+
+GPU_TAINT = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def wait_for(what: Any, timeout_s: float = 60.0, every_s: float = 0.05) -> Any:
+    """Poll `what()` until it is truthy (a test's patience, not a timed assertion)."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        got = what()
+        if got:
+            return got
+        time.sleep(every_s)
+    raise AssertionError(f"still not true after {timeout_s} s: {what}")
+
+
+def node(cluster: Any, name: str) -> dict[str, Any]:
+    got = cluster.get("nodes", "", name)
+    assert got is not None, name
+    return dict(got)
+
+
+def gate_state(cluster: Any, name: str) -> str:
+    return str((node(cluster, name)["metadata"].get("labels") or {}).get(GATE_LABEL, ""))
+
+
+def tainted(cluster: Any, name: str) -> bool:
+    return any(t.get("key") == GATE_TAINT_KEY for t in node(cluster, name)["spec"].get(
+        "taints") or [])
+
+
+def events(cluster: Any, name: str) -> list[dict[str, Any]]:
+    items = cluster.list("events", None, field_selector=f"involvedObject.kind=Node,"
+                         f"involvedObject.name={name}")["items"]
+    return sorted(items, key=lambda e: int(e["metadata"]["resourceVersion"]))
+
+
+def user_pod(cluster: Any, name: str, pool_name: str, gpus: int) -> None:
+    """A user's GPU pod on the pool: its node selector and the GPU toleration GKE's admission
+    adds to every pod that requests GPUs; nothing for the gate."""
+    cluster.create("pods", "default", {
+        "metadata": {"name": name, "labels": {"app": "user"}},
+        "spec": {"nodeSelector": {"accelfleet.io/pool": pool_name},
+                 "tolerations": [GPU_TAINT],
+                 "containers": [{"name": "train", "image": "user/train:1",
+                                 "command": ["python", "-c", "pass"],
+                                 "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}})
+
+
+def user_job(cluster: Any, name: str, pool_name: str, gpus: int) -> None:
+    """A user's Job of one GPU pod on the pool (the GPU toleration GKE's admission adds to a
+    pod that requests GPUs; nothing for the gate)."""
+    cluster.create("jobs", "default", {
+        "metadata": {"name": name},
+        "spec": {"template": {"spec": {
+            "nodeSelector": {"accelfleet.io/pool": pool_name}, "tolerations": [GPU_TAINT],
+            "restartPolicy": "Never",
+            "containers": [{"name": "train", "image": "user/train:1",
+                            "command": ["python", "-c", "pass"],
+                            "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}}}})
+
+
+def job_pod(cluster: Any, job: str) -> dict[str, Any] | None:
+    pods = cluster.list("pods", "default", label_selector=f"job-name={job}")["items"]
+    return pods[0] if pods else None
+
+
+def bound_after_untaint(cluster: Any, pod: str) -> tuple[int, int]:
+    """(the resourceVersion at which `pod` was bound, at which its node's gate taint went):
+    from the API server's own change log, so 'before' means before."""
+    bound = None
+    changes = cluster.changes()
+    for rv, _, (plural, _, name), obj in changes:
+        if plural == "pods" and name == pod and obj["spec"].get("nodeName") and bound is None:
+            bound = (rv, obj["spec"]["nodeName"])
+    assert bound is not None, f"{pod} never bound"
+    untainted = None
+    for rv, _, (plural, _, name), obj in changes:
+        if plural == "nodes" and name == bound[1] and untainted is None and not any(
+                t.get("key") == GATE_TAINT_KEY for t in obj["spec"].get("taints") or []):
+            untainted = rv
+    assert untainted is not None, f"{bound[1]} was never untainted"
+    return bound[0], untainted
+
+
+def test_a_gke_gpu_pool_scales_up_and_each_node_is_proven_before_it_takes_work(
+        fake_cluster: Any, tmp_path: Path) -> None:
+    inventory = gated_inventory()
+    names = [f"gke-h100-train-{i}" for i in range(3)]
+    for n in names:
+        fake_cluster.set_node_output(n, h100_report(n, 800.0))
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke") as running:
+        fake_cluster.join([gke_gated_node("h100-train", n) for n in names], every_s=0.2,
+                          ready_after_s=0.3)
+        wait_for(lambda: fake_cluster.get("nodes", "", names[0]))
+        user_job(fake_cluster, "user-train", "h100-train", 8)  # tolerates nothing of the gate
+        pod = wait_for(lambda: job_pod(fake_cluster, "user-train"))
+        wait_for(lambda: all(gate_state(fake_cluster, n) == "proven" for n in names))
+        bound = wait_for(lambda: (fake_cluster.get("pods", "default", pod["metadata"]["name"])
+                                  or {}).get("spec", {}).get("nodeName"))
+    assert bound in names
+    pod_rv, untaint_rv = bound_after_untaint(fake_cluster, pod["metadata"]["name"])
+    assert pod_rv > untaint_rv  # no user pod bound to a node before its pass
+    waited = [e for e in fake_cluster.list("events", "default")["items"]
+              if e["reason"] == "FailedScheduling"
+              and e["involvedObject"]["name"] == pod["metadata"]["name"]]
+    assert any("untolerated taint {" + GATE_TAINT_KEY in e["message"] for e in waited)
+    for n in names:
+        got = node(fake_cluster, n)
+        assert not tainted(fake_cluster, n)
+        proof = json.loads(got["metadata"]["annotations"][GATE_PROOF_ANNOTATION])
+        assert proof["verdict"] == "pass" and proof["tiers"] == "0-2" and proof["run"]
+        cond = next(c for c in got["status"]["conditions"] if c["type"] == GATE_CONDITION)
+        assert (cond["status"], cond["reason"]) == ("True", "ProofPassed")
+        assert [e["reason"] for e in events(fake_cluster, n)] == ["GateProofPassed"]
+        assert fake_cluster.objects(f"{RUN_LABEL}={proof['run']}") == []
+    summary = running.summary
+    assert summary is not None and summary.proofs == 3
+    assert {r.verdict for r in summary.results.values()} == {"pass"}
+
+
+def test_a_degraded_node_stays_gated_with_its_condition_event_and_quarantine(
+        fake_cluster: Any, tmp_path: Path) -> None:
+    inventory = gated_inventory()
+    good, bad = "gke-h100-train-0", "gke-h100-train-1"
+    fake_cluster.set_node_output(good, h100_report(good, 800.0))
+    fake_cluster.set_node_output(bad, h100_report(bad, 300.0))  # below the H100 floor
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke"):
+        fake_cluster.join([gke_gated_node("h100-train", n) for n in (good, bad)])
+        user_pod(fake_cluster, "user-a", "h100-train", 8)
+        user_pod(fake_cluster, "user-b", "h100-train", 8)
+        wait_for(lambda: gate_state(fake_cluster, good) == "proven"
+                 and gate_state(fake_cluster, bad) == "failed")
+        wait_for(lambda: (node(fake_cluster, bad)["metadata"].get("labels") or {}).get(
+            SMOKE_KEY) == "failed")
+    assert tainted(fake_cluster, bad) and not tainted(fake_cluster, good)
+    got = node(fake_cluster, bad)
+    cond = next(c for c in got["status"]["conditions"] if c["type"] == GATE_CONDITION)
+    assert cond["status"] == "False" and cond["reason"] == "ProofFailed"
+    assert "matmul_tflops" in cond["message"] and "below floor" in cond["message"]
+    reasons = [e["reason"] for e in events(fake_cluster, bad)]
+    assert "GateProofFailed" in reasons and "SmokeQuarantined" in reasons
+    assert got["spec"].get("unschedulable") is True  # quarantine cordons it
+    placed = {fake_cluster.get("pods", "default", p)["spec"].get("nodeName")
+              for p in ("user-a", "user-b")}
+    assert bad not in placed  # one user pod runs on the good node, the other waits
+
+
+def test_a_node_whose_proof_prints_nothing_stays_gated(fake_cluster: Any,
+                                                       tmp_path: Path) -> None:
+    inventory = gated_inventory()
+    n = "gke-h100-train-0"
+    fake_cluster.set_node_output(n, "")  # the pod exits 0 and printed nothing judgeable
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke"):
+        fake_cluster.join([gke_gated_node("h100-train", n)])
+        wait_for(lambda: gate_state(fake_cluster, n) == "failed")
+    assert tainted(fake_cluster, n)
+    cond = next(c for c in node(fake_cluster, n)["status"]["conditions"]
+                if c["type"] == GATE_CONDITION)
+    assert "printed no report" in cond["message"]
+
+
+def test_a_multi_host_tpu_slice_is_proven_as_a_unit_once_every_host_is_ready(
+        fake_cluster: Any, tmp_path: Path) -> None:
+    inventory = gated_inventory()
+    v5p = pool(inventory, "v5p-slice")
+    hosts = [f"gke-v5p-slice-{i:02d}" for i in range(v5p.hosts_per_slice)]
+    for h in hosts:
+        fake_cluster.set_node_output(h, tpu_report(h, v5p))
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke") as running:
+        # all but the last host Ready: nothing is proven yet (a slice is proven whole)
+        for h in hosts[:-1]:
+            fake_cluster.add_node_object(gke_gated_node("v5p-slice", h,
+                                                        nodepool="v5p-slice-np"))
+        fake_cluster.add_node_object(gke_gated_node("v5p-slice", hosts[-1],
+                                                    nodepool="v5p-slice-np"), ready=False)
+        time.sleep(1.0)
+        assert running.gate.summary.proofs == 0
+        assert all(gate_state(fake_cluster, h) == "" for h in hosts)
+        fake_cluster.set_ready(hosts[-1])
+        wait_for(lambda: all(gate_state(fake_cluster, h) == "proven" for h in hosts))
+    runs = {json.loads(node(fake_cluster, h)["metadata"]["annotations"][
+        GATE_PROOF_ANNOTATION])["run"] for h in hosts}
+    assert len(runs) == 1  # one proof, every host of the slice
+    assert running.summary is not None and running.summary.proofs == 1
+
+
+def test_an_eks_efa_pool_scales_up_and_is_proven(fake_cluster: Any, tmp_path: Path) -> None:
+    inventory = gated_inventory()
+    names = ["ip-10-20-1-5.ec2.internal", "ip-10-20-1-6.ec2.internal"]
+    for n in names:
+        fake_cluster.set_node_output(n, h100_report(n, 800.0))
+    with controller(fake_cluster, tmp_path, inventory, "ml-eks"):
+        fake_cluster.join([eks_gated_node("p5-train", n) for n in names], every_s=0.1,
+                          ready_after_s=0.2)
+        wait_for(lambda: all(gate_state(fake_cluster, n) == "proven" for n in names))
+    for n in names:
+        assert not tainted(fake_cluster, n)
+
+
+def test_pools_of_another_cluster_and_ungated_pools_are_left_alone(
+        fake_cluster: Any, tmp_path: Path) -> None:
+    from fleet.inventory import InventoryGate
+
+    inventory = gated_inventory({"h100-train": InventoryGate(enabled=False, reason="bench")})
+    n = "gke-h100-train-0"
+    fake_cluster.set_node_output(n, h100_report(n, 800.0))
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke") as running:
+        fake_cluster.add_node_object(gke_gated_node("h100-train", n))
+        time.sleep(1.0)
+    assert running.summary is not None and running.summary.proofs == 0
+    assert tainted(fake_cluster, n) and gate_state(fake_cluster, n) == ""
+
+
+@pytest.fixture(autouse=True)
+def _no_history(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("ACCELFLEET_HISTORY", str(tmp_path / "history.sqlite"))
+
+
+def _hang(cluster: Any, node_name: str) -> None:
+    """Proof pods on the node start and never finish (a proof in progress)."""
+    cluster.set_node_command(node_name, ["python", "-c", "import time; time.sleep(120)"])
+
+
+def test_a_node_deleted_mid_proof_leaves_no_object_behind(fake_cluster: Any,
+                                                          tmp_path: Path) -> None:
+    inventory = gated_inventory()
+    n = "gke-h100-train-0"
+    _hang(fake_cluster, n)
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke") as running:
+        fake_cluster.add_node_object(gke_gated_node("h100-train", n))
+        wait_for(lambda: gate_state(fake_cluster, n) == "proving")
+        run_id = node(fake_cluster, n)["metadata"]["annotations"]["accelfleet.io/gate-run"]
+        wait_for(lambda: any(o["kind"] == "Pod" and o.get("status", {}).get("phase") ==
+                             "Running" for o in fake_cluster.objects(f"{RUN_LABEL}={run_id}")))
+        fake_cluster.delete("nodes", "", n, None)  # scale-down, spot reclaim, repair
+        wait_for(lambda: fake_cluster.objects(f"{RUN_LABEL}={run_id}") == [], 30)
+        wait_for(lambda: n in running.gate.summary.results)
+    result = running.gate.summary.results[n]
+    assert result.verdict == "gone"
+    assert events(fake_cluster, n) == []  # no verdict on a node that left
+
+
+def test_of_two_replicas_one_leader_acts(fake_cluster: Any, tmp_path: Path) -> None:
+    inventory = gated_inventory()
+    names = [f"gke-h100-train-{i}" for i in range(3)]
+    for n in names:
+        fake_cluster.set_node_output(n, h100_report(n, 800.0))
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke", identity="replica-a") as a, \
+            controller(fake_cluster, tmp_path, inventory, "ml-gke", identity="replica-b") as b:
+        for n in names:
+            fake_cluster.add_node_object(gke_gated_node("h100-train", n))
+        wait_for(lambda: all(gate_state(fake_cluster, n) == "proven" for n in names))
+        lease = fake_cluster.get("leases", NAMESPACE, "accelfleet-gate")
+        assert lease is not None
+        holder = lease["spec"]["holderIdentity"]
+        leader, standby = (a, b) if holder == "replica-a" else (b, a)
+        assert leader.gate.summary.proofs == 3 and standby.gate.summary.proofs == 0
+        assert standby.gate.is_leader() is False
+        from smoke.gate.session import GateRequest, gate_status
+
+        inv = tmp_path / "inventory.json"
+        inv.write_text(json.dumps(inventory.to_dict()), encoding="utf-8")
+        status = gate_status(GateRequest(
+            inventory=inv, kubeconfig=fake_cluster.kubeconfig(tmp_path / "kc-status"),
+            contexts={"ml-gke": "fake"}, cluster="ml-gke", namespace=NAMESPACE))
+        (up,) = status.controllers
+        assert up.up and up.holder == holder  # the controller is up, and which one acts
+        assert {(r.node, r.state) for r in status.nodes} == {(n, "proven") for n in names}
+    for n in names:  # proven once each
+        assert [e["reason"] for e in events(fake_cluster, n)] == ["GateProofPassed"]
+
+
+def test_an_expired_watch_is_relisted_and_no_node_is_lost(fake_cluster: Any,
+                                                          tmp_path: Path) -> None:
+    inventory = gated_inventory()
+    first, second = "gke-h100-train-0", "gke-h100-train-1"
+    for n in (first, second):
+        fake_cluster.set_node_output(n, h100_report(n, 800.0))
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke") as running:
+        fake_cluster.add_node_object(gke_gated_node("h100-train", first))
+        wait_for(lambda: gate_state(fake_cluster, first) == "proven")
+        with fake_cluster.lock:  # a node joins and etcd compacts before the watch reads it:
+            fake_cluster.add_node_object(gke_gated_node("h100-train", second))
+            fake_cluster.compact()  # the watch's resourceVersion is too old now: 410 Expired
+        wait_for(lambda: gate_state(fake_cluster, second) == "proven")
+        assert running.gate.watch.lists >= 2  # listed again after the 410, not resumed
+
+
+@pytest.fixture
+def cpu_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake cluster's nodes are this machine's CPU: judge them as CPUs (no catalog
+    expectation), as `accelfleet smoke local` does here."""
+    import smoke.expectations
+    from smoke.probes.expect import Expectation
+
+    monkeypatch.setattr(smoke.expectations, "for_pool", lambda pool, backend: Expectation())
+
+
+def test_a_fabric_pool_proves_new_nodes_together_then_pairs_one_with_a_proven_node(
+        fake_cluster: Any, tmp_path: Path, cpu_nodes: None) -> None:
+    """The real agent (on this CPU) at tier 3: the cross-node collective joins the unit's
+    nodes; a lone new node is paired with a proven one, which stays as it was."""
+    pytest.importorskip("torch")
+    from fleet.inventory import InventoryGate
+
+    gate = InventoryGate(max_tier=3, fabric=True)
+    inventory = gated_inventory({"l4-spot": gate})
+    a, b, c = (f"gke-l4-spot-{i}" for i in range(3))
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke", timeout_s=180) as running:
+        with fake_cluster.lock:  # two nodes turn Ready together
+            for n in (a, b):
+                fake_cluster.add_node_object(gke_gated_node("l4-spot", n))
+        wait_for(lambda: all(gate_state(fake_cluster, n) == "proven" for n in (a, b)), 240)
+        together = {json.loads(node(fake_cluster, n)["metadata"]["annotations"][
+            GATE_PROOF_ANNOTATION])["run"] for n in (a, b)}
+        assert len(together) == 1
+        peer_before = node(fake_cluster, a)["metadata"]["annotations"][GATE_PROOF_ANNOTATION]
+        fake_cluster.add_node_object(gke_gated_node("l4-spot", c))
+        wait_for(lambda: gate_state(fake_cluster, c) == "proven", 240)
+    proof = json.loads(node(fake_cluster, c)["metadata"]["annotations"][GATE_PROOF_ANNOTATION])
+    assert proof["tiers"] == "0-3+fabric" and proof["peers"] in ([a], [b])
+    peer = proof["peers"][0]
+    if peer == a:
+        assert node(fake_cluster, a)["metadata"]["annotations"][GATE_PROOF_ANNOTATION] == \
+            peer_before
+    report = running.gate.summary.results[c]
+    assert report.verdict == "pass"
+    assert running.summary is not None and running.summary.proofs == 2
+
+
+def test_reproof_takes_an_idle_node_and_never_a_busy_one(fake_cluster: Any,
+                                                          tmp_path: Path) -> None:
+    from fleet.inventory import InventoryGate
+
+    inventory = gated_inventory({"h100-train": InventoryGate(reprove_interval_s=1)})
+    idle, busy = "gke-h100-train-0", "gke-h100-train-1"
+    for n in (idle, busy):
+        fake_cluster.set_node_output(n, h100_report(n, 800.0))
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke") as running:
+        for n in (idle, busy):
+            fake_cluster.add_node_object(gke_gated_node("h100-train", n))
+        wait_for(lambda: all(gate_state(fake_cluster, n) == "proven" for n in (idle, busy)))
+        fake_cluster.set_node_command(busy, ["python", "-c", "import time; time.sleep(60)"])
+        fake_cluster.create("pods", "default", {  # a user's job on `busy`, running
+            "metadata": {"name": "user-busy"},
+            "spec": {"nodeSelector": {"kubernetes.io/hostname": busy},
+                     "tolerations": [GPU_TAINT],
+                     "containers": [{"name": "train", "image": "user/train:1",
+                                     "command": ["python", "-c", "pass"],
+                                     "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}})
+        wait_for(lambda: fake_cluster.get("pods", "default", "user-busy")["status"].get(
+            "phase") == "Running")
+        first = {n: json.loads(node(fake_cluster, n)["metadata"]["annotations"][
+            GATE_PROOF_ANNOTATION])["run"] for n in (idle, busy)}
+        wait_for(lambda: json.loads(node(fake_cluster, idle)["metadata"]["annotations"][
+            GATE_PROOF_ANNOTATION])["run"] != first[idle], 60)
+        assert running.gate.summary.proofs >= 3
+    assert json.loads(node(fake_cluster, busy)["metadata"]["annotations"][
+        GATE_PROOF_ANNOTATION])["run"] == first[busy]  # never re-proven while it works
+    pod = fake_cluster.get("pods", "default", "user-busy")
+    assert pod is not None and pod["status"]["phase"] == "Running"  # never evicted
+    assert not tainted(fake_cluster, busy) and not tainted(fake_cluster, idle)
+    assert gate_state(fake_cluster, idle) == "proven"
+
+
+def test_metrics_and_health_after_a_scale_up(fake_cluster: Any, tmp_path: Path) -> None:
+    import urllib.request
+
+    from smoke.gate._metrics import node_hourly_usd
+    from smoke.gate._serve import Servers
+
+    inventory = gated_inventory()
+    good, bad = "gke-h100-train-0", "gke-h100-train-1"
+    fake_cluster.set_node_output(good, h100_report(good, 800.0))
+    fake_cluster.set_node_output(bad, h100_report(bad, 300.0))
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke") as running:
+        servers = Servers([running.gate], health_port=0, metrics_port=None,
+                          host="127.0.0.1").start()
+        try:
+            port = servers.bound()[0]
+
+            def get(path: str) -> tuple[int, str]:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}") as resp:
+                        return resp.status, resp.read().decode()
+                except urllib.error.HTTPError as exc:
+                    return exc.code, ""
+
+            fake_cluster.join([gke_gated_node("h100-train", n) for n in (good, bad)],
+                              ready_after_s=0.2)
+            wait_for(lambda: gate_state(fake_cluster, good) == "proven"
+                     and gate_state(fake_cluster, bad) == "failed")
+            time.sleep(0.6)  # one more loop: the node-hours of the failed node
+            assert get("/healthz")[0] == 200 and get("/readyz")[0] == 200
+            code, text = get("/metrics")
+        finally:
+            servers.stop()
+    assert code == 200 and text.endswith("# EOF\n")
+    lines = text.splitlines()
+    labels = 'cluster="ml-gke",pool="h100-train",team="research"'
+    assert f'accelfleet_gate_nodes{{{labels},state="proven"}} 1' in lines
+    assert f'accelfleet_gate_nodes{{{labels},state="quarantined"}} 1' in lines
+    assert 'accelfleet_gate_proofs_total{cluster="ml-gke",pool="h100-train",verdict="pass"} 1' \
+        in lines
+    assert 'accelfleet_gate_ready_to_proven_seconds_count{cluster="ml-gke",pool="h100-train"}' \
+        ' 1' in lines
+    assert 'accelfleet_gate_leader{cluster="ml-gke"} 1' in lines
+    hours = {ln.split(" ")[0]: float(ln.split(" ")[1]) for ln in lines
+             if ln.startswith(("accelfleet_gate_unproven_", "accelfleet_gate_quarantined_"))}
+    unproven = hours[f"accelfleet_gate_unproven_node_hours_total{{{labels}}}"]
+    quarantined = hours[f"accelfleet_gate_quarantined_node_hours_total{{{labels}}}"]
+    assert unproven > 0 and quarantined > 0
+    rate = node_hourly_usd(pool(inventory, "h100-train"))
+    assert rate is not None and rate > 0  # a3-highgpu-8g has a public list price
+    cost = hours[f"accelfleet_gate_quarantined_cost_usd_total{{{labels}}}"]
+    assert abs(cost - round(quarantined, 6) * rate) < 0.01
+
+
+def test_once_defers_to_a_controller_that_holds_the_lease(fake_cluster: Any,
+                                                          tmp_path: Path) -> None:
+    inventory = gated_inventory()
+    n = "gke-h100-train-0"
+    _hang(fake_cluster, n)
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke", identity="in-cluster"):
+        fake_cluster.add_node_object(gke_gated_node("h100-train", n))
+        wait_for(lambda: gate_state(fake_cluster, n) == "proving")
+        with controller(fake_cluster, tmp_path, inventory, "ml-gke", identity="ci",
+                        once=True) as once:
+            once.thread.join(60)
+        assert once.summary is not None and not once.summary.ok
+        assert once.summary.proofs == 0
+        assert "another gate controller (in-cluster) holds the Lease" in once.summary.errors[0]
+
+
+# A container whose image cannot be pulled, as the kubelet reports it: the pod stays Pending,
+# its container waiting with reason ErrImagePull (then ImagePullBackOff); the reasons are the
+# kubelet's (https://kubernetes.io/docs/concepts/containers/images/#imagepullbackoff, read
+# 2026-11-27); the message is containerd's shape for a missing tag.
+IMAGE_PULL = {"phase": "Pending", "containerStatuses": [{
+    "name": "agent", "ready": False, "restartCount": 0, "started": False, "image": "x",
+    "imageID": "", "state": {"waiting": {"reason": "ErrImagePull", "message": (
+        'rpc error: code = NotFound desc = failed to pull and unpack image "x": not found')}}}]}
+
+
+def test_an_image_that_never_pulls_is_retried_as_infrastructure_not_failed(
+        fake_cluster: Any, tmp_path: Path) -> None:
+    n = "gke-h100-train-0"
+    report = tmp_path / "report.json"
+    report.write_text(h100_report(n, 800.0), encoding="utf-8")
+    marker = tmp_path / "starts"
+    fake_cluster.base_env.update(GATE_MARKER=str(marker), GATE_REPORT=str(report))
+    fake_cluster.set_node_command(n, ["python", "-c", (
+        "import os, time\n"
+        "marker = os.environ['GATE_MARKER']\n"
+        "first = not os.path.exists(marker)\n"
+        "open(marker, 'a').write('x')\n"
+        "time.sleep(120 if first else 0)\n"
+        "print(open(os.environ['GATE_REPORT']).read())")])
+
+    def kubelet_cannot_pull() -> None:  # the first proof pod's image never pulls
+        def first() -> list[dict[str, Any]]:
+            return [p for p in fake_cluster.objects(f"{RUN_LABEL}") if p.get("kind") == "Pod"
+                    and p["status"].get("phase") == "Running"]
+        pods = wait_for(first, 60)
+        fake_cluster.patch("pods", pods[0]["metadata"]["namespace"],
+                           pods[0]["metadata"]["name"], {"status": IMAGE_PULL})
+
+    import threading
+
+    threading.Thread(target=kubelet_cannot_pull, daemon=True).start()
+    with controller(fake_cluster, tmp_path, gated_inventory(), "ml-gke", timeout_s=4) as run:
+        fake_cluster.add_node_object(gke_gated_node("h100-train", n))
+        wait_for(lambda: gate_state(fake_cluster, n) == "proven", 90)
+    reasons = [e["reason"] for e in events(fake_cluster, n)]
+    assert reasons == ["GateProofRetry", "GateProofPassed"]  # retried, never failed
+    retry = events(fake_cluster, n)[0]["message"]
+    assert "could not judge the node" in retry and "never started" in retry
+    assert run.gate.verdict_counts == {("h100-train", "infra"): 1, ("h100-train", "pass"): 1}
+    assert not any(c["type"] == "AccelfleetProof" and c["status"] == "False"
+                   for c in node(fake_cluster, n)["status"]["conditions"])
