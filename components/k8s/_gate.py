@@ -39,7 +39,9 @@ TYPE = "accelfleet:k8s:GateController"
 NAME = G.CONTROLLER_NAME
 APP_LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "accelfleet"}
 USER_ID = 65532  # the image's non-root user (docker/gate.Dockerfile)
-VERBS_OBJECTS = ["create", "delete", "get", "list", "watch"]
+# what a proof does to its own objects: create, follow, and delete them (the launcher's cleanup
+# deletes a run's objects by label, as collections)
+VERBS_OBJECTS = ["create", "delete", "deletecollection", "get", "list", "watch"]
 # Every permission the controller holds: (apiGroup, resource, verbs). Nothing else, no "*".
 CLUSTER_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("", "nodes", ("get", "list", "watch", "patch")),
@@ -53,6 +55,9 @@ NAMESPACE_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("", "pods", tuple(VERBS_OBJECTS)),
     ("", "pods/log", ("get",)),  # the one verb the log subresource serves
     ("", "configmaps", tuple(VERBS_OBJECTS)),
+    ("", "services", tuple(VERBS_OBJECTS)),  # a TPU slice's headless Service (JobSet DNS)
+    ("", "events", ("list",)),  # the scheduler's reason a proof pod waits
+    ("autoscaling.x-k8s.io", "provisioningrequests", ("list",)),  # why Kueue holds a proof
     ("coordination.k8s.io", "leases", ("get", "create", "update")),
 )
 
@@ -71,6 +76,13 @@ class GateControllerArgs:
     replicas: int = G.CONTROLLER_REPLICAS
     node_selector: Mapping[str, str] = field(default_factory=dict)
     create_namespace: bool = True
+
+
+def _own_namespace(ns: str) -> list[dict[str, Any]]:
+    """Reading its own Namespace (the launcher reads it before creating it): a Namespace is
+    cluster-scoped, so a Role cannot grant it; the ClusterRole does, for that name alone."""
+    return [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"],
+             "resourceNames": [ns]}]
 
 
 def _rules(rules: tuple[tuple[str, str, tuple[str, ...]], ...]) -> list[dict[str, Any]]:
@@ -150,7 +162,8 @@ def gate_objects(args: GateControllerArgs) -> list[dict[str, Any]]:
         {"apiVersion": "v1", "kind": "ServiceAccount",
          "metadata": {"name": NAME, "namespace": ns, "labels": labels}},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-         "metadata": {"name": NAME, "labels": labels}, "rules": _rules(CLUSTER_RULES)},
+         "metadata": {"name": NAME, "labels": labels},
+         "rules": [*_rules(CLUSTER_RULES), *_own_namespace(ns)]},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
          "metadata": {"name": NAME, "labels": labels},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",

@@ -146,15 +146,20 @@ def test_rbac_is_least_privilege_with_no_wildcard(plan: Plan) -> None:
                    for r in objs[kind]["rules"])
     cluster = {(r["apiGroups"][0], r["resources"][0]): r["verbs"]
                for r in objs["ClusterRole"]["rules"]}
+    namespace = objs["Role"]["metadata"]["namespace"]
     assert cluster == {("", "nodes"): ["get", "list", "watch", "patch"],
                        ("", "nodes/status"): ["patch"], ("", "events"): ["create", "patch"],
-                       ("", "pods"): ["get", "list"]}
+                       ("", "pods"): ["get", "list"], ("", "namespaces"): ["get"]}
+    own = next(r for r in objs["ClusterRole"]["rules"] if r["resources"] == ["namespaces"])
+    assert own["resourceNames"] == [namespace]  # its own namespace, and no other
     ns = {(r["apiGroups"][0], r["resources"][0]): r["verbs"] for r in objs["Role"]["rules"]}
-    crud = ["create", "delete", "get", "list", "watch"]
+    crud = ["create", "delete", "deletecollection", "get", "list", "watch"]
     assert ns == {("batch", "jobs"): crud, ("jobset.x-k8s.io", "jobsets"): crud,
                   ("", "pods"): crud, ("", "pods/log"): ["get"], ("", "configmaps"): crud,
+                  ("", "services"): crud, ("", "events"): ["list"],
+                  ("autoscaling.x-k8s.io", "provisioningrequests"): ["list"],
                   ("coordination.k8s.io", "leases"): ["get", "create", "update"]}
-    namespace = objs["Role"]["metadata"]["namespace"]
+    # and no less: tests/smoke/test_gate_rbac.py runs the controller under these rules
     assert namespace == "accelfleet-smoke"  # the smoke namespace: proof pods are smoke pods
     for binding in ("RoleBinding", "ClusterRoleBinding"):
         assert objs[binding]["subjects"] == [{"kind": "ServiceAccount",

@@ -73,6 +73,7 @@ class FakeCluster(_KueueControllers):
         self._outputs: dict[str, tuple[str, int]] = {}
         self._failures: list[_Failure] = []
         self._lies: list[list[Any]] = []  # [method, path part, rule, times left]
+        self.denials: list[str] = []  # requests RBAC refused (enforce_rbac), as answered
         self._stop = threading.Event()
         self._rv = itertools.count(1)
         self._last_rv = 0
@@ -270,6 +271,63 @@ class FakeCluster(_KueueControllers):
         ApiError), `times` times (-1: every time). What a hostile or broken API server says."""
         with self.lock:
             self._lies.append([method, path_contains, rule, times])
+
+    def enforce_rbac(self, user: str, cluster_rules: list[dict[str, Any]],
+                     namespace: str, namespace_rules: list[dict[str, Any]]) -> None:
+        """Answer every request as the API server's RBAC authorizer would for `user` bound to a
+        ClusterRole of `cluster_rules` and a Role of `namespace_rules` in `namespace`: a
+        request no rule allows gets the real 403 Forbidden (recorded in `denials`)."""
+        with self.lock:
+            self._rbac = (user, cluster_rules, namespace, namespace_rules)
+
+    def denied(self, method: str, path: str, query: dict[str, str]) -> str:
+        """'' when the request is allowed (or no RBAC is enforced); else the API server's
+        Forbidden message (kubernetes apiserver/pkg/endpoints/handlers/responsewriters
+        forbidden(): `<resource> "<name>" is forbidden: User "<user>" cannot <verb> resource
+        "<resource>" in API group "<group>" in the namespace "<ns>"` or `at the cluster
+        scope`)."""
+        rbac = getattr(self, "_rbac", None)
+        if rbac is None:
+            return ""
+        user, cluster_rules, role_ns, ns_rules = rbac
+        parts = path.rstrip("/").split("/")[1:]
+        if parts[:2] == ["api", "v1"]:
+            group, rest = "", parts[2:]
+        elif len(parts) >= 3 and parts[0] == "apis":
+            group, rest = parts[1], parts[3:]
+        else:
+            return ""  # /version and other non-resource URLs: every authenticated user
+        ns = ""
+        if len(rest) >= 3 and rest[0] == "namespaces":
+            ns, rest = rest[1], rest[2:]
+        if not rest:
+            return ""
+        resource = "/".join([rest[0], *rest[2:3]])
+        name = rest[1] if len(rest) > 1 else ""
+        if rest[0] == "namespaces" and not ns and name:  # the Namespace object itself
+            resource = "namespaces"
+        verb = {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method)
+        if method == "GET":
+            verb = "get" if name else (
+                "watch" if query.get("watch") in ("true", "1") else "list")
+        elif method == "DELETE":
+            verb = "delete" if name else "deletecollection"
+
+        def allows(rules: list[dict[str, Any]]) -> bool:
+            return any(group in r.get("apiGroups", []) and resource in r.get("resources", [])
+                       and verb in r.get("verbs", []) and (not r.get("resourceNames") or
+                                                           name in r["resourceNames"])
+                       for r in rules)
+
+        if allows(cluster_rules) or (ns and ns == role_ns and allows(ns_rules)):
+            return ""
+        where = f'in the namespace "{ns}"' if ns else "at the cluster scope"
+        what = f'{rest[0]} "{name}"' if name else rest[0]
+        message = (f'{what} is forbidden: User "{user}" cannot {verb} resource "{resource}" '
+                   f'in API group "{group}" {where}')
+        with self.lock:
+            self.denials.append(message)
+        return message
 
     def rewritten(self, method: str, path: str, result: Any) -> Any:
         """`result` as the lying rules tell it (the HTTP side calls this for every answer)."""

@@ -66,6 +66,9 @@ class _Handler(BaseHTTPRequestHandler):
         with c.lock:
             c.requests.append((method, url.path))
         try:
+            denied = c.denied(method, url.path, query)
+            if denied:
+                raise ApiError(403, "Forbidden", denied)
             code = c.take_failure(url.path)
             if code == 0:  # a dropped connection: no answer at all
                 self.close_connection = True
