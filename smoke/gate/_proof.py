@@ -111,8 +111,11 @@ def prove(client: ApiClient, cluster: str, rendered: RenderedRun, unit: Unit, *,
     """Launch the proof, follow it, clean up everything it created, and read it per node."""
     from smoke.cluster.launcher import launch
 
+    # coverage judged centrally, as `smoke run` judges it: each host of the unit needs exactly
+    # one judged report from a pod that ran on it (smoke.cluster._rejudge.coverage)
+    targets = {w.pool.name: tuple(unit.hosts) for w in rendered.pools}
     report = launch(rendered, {cluster: client}, stack=stack, timeout_s=timeout_s, stop=stop,
-                    poll_s=poll_s)
+                    poll_s=poll_s, targets=targets)
     return judge(report, unit)
 
 
