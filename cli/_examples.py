@@ -42,6 +42,12 @@ EXAMPLES: dict[tuple[str, ...], tuple[str, ...]] = {
     ("smoke", "nccl-log"): ("accelfleet smoke nccl-log rank0.log --fabric efa --nics 32",
                             "kubectl logs POD | accelfleet smoke nccl-log - --fabric tcpxo"),
     ("queue", "show"): (f"accelfleet queue show {PROD} --team research",),
+    ("gate", "run"): (f"accelfleet gate run {PROD} --kubeconfig kc --context ml-gke=prod "
+                      "--once",),
+    ("gate", "status"): (f"accelfleet gate status {PROD} --json",),
+    ("gate", "open"): (f"accelfleet gate open h100-train --stack {PROD} --reason "
+                       "\"INC-1234: proofs blocked by a registry outage\"",),
+    ("gate", "close"): (f"accelfleet gate close h100-train --stack {PROD}",),
     ("completion",): ('eval "$(accelfleet completion bash)"',),
 }
 

@@ -112,7 +112,16 @@ def run(
         summaries = run_gate(request, stop)
     _show(summaries)
     if once and not all(s.ok for s in summaries):
-        raise typer.Exit(1)
+        from fleet.errors import CheckFailed
+
+        bad = [f"{s.cluster}/{r.node}" for s in summaries for r in s.results.values()
+               if not s.ok and r.verdict != "pass"]
+        errors = [e for s in summaries for e in s.errors]
+        raise CheckFailed(f"{len(bad)} gated node(s) not proven"
+                          + (f": {', '.join(bad[:20])}" if bad else "")
+                          + ("".join(f"\n  {e}" for e in errors[:10])),
+                          hint="each node's reason is above; `accelfleet gate status` shows "
+                          "every gated node's state")
 
 
 def _show(summaries: list[GateSummary]) -> None:

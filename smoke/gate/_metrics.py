@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
-from smoke.reports.metrics import _labels
+from smoke.reports.metrics import labels as label_set
 
 if TYPE_CHECKING:
     from fleet.inventory import InventoryPool
@@ -55,22 +55,22 @@ def node_hourly_usd(pool: InventoryPool) -> float | None:
 
 def render(gates: Sequence[Gate]) -> str:
     lines = [f"# TYPE {PREFIX}up gauge", f"# HELP {PREFIX}up The gate controller answers."]
-    lines += [f"{PREFIX}up{_labels(cluster=g.cluster)} 1" for g in gates]
+    lines += [f"{PREFIX}up{label_set(cluster=g.cluster)} 1" for g in gates]
     lines += [f"# TYPE {PREFIX}leader gauge",
               f"# HELP {PREFIX}leader 1 on the replica that holds the Lease and acts."]
-    lines += [f"{PREFIX}leader{_labels(cluster=g.cluster)} {int(g.is_leader())}"
+    lines += [f"{PREFIX}leader{label_set(cluster=g.cluster)} {int(g.is_leader())}"
               for g in gates]
     lines += [f"# TYPE {PREFIX}nodes gauge",
               f"# HELP {PREFIX}nodes Nodes of gated pools by gate state."]
     for g in gates:
         for (pool, team, state), count in sorted(g.state_counts().items()):
-            labels = _labels(cluster=g.cluster, pool=pool, team=team, state=state)
+            labels = label_set(cluster=g.cluster, pool=pool, team=team, state=state)
             lines.append(f"{PREFIX}nodes{labels} {count}")
     lines += [f"# TYPE {PREFIX}proofs counter",
               f"# HELP {PREFIX}proofs Proofs judged, by verdict (infra: retried)."]
     for g in gates:
         for (pool, verdict), count in sorted(g.verdict_counts.items()):
-            labels = _labels(cluster=g.cluster, pool=pool, verdict=verdict)
+            labels = label_set(cluster=g.cluster, pool=pool, verdict=verdict)
             lines.append(f"{PREFIX}proofs_total{labels} {count}")
     lines += [f"# TYPE {PREFIX}ready_to_proven_seconds histogram",
               f"# HELP {PREFIX}ready_to_proven_seconds From a node's Ready to its pass."]
@@ -78,14 +78,14 @@ def render(gates: Sequence[Gate]) -> str:
         for pool, values in sorted(g.ready_to_proven.items()):
             for le in BUCKETS_S:
                 n = sum(1 for v in values if v <= le)
-                labels = _labels(cluster=g.cluster, pool=pool, le=format(le, "g"))
+                labels = label_set(cluster=g.cluster, pool=pool, le=format(le, "g"))
                 lines.append(f"{PREFIX}ready_to_proven_seconds_bucket{labels} {n}")
             lines.append(f"{PREFIX}ready_to_proven_seconds_bucket"
-                         f"{_labels(cluster=g.cluster, pool=pool, le='+Inf')} {len(values)}")
+                         f"{label_set(cluster=g.cluster, pool=pool, le='+Inf')} {len(values)}")
             lines.append(f"{PREFIX}ready_to_proven_seconds_sum"
-                         f"{_labels(cluster=g.cluster, pool=pool)} {sum(values):.3f}")
+                         f"{label_set(cluster=g.cluster, pool=pool)} {sum(values):.3f}")
             lines.append(f"{PREFIX}ready_to_proven_seconds_count"
-                         f"{_labels(cluster=g.cluster, pool=pool)} {len(values)}")
+                         f"{label_set(cluster=g.cluster, pool=pool)} {len(values)}")
     for what in ("unproven", "quarantined"):
         lines += [f"# TYPE {PREFIX}{what}_node_hours counter",
                   f"# HELP {PREFIX}{what}_node_hours Node-hours {what}, while this controller "
@@ -96,7 +96,7 @@ def render(gates: Sequence[Gate]) -> str:
             for (pool, team, kind), hours in sorted(g.node_hours.items()):
                 if kind != what:
                     continue
-                labels = _labels(cluster=g.cluster, pool=pool, team=team)
+                labels = label_set(cluster=g.cluster, pool=pool, team=team)
                 lines.append(f"{PREFIX}{what}_node_hours_total{labels} {hours:.6f}")
                 info = g.pools.get(pool)
                 rate = node_hourly_usd(info) if info is not None else None

@@ -40,7 +40,7 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
-def _labels(**labels: str) -> str:
+def labels(**labels: str) -> str:
     return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items()) + "}"
 
 
@@ -69,7 +69,7 @@ def openmetrics(run: RunReport) -> str:
         families.setdefault(PREFIX + name, (help_, []))[1].append(
             f"{PREFIX}{name}{labels} {_value(value)}")
 
-    sample("run_info", "the last smoke run", _labels(
+    sample("run_info", "the last smoke run", labels(
         run_id=run.run_id, stack=run.stack, thresholds_version=run.thresholds_version), 1)
     try:
         when = datetime.fromisoformat(run.started_at).timestamp()
@@ -89,28 +89,28 @@ def openmetrics(run: RunReport) -> str:
                             accelerator=acc)
                 if r.probe in FIGURES and r.measured is not None:
                     name, help_ = FIGURES[r.probe]
-                    sample(name, help_, _labels(**base), r.measured)
+                    sample(name, help_, labels(**base), r.measured)
                     floor = r.details.get("floor")
                     if isinstance(floor, int | float) and not isinstance(floor, bool):
                         sample("floor", "the floor the figure is judged against",
-                               _labels(**base, probe=r.probe), floor)
+                               labels(**base, probe=r.probe), floor)
                     if r.expected is not None:
                         sample("peak", "the catalog peak of the figure",
-                               _labels(**base, probe=r.probe), r.expected)
+                               labels(**base, probe=r.probe), r.expected)
                 sample("result", "1 for each device and probe, labelled with its verdict",
-                       _labels(**base, probe=r.probe, verdict=r.verdict.value), 1)
+                       labels(**base, probe=r.probe, verdict=r.verdict.value), 1)
                 failed[node] |= r.verdict is Verdict.FAIL
         for c in pool.checks:
             node = c.node or ""
             sample("result", "1 for each device and probe, labelled with its verdict",
-                   _labels(cluster=cluster, pool=pool.name, node=node, device=c.result.device,
+                   labels(cluster=cluster, pool=pool.name, node=node, device=c.result.device,
                            accelerator=pool.accelerator, probe=c.result.probe,
                            verdict=c.result.verdict.value), 1)
             if c.node is not None:
                 failed[node] = failed.get(node, False) or c.result.verdict is Verdict.FAIL
         for node, bad in sorted(failed.items()):
             sample("node_failed", "1 when a node failed the last smoke run",
-                   _labels(cluster=cluster, pool=pool.name, node=node), float(bad))
+                   labels(cluster=cluster, pool=pool.name, node=node), float(bad))
     lines = []
     for name, (help_, samples) in families.items():
         lines += [f"# HELP {name} {help_}", f"# TYPE {name} gauge", *samples]
