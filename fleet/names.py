@@ -103,6 +103,12 @@ def check_derived_names(r: Reporter, spec: FleetSpec) -> None:
             owners[account] = c.name
 
 
+def system_component_name(cluster: str) -> str:
+    """The Pulumi name of a cluster's system pool component (GKE CpuNodePool, EKS
+    CpuNodeGroup); a CPU pool's component is named after the pool."""
+    return f"{cluster}-system"
+
+
 def slice_pool_names(pool: str, slices: int) -> list[str]:
     """The GKE node pools of a TPU pool: one per slice, NAME-s0.. when there are several."""
     return [pool] if slices <= 1 else [f"{pool}-s{i}" for i in range(slices)]

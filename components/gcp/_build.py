@@ -27,7 +27,7 @@ from components.outputs import ClusterArgs, ClusterOutputs
 from fleet.catalog import Catalog
 from fleet.errors import InputError
 from fleet.model import Fleet, ResolvedPool
-from fleet.names import TPU_VMS_NAME
+from fleet.names import TPU_VMS_NAME, system_component_name
 from fleet.routing import ClusterRouting
 from fleet.spec.fields import Cluster
 
@@ -71,7 +71,7 @@ class GcpCluster(pulumi.ComponentResource):
         system = args.fleet.system_pool(c.name)
         addon_nodes: list[pulumi.Resource] = []
         if system is not None:
-            addon_nodes.append(CpuNodePool(f"{c.name}-system", CpuNodePoolArgs(
+            addon_nodes.append(CpuNodePool(system_component_name(c.name), CpuNodePoolArgs(
                 pool=system, catalog=args.catalog, cluster=gke.cluster.id, project=project,
                 service_account=identity.email),
                 pulumi.ResourceOptions(parent=self, depends_on=[gke])).node_pool)
