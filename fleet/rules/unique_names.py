@@ -135,9 +135,12 @@ def _routing_names(spec: FleetSpec, r: ClusterRouting) -> list[DerivedName]:
             at = Where("smoke", field="namespace")
         else:
             src = f"team {q.team!r}'s queue"
-            routed = any(t.team == q.team and t.namespace for t in spec.routing.teams)
-            at = (Where("routing.teams", name=q.team, field="namespace") if routed
-                  else Where("teams", name=q.team, field="name"))
+            routed = next((i for i, t in enumerate(spec.routing.teams)
+                           if t.team == q.team and t.namespace
+                           and t.cluster in (None, r.cluster)), None)
+            # where fleet.rules.routing reports a routed namespace
+            at = (Where("routing", field="teams").item(routed).dot("namespace")
+                  if routed is not None else Where("teams", name=q.team, field="name"))
         out.append(DerivedName(f"namespaces of cluster {r.cluster!r}", namespace, src, at))
         out.append(DerivedName(f"Kueue ClusterQueues of cluster {r.cluster!r}", q.name, src,
                                at))

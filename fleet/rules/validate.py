@@ -45,6 +45,7 @@ from fleet.rules.network import check_capacity, check_cluster_ranges
 from fleet.rules.problems import RuleProblems
 from fleet.rules.routing import decide_routing
 from fleet.rules.set_aside import rules_beside
+from fleet.rules.support import check_support
 from fleet.rules.tpu_vms import tpu_vm_limits
 from fleet.rules.unique_names import check_unique_names, derived_names
 from fleet.spec.errors import from_pydantic, readme_words, records
@@ -139,6 +140,7 @@ class Checker(RuleProblems):
         self._rdma_zones(resolved)
         self._limits(resolved + self.system_pools)
         check_cloud_values(self, self.spec, resolved)  # what the cloud would refuse at deploy
+        check_support(self, resolved)  # consumption options and versions (support.yaml)
         # every derived name unique in its scope, once over the whole fleet (issue 27)
         check_unique_names(self, derived_names(
             self.spec, resolved, self.system_pools, self.routing))
