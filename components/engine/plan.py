@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from components.engine._offline_identity import offline_identity
 from components.engine._offline_zones import TOKEN as ZONES_TOKEN
 from components.engine._offline_zones import offline_zones
 from fleet.errors import AccelfleetError, InputError
@@ -238,7 +239,7 @@ def _run(plan: Plan, config: dict[str, str], program: Path) -> None:
             # the account's zones: see components.engine._offline_zones
             if args.token == ZONES_TOKEN:
                 return offline_zones(plan.provider_input(args.provider, "region")), []
-            return {}, []
+            return offline_identity(args.token) or {}, []  # the caller: _offline_identity
 
     class _Recorder(MockMonitor):  # type: ignore[misc]
         def RegisterResource(self, request: Any) -> Any:  # the gRPC method name
