@@ -86,8 +86,22 @@ def cluster_zones(region: str, pool_zones: Iterable[str], account: AccountZones
                         system=[*own, *padding][:MIN_ZONES])
 
 
+def zone_slot(zone: str) -> int:
+    """The block a zone's subnets take: its letter's place (a -> 0, b -> 1, ...), so a zone
+    keeps its ranges whatever zones join or leave the cluster (issue 27, class 3: `cidrBlock`
+    forces a subnet's replacement, and with it every node group in it). The letter names the
+    zone in the account that deploys, as the pools' `zones` do."""
+    letter = zone[-1:]
+    if not ("a" <= letter <= "z") or not zone[:-1] or not zone[-2:-1].isdigit():
+        raise InputError(f"{zone!r} is not an Availability Zone name (region and a letter, "
+                         "e.g. us-east-1a)", hint="name the pool's zones as the account lists "
+                         "them (`aws ec2 describe-availability-zones`)")
+    return ord(letter) - ord("a")
+
+
 def subnet_layout(vpc_cidr: str, zones: list[str]) -> list[ZoneSubnets]:
-    """A private and a public subnet range per zone, carved from the VPC range."""
+    """A private and a public subnet range per zone, carved from the VPC range: the block of
+    the zone's letter (zone_slot), never its place among the cluster's zones."""
     net = ipaddress.ip_network(vpc_cidr)
     if net.version != 4 or net.prefixlen > _MAX_PREFIX:
         raise InputError(
@@ -96,13 +110,17 @@ def subnet_layout(vpc_cidr: str, zones: list[str]) -> list[ZoneSubnets]:
             "e.g. 10.20.0.0/16",
         )
     blocks = list(net.subnets(prefixlen_diff=_SPLIT_BITS))
-    if len(zones) > len(blocks) - 1:
-        raise InputError(
-            f"{len(zones)} zones do not fit the VPC layout (at most {len(blocks) - 1})",
-            hint="spread the cluster's pools over fewer zones",
-        )
     public = list(blocks[-1].subnets(prefixlen_diff=_SPLIT_BITS))
-    return [ZoneSubnets(zone, str(blocks[i]), str(public[i])) for i, zone in enumerate(zones)]
+    out = []
+    for zone in zones:
+        slot = zone_slot(zone)
+        if slot >= len(blocks) - 1:
+            raise InputError(
+                f"zone {zone} has no subnet block in the VPC layout (zones a to "
+                f"{chr(ord('a') + len(blocks) - 2)} each have one)",
+                hint="use a zone of an earlier letter")
+        out.append(ZoneSubnets(zone, str(blocks[slot]), str(public[slot])))
+    return out
 
 
 def partition(region: str) -> str:
