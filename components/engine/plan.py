@@ -290,7 +290,7 @@ def _run(plan: Plan, config: dict[str, str], program: Path) -> None:
                          "checks it") from None
     finally:
         sdk_resource._get_stack_trace = stack_trace
-        _close_loop()
+        _close_loop_at_exit()
 
 
 # Pulumi's `_sync_await` and its mock monitor make an event loop where the thread has none
@@ -322,9 +322,22 @@ def _close_worker_loop() -> None:
         loop.close()
 
 
+_CLOSING: list[bool] = []
+
+
+def _close_loop_at_exit() -> None:
+    """Close the main thread's loop when the process exits, not now: the next plan in the same
+    process (and Pulumi's own mocks in tests) runs on it."""
+    if not _CLOSING:
+        import atexit
+
+        atexit.register(_close_loop)
+        _CLOSING.append(True)
+
+
 def _close_loop() -> None:
     """Finish what the program left on the main thread's loop (cancelled), then close it and
-    unset it; the next plan gets a fresh one."""
+    unset it."""
     loop = _thread_loop()
     if loop is None or loop.is_running() or loop.is_closed():
         return
