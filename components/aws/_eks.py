@@ -162,7 +162,7 @@ def creator_arn(parent: pulumi.Resource) -> str | None:
     if not caller.arn:
         return None
     issuer = aws.iam.get_session_context(arn=caller.arn, opts=opts).issuer_arn
-    return issuer or caller.arn
+    return str(issuer or caller.arn)
 
 
 def _service_role(name: str, service: str, policies: Sequence[str], region: str,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fleet.catalog._support import load_support, version_key
+from fleet.catalog.support import load_support, version_key
 from fleet.errors import Where
 from fleet.model import ResolvedPool
 from fleet.rules.problems import RuleProblems

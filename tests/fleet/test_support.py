@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from fleet.catalog import load_catalog
-from fleet.catalog._support import OPTIONS, load_support, version_key
+from fleet.catalog.support import OPTIONS, load_support, version_key
 from fleet.rules.support import consumption_option
 from fleet.rules.validate import validate_fleet
 from fleet.spec.fields import Capacity
