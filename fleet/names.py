@@ -109,6 +109,12 @@ def system_component_name(cluster: str) -> str:
     return f"{cluster}-system"
 
 
+def tpu_second_network_names(cluster: str) -> tuple[str, str, str]:
+    """(VPC, subnet, firewall rule) of a GKE cluster's TPU second network
+    (components/gcp/_tpu_network.py)."""
+    return f"{cluster}-tpu-net-1", f"{cluster}-tpu-sub-1", f"{cluster}-tpu-net-1-internal"
+
+
 def slice_pool_names(pool: str, slices: int) -> list[str]:
     """The GKE node pools of a TPU pool: one per slice, NAME-s0.. when there are several."""
     return [pool] if slices <= 1 else [f"{pool}-s{i}" for i in range(slices)]

@@ -34,6 +34,12 @@ class MinVersion:
 class Support:
     consumption: tuple[Consumption, ...]
     min_versions: tuple[MinVersion, ...]
+    # TPU generation key -> the source saying its slices take a second node network
+    second_network: tuple[tuple[str, str], ...] = ()
+
+    def second_network_for(self, tpu_key: str | None) -> str | None:
+        """The source when slices of this TPU generation get a second node network."""
+        return next((src for key, src in self.second_network if key == tpu_key), None)
 
     def options(self, cloud: str) -> Consumption | None:
         return next((c for c in self.consumption if c.cloud == cloud), None)
@@ -77,4 +83,9 @@ def load_support() -> Support:
             raise CatalogError(f"support.yaml min_versions {entry.accelerator!r}: "
                                f"{entry.min!r} is not a version, or no source")
         mins.append(entry)
-    return Support(tuple(consumption), tuple(mins))
+    second = []
+    for raw in data.get("second_network") or []:
+        if not raw.get("accelerator") or not raw.get("source"):
+            raise CatalogError(f"support.yaml second_network {raw!r}: accelerator and source")
+        second.append((str(raw["accelerator"]), str(raw["source"])))
+    return Support(tuple(consumption), tuple(mins), tuple(second))

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from fleet.catalog.support import load_support
 from fleet.errors import Where
 from fleet.model import ResolvedPool
 from fleet.names import (
@@ -32,6 +33,7 @@ from fleet.names import (
     node_account_id,
     slice_pool_names,
     system_component_name,
+    tpu_second_network_names,
     tpu_vm_names,
 )
 from fleet.routing import ClusterRouting
@@ -69,6 +71,18 @@ def derived_names(spec: FleetSpec, pools: Sequence[ResolvedPool],
                                  ("webhooks", "firewall rules")):
                 out.append(DerivedName(f"{kind} of project {gcp_project}",
                                        f"{c.name}-{suffix}", f"{src} (its {kind})", at))
+    support = load_support()
+    for c in spec.clusters:
+        if not any(p.cluster is not None and p.cluster.name == c.name and p.runtime == "gke"
+                   and p.shape.tpu is not None
+                   and support.second_network_for(p.shape.tpu.key) for p in pools):
+            continue
+        at = Where("clusters", name=c.name, field="name")
+        vpc, subnet, rule = tpu_second_network_names(c.name)
+        src = f"cluster {c.name!r} (its TPU second network)"
+        out += [DerivedName(f"VPC networks of project {gcp_project}", vpc, src, at),
+                DerivedName(f"subnetworks of project {gcp_project}", subnet, src, at),
+                DerivedName(f"firewall rules of project {gcp_project}", rule, src, at)]
     tpu_vm_pools = [p for p in pools if p.runtime == "tpu-vm"]
     if tpu_vm_pools:
         at = Where("pools", name=tpu_vm_pools[0].name, field="runtime")

@@ -42,3 +42,13 @@ def test_autoscaling_counts() -> None:
     (v5p,) = _pools({"name": "v", "cluster": "c1", "team": "t", "accelerator": "v5p",
                      "topology": "2x2x2", "zone": "us-central1-a", "capacity": "flex-start"})
     assert not per_zone_limits(l4) and per_zone_limits(v5p)  # type: ignore[arg-type]
+
+
+def test_the_tpu_second_network() -> None:
+    from components.gcp._tpu_network import TPU_SECOND_CIDR
+    from fleet.catalog.support import load_support
+
+    assert f"`<cluster>-tpu-sub-1` ({TPU_SECOND_CIDR}" in DOC
+    support = load_support()
+    assert "TPU v6e or tpu7x slices" in DOC
+    assert {k for k, _ in support.second_network} == {"v6e", "tpu7x"}
