@@ -105,7 +105,12 @@ class EksCluster(pulumi.ComponentResource):
             kubernetes_network_config=aws.eks.ClusterKubernetesNetworkConfigArgs(
                 service_ipv4_cidr=args.services_cidr),
             tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[logs]),
+            # bootstrap_cluster_creator_admin_permissions is ForceNew (terraform-provider-aws
+            # internal/service/eks/cluster.go@00555dc5b38f): a cluster created before it was
+            # false keeps its value rather than be replaced with every node on it.
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[logs],
+                ignore_changes=["accessConfig.bootstrapClusterCreatorAdminPermissions"]),
         )
 
         issuer = cluster.identities.apply(lambda ids: ids[0].oidcs[0].issuer if ids and
