@@ -103,6 +103,18 @@ def check_derived_names(r: Reporter, spec: FleetSpec) -> None:
             owners[account] = c.name
 
 
+def system_component_name(cluster: str) -> str:
+    """The Pulumi name of a cluster's system pool component (GKE CpuNodePool, EKS
+    CpuNodeGroup); a CPU pool's component is named after the pool."""
+    return f"{cluster}-system"
+
+
+def tpu_second_network_names(cluster: str) -> tuple[str, str, str]:
+    """(VPC, subnet, firewall rule) of a GKE cluster's TPU second network
+    (components/gcp/_tpu_network.py)."""
+    return f"{cluster}-tpu-net-1", f"{cluster}-tpu-sub-1", f"{cluster}-tpu-net-1-internal"
+
+
 def slice_pool_names(pool: str, slices: int) -> list[str]:
     """The GKE node pools of a TPU pool: one per slice, NAME-s0.. when there are several."""
     return [pool] if slices <= 1 else [f"{pool}-s{i}" for i in range(slices)]

@@ -30,6 +30,7 @@ from components.outputs import ClusterArgs, ClusterOutputs
 from fleet.catalog import Catalog
 from fleet.errors import InputError
 from fleet.model import ACCELERATOR_LABEL, Fleet, ResolvedPool
+from fleet.names import system_component_name
 from fleet.routing import ClusterRouting
 from fleet.spec.fields import Cluster
 
@@ -116,7 +117,7 @@ class AwsCluster(pulumi.ComponentResource):
             zones = (network.system_zones if pool.system and not cluster.system_pool.zones
                      else pool.spec.zones)
             cpu_group = CpuNodeGroup(
-                f"{cluster.name}-{pool.name}" if pool.system else pool.name,
+                system_component_name(cluster.name) if pool.system else pool.name,
                 CpuNodeGroupArgs(
                     pool=pool, catalog=catalog, cluster_name=eks.cluster_name,
                     node_role_arn=eks.node_role_arn,

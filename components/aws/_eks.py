@@ -36,7 +36,7 @@ ADMIN_POLICY = "arn:{partition}:eks::aws:cluster-access-policy/AmazonEKSClusterA
 @dataclass(frozen=True)
 class EksClusterArgs:
     """name: the EKS cluster name; admin_principal_arns: IAM roles/users given cluster admin
-    through access entries (the identity running `pulumi up` gets it at creation too)."""
+    through access entries; the identity running `pulumi up` gets one too unless listed."""
 
     name: str
     region: str
@@ -91,8 +91,13 @@ class EksCluster(pulumi.ComponentResource):
             role_arn=cluster_role.arn,
             version=args.kubernetes_version,
             vpc_config=vpc_config,
+            # No bootstrap entry: EKS would make one for the creator, and a stack that lists
+            # the creator in `admins` (CI's natural set-up) then gets 409 ResourceInUse on
+            # its entry; the creator gets an entry below instead, unless listed, as
+            # terraform-aws-modules/terraform-aws-eks v20 does
+            # (enable_cluster_creator_admin_permissions; issues #3293, #2969).
             access_config=aws.eks.ClusterAccessConfigArgs(
-                authentication_mode="API", bootstrap_cluster_creator_admin_permissions=True),
+                authentication_mode="API", bootstrap_cluster_creator_admin_permissions=False),
             encryption_config=aws.eks.ClusterEncryptionConfigArgs(
                 provider=aws.eks.ClusterEncryptionConfigProviderArgs(key_arn=key.arn),
                 resources=["secrets"]),
@@ -100,7 +105,12 @@ class EksCluster(pulumi.ComponentResource):
             kubernetes_network_config=aws.eks.ClusterKubernetesNetworkConfigArgs(
                 service_ipv4_cidr=args.services_cidr),
             tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[logs]),
+            # bootstrap_cluster_creator_admin_permissions is ForceNew (terraform-provider-aws
+            # internal/service/eks/cluster.go@00555dc5b38f): a cluster created before it was
+            # false keeps its value rather than be replaced with every node on it.
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[logs],
+                ignore_changes=["accessConfig.bootstrapClusterCreatorAdminPermissions"]),
         )
 
         issuer = cluster.identities.apply(lambda ids: ids[0].oidcs[0].issuer if ids and
@@ -112,11 +122,15 @@ class EksCluster(pulumi.ComponentResource):
         node_role = _service_role(f"{name}-node", "ec2.amazonaws.com", NODE_POLICIES,
                                   args.region, tags, child)
 
-        for i, principal in enumerate(args.admin_principal_arns):
-            entry = aws.eks.AccessEntry(f"{name}-admin-{i}", cluster_name=cluster.name,
+        admins = [(f"{name}-admin-{i}", p) for i, p in enumerate(args.admin_principal_arns)]
+        creator = creator_arn(self)
+        if creator and creator not in args.admin_principal_arns:
+            admins.append((f"{name}-creator", creator))
+        for entry_name, principal in admins:
+            entry = aws.eks.AccessEntry(entry_name, cluster_name=cluster.name,
                                         principal_arn=principal, type="STANDARD", opts=child)
             aws.eks.AccessPolicyAssociation(
-                f"{name}-admin-{i}", cluster_name=cluster.name, principal_arn=principal,
+                entry_name, cluster_name=cluster.name, principal_arn=principal,
                 policy_arn=ADMIN_POLICY.format(partition=partition(args.region)),
                 access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[entry]))
@@ -142,6 +156,18 @@ class EksCluster(pulumi.ComponentResource):
             "node_role_arn": node_role.arn,
             "kms_key_arn": key.arn,
         })
+
+
+def creator_arn(parent: pulumi.Resource) -> str | None:
+    """The IAM role or user running `pulumi up`: the caller identity's issuer (an assumed
+    role's session resolves to its role ARN, as terraform-aws-eks reads it from
+    aws_iam_session_context.issuer_arn). None where the caller is unknown (a test's mocks)."""
+    opts = pulumi.InvokeOptions(parent=parent)
+    caller = aws.get_caller_identity(opts=opts)
+    if not caller.arn:
+        return None
+    issuer = aws.iam.get_session_context(arn=caller.arn, opts=opts).issuer_arn
+    return str(issuer or caller.arn)
 
 
 def _service_role(name: str, service: str, policies: Sequence[str], region: str,

@@ -45,8 +45,10 @@ class AccountZones:
 @dataclass(frozen=True)
 class ClusterZones:
     """zones: every zone of the cluster's VPC (sorted); control_plane: those whose subnets the
-    EKS control plane gets (none in an AZ ID EKS refuses); system: where a system pool with no
-    zones of its own goes (the pools' zones first, then the padding)."""
+    EKS control plane gets; system: where a system pool with no zones of its own goes. The
+    last two are the account's first MIN_ZONES zones EKS accepts for its control plane, never
+    the pools' zones: adding or removing a pool then never moves them (issue 27, class 3: the
+    control plane's and a node group's `subnet_ids` replace what they hold)."""
 
     zones: list[str]
     control_plane: list[str]
@@ -55,8 +57,8 @@ class ClusterZones:
 
 def cluster_zones(region: str, pool_zones: Iterable[str], account: AccountZones
                   ) -> ClusterZones:
-    """The zones of a cluster's VPC: every pool's zone, padded from the account's own zones
-    until the control plane has MIN_ZONES zones EKS accepts. Never a zone guessed by letter."""
+    """The zones of a cluster's VPC: every pool's zone, and the account's first MIN_ZONES zones
+    EKS accepts (the control plane's and the system pool's). Never a zone guessed by letter."""
     if not account.names:
         raise InputError(
             f"the account lists no available Availability Zone in {region}",
@@ -70,24 +72,31 @@ def cluster_zones(region: str, pool_zones: Iterable[str], account: AccountZones
             f"(it has {', '.join(account.names)})",
             hint="name one of the account's zones in the pool's `zones` (zone letters map to "
             "different zones in each account of the oldest regions)")
-    own = list(zones)
-    for zone in account.names:
-        if sum(account.control_plane_ok(z) for z in zones) >= MIN_ZONES:
-            break
-        if zone not in zones and account.control_plane_ok(zone):
-            zones.append(zone)
-    control = [z for z in zones if account.control_plane_ok(z)]
-    if len(control) < MIN_ZONES:
+    base = [z for z in account.names if account.control_plane_ok(z)][:MIN_ZONES]
+    if len(base) < MIN_ZONES:
         raise InputError(
             f"{region} has fewer than {MIN_ZONES} Availability Zones EKS accepts for its "
             "control plane in this account", hint="deploy the cluster in another region")
-    padding = [z for z in zones if z not in own]
-    return ClusterZones(zones=sorted(zones), control_plane=sorted(control),
-                        system=[*own, *padding][:MIN_ZONES])
+    return ClusterZones(zones=sorted({*zones, *base}), control_plane=sorted(base),
+                        system=list(base))
+
+
+def zone_slot(zone: str) -> int:
+    """The block a zone's subnets take: its letter's place (a -> 0, b -> 1, ...), so a zone
+    keeps its ranges whatever zones join or leave the cluster (issue 27, class 3: `cidrBlock`
+    forces a subnet's replacement, and with it every node group in it). The letter names the
+    zone in the account that deploys, as the pools' `zones` do."""
+    letter = zone[-1:]
+    if not ("a" <= letter <= "z") or not zone[:-1] or not zone[-2:-1].isdigit():
+        raise InputError(f"{zone!r} is not an Availability Zone name (region and a letter, "
+                         "e.g. us-east-1a)", hint="name the pool's zones as the account lists "
+                         "them (`aws ec2 describe-availability-zones`)")
+    return ord(letter) - ord("a")
 
 
 def subnet_layout(vpc_cidr: str, zones: list[str]) -> list[ZoneSubnets]:
-    """A private and a public subnet range per zone, carved from the VPC range."""
+    """A private and a public subnet range per zone, carved from the VPC range: the block of
+    the zone's letter (zone_slot), never its place among the cluster's zones."""
     net = ipaddress.ip_network(vpc_cidr)
     if net.version != 4 or net.prefixlen > _MAX_PREFIX:
         raise InputError(
@@ -96,13 +105,17 @@ def subnet_layout(vpc_cidr: str, zones: list[str]) -> list[ZoneSubnets]:
             "e.g. 10.20.0.0/16",
         )
     blocks = list(net.subnets(prefixlen_diff=_SPLIT_BITS))
-    if len(zones) > len(blocks) - 1:
-        raise InputError(
-            f"{len(zones)} zones do not fit the VPC layout (at most {len(blocks) - 1})",
-            hint="spread the cluster's pools over fewer zones",
-        )
     public = list(blocks[-1].subnets(prefixlen_diff=_SPLIT_BITS))
-    return [ZoneSubnets(zone, str(blocks[i]), str(public[i])) for i, zone in enumerate(zones)]
+    out = []
+    for zone in zones:
+        slot = zone_slot(zone)
+        if slot >= len(blocks) - 1:
+            raise InputError(
+                f"zone {zone} has no subnet block in the VPC layout (zones a to "
+                f"{chr(ord('a') + len(blocks) - 2)} each have one)",
+                hint="use a zone of an earlier letter")
+        out.append(ZoneSubnets(zone, str(blocks[slot]), str(public[slot])))
+    return out
 
 
 def partition(region: str) -> str:

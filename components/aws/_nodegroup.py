@@ -57,6 +57,17 @@ def capacity_for(pool: ResolvedPool) -> Capacity:
     return Capacity("SPOT" if cap.spot else "ON_DEMAND")
 
 
+def update_strategy(pool: ResolvedPool) -> str | None:
+    """MINIMAL on a reservation (an ODCR or a Capacity Block): DEFAULT launches the new
+    instances before terminating the old ones, which a fully used reservation cannot hold;
+    MINIMAL terminates first ("useful in scenarios where you are constrained to resources or
+    costs (for example, with hardware accelerators such as GPUs)", EKS API reference
+    NodegroupUpdateConfig.updateStrategy,
+    https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html, read
+    2026-11-27). None elsewhere: EKS's DEFAULT, unchanged."""
+    return "MINIMAL" if pool.spec.capacity.reservation else None
+
+
 def needs_placement_group(pool: ResolvedPool) -> bool:
     """A compact pool gets a `cluster` placement group, unless it runs on a Capacity Block:
     "Capacity Blocks deliver low-latency, high-throughput network connectivity between the
@@ -200,7 +211,8 @@ def managed_node_group(owner: pulumi.ComponentResource, name: str, args: NodeGro
         else [pool.shape.machine_type],
         capacity_type=capacity.capacity_type,
         scaling_config=aws.eks.NodeGroupScalingConfigArgs(**scaling_for(pool)),
-        update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+        update_config=aws.eks.NodeGroupUpdateConfigArgs(
+            max_unavailable=1, update_strategy=update_strategy(pool)),
         labels=parts.labels,
         taints=[aws.eks.NodeGroupTaintArgs(**t) for t in parts.taints] or None,
         launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
@@ -209,8 +221,10 @@ def managed_node_group(owner: pulumi.ComponentResource, name: str, args: NodeGro
         opts=pulumi.ResourceOptions(
             parent=owner,
             depends_on=list(args.depends_on),
-            # The cluster autoscaler owns the desired size of an autoscaled group.
-            ignore_changes=["scalingConfig.desiredSize"] if autoscaled else None),
+            # The cluster autoscaler owns the desired size of an autoscaled group; EKS owns a
+            # Capacity Block group's (it scales it to zero around the block's end).
+            ignore_changes=["scalingConfig.desiredSize"]
+            if autoscaled or capacity.capacity_type == "CAPACITY_BLOCK" else None),
     )
     return template, group
 

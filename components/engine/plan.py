@@ -11,6 +11,7 @@ config. Values a provider would compute are shown as "<computed>", secrets as "<
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import json
 import runpy
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from components.engine._offline_identity import offline_identity
 from components.engine._offline_zones import TOKEN as ZONES_TOKEN
 from components.engine._offline_zones import offline_zones
 from fleet.errors import AccelfleetError, InputError
@@ -237,7 +239,7 @@ def _run(plan: Plan, config: dict[str, str], program: Path) -> None:
             # the account's zones: see components.engine._offline_zones
             if args.token == ZONES_TOKEN:
                 return offline_zones(plan.provider_input(args.provider, "region")), []
-            return {}, []
+            return offline_identity(args.token) or {}, []  # the caller: _offline_identity
 
     class _Recorder(MockMonitor):  # type: ignore[misc]
         def RegisterResource(self, request: Any) -> Any:  # the gRPC method name
@@ -251,6 +253,17 @@ def _run(plan: Plan, config: dict[str, str], program: Path) -> None:
                     custom=bool(request.custom), parent=_parent(request.parent),
                     provider=request.provider.rsplit("::", 1)[0] or None,
                     inputs=_clean(inputs), dependencies=tuple(request.dependencies)))
+            _close_worker_loop()
+            return response
+
+        def Invoke(self, request: Any) -> Any:  # the gRPC method name
+            response = super().Invoke(request)  # type: ignore[no-untyped-call]
+            _close_worker_loop()
+            return response
+
+        def ReadResource(self, request: Any) -> Any:  # the gRPC method name
+            response = super().ReadResource(request)  # type: ignore[no-untyped-call]
+            _close_worker_loop()
             return response
 
     mocks = _Mocks()
@@ -261,6 +274,8 @@ def _run(plan: Plan, config: dict[str, str], program: Path) -> None:
 
     stack_trace = sdk_resource._get_stack_trace
     sdk_resource._get_stack_trace = _no_stack_trace
+    if _thread_loop() is None:  # a plan before this one closed and unset its loop
+        asyncio.set_event_loop(asyncio.new_event_loop())
     set_mocks(mocks, project=PROJECT, stack=plan.stack, preview=True, monitor=_Recorder(mocks))
     pulumi.runtime.set_all_config({k: v for k, v in config.items()})
     # the program reads the fleet as JSON from its config: hand it the fleet validated from it
@@ -275,6 +290,68 @@ def _run(plan: Plan, config: dict[str, str], program: Path) -> None:
                          "checks it") from None
     finally:
         sdk_resource._get_stack_trace = stack_trace
+        _close_loop_at_exit()
+
+
+# Pulumi's `_sync_await` and its mock monitor make an event loop where the thread has none
+# (`_ensure_event_loop`: the main thread's, and one in each executor thread that registers a
+# resource) and never close them; the interpreter collects them at exit, sometimes after their
+# self-pipe is closed: "Exception ignored in: BaseEventLoop.__del__ ... Invalid file descriptor:
+# -1" on stderr (issue 27 item 11). The plan closes each once it is done with it.
+def _thread_loop() -> asyncio.AbstractEventLoop | None:
+    """The loop set on this thread, without making one (None where none is set)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            return asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:
+            return None
+
+
+def _close_worker_loop() -> None:
+    """Close the loop Pulumi's mock monitor made on this executor thread."""
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        return
+    loop = _thread_loop()
+    if loop is not None and not loop.is_running():
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+_CLOSING: list[bool] = []
+
+
+def _close_loop_at_exit() -> None:
+    """Close the main thread's loop when the process exits, not now: the next plan in the same
+    process (and Pulumi's own mocks in tests) runs on it."""
+    if not _CLOSING:
+        import atexit
+
+        atexit.register(_close_loop)
+        _CLOSING.append(True)
+
+
+def _close_loop() -> None:
+    """Finish what the program left on the main thread's loop (cancelled), then close it and
+    unset it."""
+    loop = _thread_loop()
+    if loop is None or loop.is_running() or loop.is_closed():
+        return
+    try:
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(loop.shutdown_default_executor())
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
 
 
 def _no_stack_trace() -> Any:

@@ -22,12 +22,17 @@ from components.gcp._network import (
     gpudirect_plan,
 )
 from components.gcp._tpu import TpuSlice, TpuSliceArgs, TpuVm, TpuVmArgs
+from components.gcp._tpu_network import (
+    TpuSecondNetwork,
+    TpuSecondNetworkArgs,
+    wants_second_network,
+)
 from components.k8s import cluster_routing, install_queueing
 from components.outputs import ClusterArgs, ClusterOutputs
 from fleet.catalog import Catalog
 from fleet.errors import InputError
 from fleet.model import Fleet, ResolvedPool
-from fleet.names import TPU_VMS_NAME
+from fleet.names import TPU_VMS_NAME, system_component_name
 from fleet.routing import ClusterRouting
 from fleet.spec.fields import Cluster
 
@@ -60,18 +65,23 @@ class GcpCluster(pulumi.ComponentResource):
         for p in args.pools:
             if p.networking is not None and p.networking.kind != "efa":
                 by_kind.setdefault(p.networking.kind, []).append(p)
+        # TPU v6e and tpu7x slices take a second node network (catalog support.yaml)
+        tpu_net = TpuSecondNetwork(f"{c.name}-tpu-network", TpuSecondNetworkArgs(
+            cluster=c.name, project=project, region=region,
+            mtu=args.catalog.tpu_network_mtu), child) \
+            if any(wants_second_network(p) for p in args.pools) else None
         gke = GkeCluster(f"{c.name}-cluster", GkeClusterArgs(
             name=c.name, project=project, region=region, network=fabric.network.id,
             subnet=fabric.subnet.id, node_service_account=identity.email,
             release_channel=c.release_channel, private_endpoint=c.private_endpoint,
             authorized_cidrs=list(c.authorized_cidrs), kubernetes_version=c.kubernetes_version,
-            multi_networking=bool(by_kind), pods_range=PODS_RANGE,
+            multi_networking=bool(by_kind) or tpu_net is not None, pods_range=PODS_RANGE,
             services_range=SERVICES_RANGE), child)
         # The system pool first: the add-ons' Helm releases wait for its nodes.
         system = args.fleet.system_pool(c.name)
         addon_nodes: list[pulumi.Resource] = []
         if system is not None:
-            addon_nodes.append(CpuNodePool(f"{c.name}-system", CpuNodePoolArgs(
+            addon_nodes.append(CpuNodePool(system_component_name(c.name), CpuNodePoolArgs(
                 pool=system, catalog=args.catalog, cluster=gke.cluster.id, project=project,
                 service_account=identity.email),
                 pulumi.ResourceOptions(parent=self, depends_on=[gke])).node_pool)
@@ -107,7 +117,9 @@ class GcpCluster(pulumi.ComponentResource):
             if p.shape.tpu is not None:
                 TpuSlice(p.name, TpuSliceArgs(
                     pool=p, catalog=args.catalog, cluster=gke.cluster.id, project=project,
-                    service_account=identity.email), pool_opts)
+                    service_account=identity.email,
+                    extra_networks=[tpu_net.extra] if tpu_net is not None
+                    and wants_second_network(p) else []), pool_opts)
             elif p.shape.kind == "cpu":
                 CpuNodePool(p.name, CpuNodePoolArgs(
                     pool=p, catalog=args.catalog, cluster=gke.cluster.id, project=project,

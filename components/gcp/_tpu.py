@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_gcp as gcp
 
+from components.gcp._network import ExtraNetwork
 from components.gcp._nodes import (
     autoscaling,
     management,
@@ -33,6 +34,9 @@ class TpuSliceArgs:
     cluster: pulumi.Input[str]
     project: str
     service_account: pulumi.Input[str]
+    # the cluster's TPU second network (components/gcp/_tpu_network.py), where the generation
+    # takes one
+    extra_networks: list[ExtraNetwork] = field(default_factory=list)
 
 
 class TpuSlice(pulumi.ComponentResource):
@@ -75,7 +79,12 @@ class TpuSlice(pulumi.ComponentResource):
                 placement_policy=placement(shape, policy_name),
                 queued_provisioning=C.NodePoolQueuedProvisioningArgs(enabled=True)
                 if pool.spec.capacity.queued else None,
-                network_config=C.NodePoolNetworkConfigArgs(enable_private_nodes=True),
+                network_config=C.NodePoolNetworkConfigArgs(
+                    enable_private_nodes=True,
+                    additional_node_network_configs=[
+                        C.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs(
+                            network=e.vpc, subnetwork=e.subnet) for e in args.extra_networks
+                    ] or None),
                 node_config=node_config(pool, args.catalog, args.service_account),
                 # a slice's topology has no in-place update (the provider ignores it): replace
                 # (components/engine/data/replacements.yaml, no_update_path)

@@ -2,8 +2,7 @@
 
     admins            an EKS cluster built with access entries (authenticationMode API) admits
                       only the identity that created it unless the stack names others: a CI
-                      role or a teammate is refused on every Kubernetes call, and the creator's
-                      bootstrap admin cannot be changed after creation (warning when empty;
+                      role or a teammate is refused on every Kubernetes call (warning when empty;
                       refused on a GKE cluster, which has no access entries)
     private_endpoint  the same `pulumi up` that creates the cluster installs Helm releases and
                       Kueue objects through its endpoint; with no public endpoint that is a VPC
@@ -38,8 +37,7 @@ def check_eks_cluster(checks: Checks, cluster: Cluster, warnings: list[Problem])
             at.dot("admins"),
             "no cluster admins: only the identity that runs the first `pulumi up` can use "
             "the cluster's Kubernetes API; a CI role or a teammate running `pulumi up`, "
-            "`accelfleet up` or `smoke run` is refused on every Kubernetes call, and the "
-            "creator's admin cannot be changed after creation",
+            "`accelfleet up` or `smoke run` is refused on every Kubernetes call",
             "list the IAM roles and users to make admins, e.g. `admins: "
             "[arn:aws:iam::123456789012:role/ci-deployer]` (each gets an EKS access entry "
             f"with {ADMIN_POLICY_NAME})"))

@@ -47,7 +47,9 @@ from fleet.rules.network import check_capacity, check_cluster_ranges
 from fleet.rules.problems import RuleProblems
 from fleet.rules.routing import decide_routing
 from fleet.rules.set_aside import rules_beside
+from fleet.rules.support import check_support
 from fleet.rules.tpu_vms import tpu_vm_limits
+from fleet.rules.unique_names import check_unique_names, derived_names
 from fleet.spec.errors import from_pydantic, readme_words, records
 from fleet.spec.fields import Cluster, FleetSpec, Pool
 from fleet.system_pools import check_cpu_pool, system_pools
@@ -140,6 +142,10 @@ class Checker(RuleProblems):
         self._rdma_zones(resolved)
         self._limits(resolved + self.system_pools)
         check_cloud_values(self, self.spec, resolved)  # what the cloud would refuse at deploy
+        check_support(self, resolved)  # consumption options and versions (support.yaml)
+        # every derived name unique in its scope, once over the whole fleet (issue 27)
+        check_unique_names(self, derived_names(
+            self.spec, resolved, self.system_pools, self.routing))
         # every pod the fleet creates fits the nodes it selects (issue 27 class 1)
         check_fit(self, self.spec, resolved, self.system_pools, self.routing)
         return resolved

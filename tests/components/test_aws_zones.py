@@ -36,7 +36,8 @@ def test_padding_comes_from_the_account_and_skips_refused_az_ids() -> None:
     planned = cluster_zones("us-east-1", ["us-east-1e"], account("us-east-1", ("use1-az3",)))
     assert planned.zones == ["us-east-1a", "us-east-1b", "us-east-1e"]
     assert planned.control_plane == ["us-east-1a", "us-east-1b"]  # use1-az3 left out
-    assert planned.system == ["us-east-1e", "us-east-1a"]
+    # the account's first zones EKS accepts, whatever the pools' (issue 27, class 3)
+    assert planned.system == ["us-east-1a", "us-east-1b"]
 
 
 def test_no_zone_letter_the_account_lacks() -> None:
@@ -114,7 +115,7 @@ def test_eks_control_plane_never_gets_a_subnet_in_use1_az3() -> None:
     (system,) = [r for r in mocks.resources if r.typ == "aws:eks/nodeGroup:NodeGroup"
                  and r.name.startswith("eks-system")]
     assert sorted(system.inputs["subnetIds"]) == [
-        "eks-private-us-east-1a-id", "eks-private-us-east-1e-id"]
+        "eks-private-us-east-1a-id", "eks-private-us-east-1b-id"]
 
 
 def test_system_pool_and_vpc_stay_in_the_accounts_zones() -> None:

@@ -110,10 +110,11 @@ def test_a3_high_partial_sizes_have_no_gpudirect() -> None:
     assert all(cat.machines[f"a3-highgpu-{n}g"].networking is None for n in (1, 2, 4))
 
 
-def test_p5_4xlarge_gets_no_efa_of_the_48xlarge() -> None:
+def test_p5_4xlarge_gets_its_one_efa_not_the_48xlarges_32() -> None:
+    """Issue 27 item 7: one EFA interface (the EFA device plugin chart lists it)."""
     cat = load_catalog()
     assert cat.machines["p5.48xlarge"].networking.efa_interfaces == 32  # type: ignore[union-attr]
-    assert cat.machines["p5.4xlarge"].networking is None
+    assert cat.machines["p5.4xlarge"].networking.efa_interfaces == 1  # type: ignore[union-attr]
 
 
 def test_the_aws_snapshot_names_its_source_and_what_it_did_not_read() -> None:

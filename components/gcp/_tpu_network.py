@@ -1,0 +1,61 @@
+"""`TpuSecondNetwork`: the second node network of a GKE cluster's TPU v6e and tpu7x slices
+(issue 27 item 8; which generations: the catalog's support.yaml `second_network`).
+
+One VPC per cluster with one subnet and an internal firewall rule, as Cluster Toolkit's
+advanced v6e blueprint builds its `-net-1`; every such slice's node pools attach it as an
+additional node network (gVNIC), so each TPU VM has the two NICs GKE's Ironwood page counts. Its
+range is fixed (TPU_SECOND_CIDR), apart from the GPUDirect networks' (components/gcp/_network.py
+gpudirect_cidrs), so a cluster may hold both."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.gcp._network import ExtraNetwork
+from fleet.catalog.support import load_support
+from fleet.model import ResolvedPool
+from fleet.names import tpu_second_network_names
+
+TYPE = "accelfleet:gcp:TpuSecondNetwork"
+TPU_SECOND_CIDR = "192.168.224.0/20"  # about 4,000 TPU VMs
+
+
+def wants_second_network(pool: ResolvedPool) -> bool:
+    tpu = pool.shape.tpu
+    return tpu is not None and pool.runtime == "gke" and \
+        load_support().second_network_for(tpu.key) is not None
+
+
+@dataclass(frozen=True)
+class TpuSecondNetworkArgs:
+    cluster: str
+    project: str
+    region: str
+    mtu: int | None
+
+
+class TpuSecondNetwork(pulumi.ComponentResource):
+    """The VPC, subnet and internal firewall rule of a cluster's TPU second network."""
+
+    extra: ExtraNetwork
+
+    def __init__(self, name: str, args: TpuSecondNetworkArgs,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(TYPE, name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        vpc_name, subnet_name, rule = tpu_second_network_names(args.cluster)
+        vpc = gcp.compute.Network(vpc_name, name=vpc_name, project=args.project,
+                                  auto_create_subnetworks=False, mtu=args.mtu, opts=child)
+        subnet = gcp.compute.Subnetwork(subnet_name, name=subnet_name, project=args.project,
+                                        region=args.region, network=vpc.id,
+                                        ip_cidr_range=TPU_SECOND_CIDR, opts=child)
+        gcp.compute.Firewall(rule, name=rule, project=args.project, network=vpc.id,
+                             direction="INGRESS", source_ranges=[TPU_SECOND_CIDR],
+                             allows=[gcp.compute.FirewallAllowArgs(protocol=p)
+                                     for p in ("tcp", "udp", "icmp")], opts=child)
+        self.extra = ExtraNetwork(name="tpu-net-1", vpc=vpc.name, subnet=subnet.name,
+                                  device_mode="NetDevice")
+        self.register_outputs({"network": vpc.name, "subnet": subnet.name})

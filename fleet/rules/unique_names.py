@@ -1,0 +1,186 @@
+"""Every name the fleet derives is unique in its scope: one check over the whole fleet, not
+one rule per finding (issue 27, class 2).
+
+`derived_names` lists each name the deploy gives something, with the scope where the name must
+be unique and the stack item it comes from; `check_unique_names` refuses every scope holding a
+name twice, naming both sources. The scopes:
+
+    Pulumi names      per resource type: the components a pool or a cluster's system pool
+                      makes (a CPU pool named `<cluster>-system` is the system pool's
+                      component), EKS placement groups (`<cluster>-<pool>`)
+    Google Cloud      node pools per GKE cluster (a TPU pool's slices, `NAME-s0..`, and the
+                      system pool `system`), Cloud TPU VMs per zone, service accounts and VPC
+                      networks, subnets, routers and firewalls per project
+    AWS               node groups per EKS cluster (the system pool's `system` too)
+    Kubernetes        per cluster: namespaces (a team queue's, the smoke queue's; the ones the
+                      cluster and its add-ons own are fleet.rules.routing's), ClusterQueues
+
+A name the plan gives that this list does not know is a test failure
+(tests/fleet/test_unique_names.py runs plans and compares), so the list keeps up with the
+components.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from fleet.catalog.support import load_support
+from fleet.errors import Where
+from fleet.model import ResolvedPool
+from fleet.names import (
+    TPU_VMS_NAME,
+    node_account_id,
+    slice_pool_names,
+    system_component_name,
+    tpu_second_network_names,
+    tpu_vm_names,
+)
+from fleet.routing import ClusterRouting
+from fleet.rules.problems import RuleProblems
+from fleet.spec.fields import FleetSpec
+
+
+@dataclass(frozen=True)
+class DerivedName:
+    """One name the deploy gives: `scope` says where it must be unique (in words), `source`
+    the stack item it comes from, `where` the field a person edits."""
+
+    scope: str
+    name: str
+    source: str
+    where: Where
+
+
+def derived_names(spec: FleetSpec, pools: Sequence[ResolvedPool],
+                  system_pools: Sequence[ResolvedPool],
+                  routing: Iterable[ClusterRouting] = ()) -> list[DerivedName]:
+    """Every name the deploy derives from `spec`, resolved pools and routing."""
+    out: list[DerivedName] = []
+    gcp_project = spec.clouds.gcp.project if spec.clouds.gcp else "?"
+    aws_account = spec.clouds.aws.account if spec.clouds.aws else "?"
+    for c in spec.clusters:
+        at = Where("clusters", name=c.name, field="name")
+        src = f"cluster {c.name!r}"
+        if c.cloud == "gcp":
+            out.append(DerivedName(f"service accounts of project {gcp_project}",
+                                   node_account_id(c.name), f"{src} (its node service account)",
+                                   at))
+            for suffix, kind in (("vpc", "VPC networks"), ("subnet", "subnetworks"),
+                                 ("router", "routers"), ("allow-internal", "firewall rules"),
+                                 ("webhooks", "firewall rules")):
+                out.append(DerivedName(f"{kind} of project {gcp_project}",
+                                       f"{c.name}-{suffix}", f"{src} (its {kind})", at))
+    support = load_support()
+    for c in spec.clusters:
+        if not any(p.cluster is not None and p.cluster.name == c.name and p.runtime == "gke"
+                   and p.shape.tpu is not None
+                   and support.second_network_for(p.shape.tpu.key) for p in pools):
+            continue
+        at = Where("clusters", name=c.name, field="name")
+        vpc, subnet, rule = tpu_second_network_names(c.name)
+        src = f"cluster {c.name!r} (its TPU second network)"
+        out += [DerivedName(f"VPC networks of project {gcp_project}", vpc, src, at),
+                DerivedName(f"subnetworks of project {gcp_project}", subnet, src, at),
+                DerivedName(f"firewall rules of project {gcp_project}", rule, src, at)]
+    tpu_vm_pools = [p for p in pools if p.runtime == "tpu-vm"]
+    if tpu_vm_pools:
+        at = Where("pools", name=tpu_vm_pools[0].name, field="runtime")
+        src = f"the Cloud TPU VM pools (pool {tpu_vm_pools[0].name!r})"
+        out.append(DerivedName(f"service accounts of project {gcp_project}",
+                               node_account_id(TPU_VMS_NAME), src, at))
+        for suffix, kind in (("vpc", "VPC networks"), ("subnet", "subnetworks"),
+                             ("router", "routers"), ("allow-internal", "firewall rules")):
+            out.append(DerivedName(f"{kind} of project {gcp_project}",
+                                   f"{TPU_VMS_NAME}-{suffix}", src, at))
+    for p in [*pools, *system_pools]:
+        out += _pool_names(p, gcp_project, aws_account)
+    for r in routing:
+        out += _routing_names(spec, r)
+    return out
+
+
+def _pool_names(p: ResolvedPool, project: str, account: str) -> list[DerivedName]:
+    cluster = p.cluster.name if p.cluster else None
+    if p.system:
+        at = Where("clusters", name=cluster, field="system_pool")
+        src = f"cluster {cluster!r}'s system pool"
+    else:
+        at = Where("pools", name=p.name, field="name")
+        src = f"pool {p.name!r}"
+    out: list[DerivedName] = []
+    slices = p.spec.multislice if p.shape.tpu is not None else 1
+    if p.runtime == "tpu-vm":
+        zone = p.spec.zones[0] if p.spec.zones else "?"
+        for i, vm in enumerate(tpu_vm_names(p.name, slices)):
+            what = f"{src} (slice {i} of multislice {slices})" if slices > 1 else src
+            out.append(DerivedName(f"Cloud TPU VMs of project {project} zone {zone}", vm,
+                                   what, at))
+        return out
+    if cluster is None:
+        return out
+    if p.runtime == "gke":
+        for i, node_pool in enumerate(slice_pool_names(p.name, slices)):
+            what = f"{src} (slice {i} of multislice {slices})" if slices > 1 else src
+            out.append(DerivedName(f"GKE node pools of cluster {cluster!r}", node_pool, what,
+                                   at))
+    else:
+        out.append(DerivedName(f"EKS node groups of cluster {cluster!r} (account {account})",
+                               p.name, src, at))
+        cap = p.spec.capacity
+        if p.placement == "compact" and not (cap.reservation and cap.block):
+            out.append(DerivedName("Pulumi names of aws:ec2/placementGroup:PlacementGroup",
+                                   f"{cluster}-{p.name}", f"{src} (its placement group)", at))
+    if p.shape.kind == "cpu":
+        component = system_component_name(cluster) if p.system else p.name
+        kind = "CpuNodePool" if p.runtime == "gke" else "CpuNodeGroup"
+        out.append(DerivedName(f"Pulumi names of accelfleet {kind} components", component,
+                               src, at))
+    return out
+
+
+def _routing_names(spec: FleetSpec, r: ClusterRouting) -> list[DerivedName]:
+    out: list[DerivedName] = []
+    queues = [*r.queues, *((r.smoke,) if r.smoke is not None else ())]
+    for q in queues:
+        namespace = q.namespace or q.name
+        if q is r.smoke:
+            src = "the smoke queue (smoke.namespace)"
+            at = Where("smoke", field="namespace")
+        else:
+            src = f"team {q.team!r}'s queue"
+            routed = next((i for i, t in enumerate(spec.routing.teams)
+                           if t.team == q.team and t.namespace
+                           and t.cluster in (None, r.cluster)), None)
+            # where fleet.rules.routing reports a routed namespace
+            at = (Where("routing", field="teams").item(routed).dot("namespace")
+                  if routed is not None else Where("teams", name=q.team, field="name"))
+        out.append(DerivedName(f"namespaces of cluster {r.cluster!r}", namespace, src, at))
+        out.append(DerivedName(f"Kueue ClusterQueues of cluster {r.cluster!r}", q.name, src,
+                               at))
+    return out
+
+
+def check_unique_names(r: RuleProblems, names: Sequence[DerivedName]) -> None:
+    """Refuse each name given twice in one scope, both sources named. A place that already
+    has a problem is not told again (fleet.rules.routing refuses a routed namespace that is
+    reserved or another team's, and renames a team's default one)."""
+    told = {p.where for p in r.problems}
+    seen: dict[tuple[str, str], DerivedName] = {}
+    for d in names:
+        first = seen.setdefault((d.scope, d.name), d)
+        if first is d or first.source == d.source or d.where in told:
+            continue
+        told.add(d.where)
+        r.add(d.where, f"{d.source} and {first.source} both make {d.name!r} among the "
+              f"{d.scope}; the second create fails (409 already exists), or Pulumi refuses "
+              "the duplicate name",
+              f"rename one of them so that the names they derive differ (e.g. "
+              f"{_free(d.name, seen, d.scope)!r})")
+
+
+def _free(name: str, seen: dict[tuple[str, str], DerivedName], scope: str) -> str:
+    return next(f"{name}-{n}" for n in range(2, 10_000) if (scope, f"{name}-{n}") not in seen)
+
+
+__all__ = ["DerivedName", "check_unique_names", "derived_names"]
