@@ -243,7 +243,7 @@ def _apply(path: Path, decide: Callable[[dict[str, Any]], Change], words: str, *
         if patch is not None and not edit.change.changes_nothing:
             target = Path(os.path.realpath(patch))
             target.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(target, unified_diff(edit, _shown(path)))
+            write_atomic(target, unified_diff(edit, _diff_name(path)))
     diff = _plan(edit) if plan and not edit.change.changes_nothing else None
     _report(edit, path, dry_run=dry_run, patch=patch, commit=commit, diff=diff,
             as_json=as_json)
@@ -270,7 +270,16 @@ def _naming(path: Path, decide: Callable[[dict[str, Any]], Change]
 
 
 def _shown(path: Path) -> str:
-    """The stack's path as a diff names it: relative to here when it is under here."""
+    """The stack's path as the user names it from here (`stacks/Pulumi.prod.yaml`,
+    `../stacks/Pulumi.prod.yaml`): what a message and a diff's header say was written."""
+    from fleet.stack.choice import shown_path
+
+    return shown_path(path).as_posix()
+
+
+def _diff_name(path: Path) -> str:
+    """The stack's path in a diff's header: relative to here when it is under here (what
+    `git apply` run here finds), else its name."""
     try:
         return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
@@ -336,7 +345,7 @@ def _report(edit: Edit, path: Path, *, dry_run: bool, patch: Path | None, commit
         lines.append(f"  next: git push -u origin {commit.branch}, and open a pull request")
     typer.echo("\n".join(lines))
     if dry_run:
-        typer.echo("\nthe change to the stack file:\n" + unified_diff(edit, _shown(path)),
+        typer.echo("\nthe change to the stack file:\n" + unified_diff(edit, _diff_name(path)),
                    nl=False)
 
 
