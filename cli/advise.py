@@ -10,7 +10,7 @@ import typer
 
 from cli._args import StackOpt, one_stack
 from cli._errors import command
-from fleet.words import count, duration, usd
+from fleet.words import count, counted, duration, usd
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -163,7 +163,7 @@ def _headline(result: Advice) -> str:
                      f"{w['output_tokens']:,} tokens, {w['batch_sequences']} at a time")
     elif w.get("steps"):
         parts.append(f"{w['steps']:,} steps")
-    parts.append(f"{w['devices_wanted']} devices wanted")
+    parts.append(f"{counted(w['devices_wanted'], 'device')} wanted")
     return ", ".join(parts)
 
 

@@ -103,8 +103,13 @@ def run() -> None:
     this is the last line of defence so that none ever reaches the user as a traceback."""
     try:
         app()
+        sys.stdout.flush()  # what is still buffered, while a closed pipe can be handled
     except SystemExit:
         raise
+    except BrokenPipeError:
+        from cli._errors import reader_gone
+
+        sys.exit(reader_gone())
     except (Exception, KeyboardInterrupt) as exc:
         from cli._errors import report
 

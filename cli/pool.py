@@ -46,6 +46,9 @@ PlanOpt = Annotated[bool, typer.Option(
     "--plan", help="Also plan the stack before and after offline (Pulumi's mocks, a few "
     "seconds) and count the resources the change adds, removes and replaces.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+# What a user who writes the stack first, as other commands take it (`pool resize STACK NAME`),
+# gives after NAME: caught to say how to write it, instead of Click's bare "extra argument".
+ExtraArgs = Annotated[list[str] | None, typer.Argument(hidden=True, show_default=False)]
 
 
 def _stack(path: Path | None) -> Path:
@@ -159,9 +162,11 @@ def resize(
         "count).")] = None,
     stack: StackOpt = None, dry_run: DryRun = False, patch: PatchOpt = None,
     branch: BranchOpt = None, plan: PlanOpt = False, as_json: JsonOpt = False,
+    extra: ExtraArgs = None,
 ) -> None:
     """Resize a pool: `--nodes N` for a GPU or CPU pool, `--topology X` for a TPU slice. The
     same checks and guarantees as `pool request`."""
+    name = _one_name("resize", name, extra, "--nodes N")
     from fleet.catalog import load_catalog
     from fleet.requests.request import resize_pool
 
@@ -183,9 +188,11 @@ def remove(
                                                  show_default=False)],
     stack: StackOpt = None, dry_run: DryRun = False, patch: PatchOpt = None,
     branch: BranchOpt = None, plan: PlanOpt = False, as_json: JsonOpt = False,
+    extra: ExtraArgs = None,
 ) -> None:
     """Give a pool back: its entry and its own heading comment leave the stack, nothing else
     does. Refused while the rest of the stack refers to it."""
+    name = _one_name("remove", name, extra, "")
     from fleet.catalog import load_catalog
     from fleet.requests.request import remove_pool
 
@@ -197,6 +204,24 @@ def remove(
     _apply(_target(stack, dry_run=dry_run, patch=patch, what="pool remove"), decide,
            f"accelfleet pool remove {name}", dry_run=dry_run,
            patch=patch, branch=branch, plan=plan, as_json=as_json)
+
+
+def _one_name(verb: str, name: str, extra: list[str] | None, size: str) -> str:
+    """The pool NAME, the only positional argument of `pool resize` and `pool remove`: the
+    stack goes with --stack (a pool edit never takes the stack as a positional argument)."""
+    if not extra:
+        return name
+    from fleet.errors import InputError
+
+    given = [name, *extra]
+    stacks = [a for a in given if a.endswith((".yaml", ".yml")) or Path(a).is_file()]
+    pools = [a for a in given if a not in stacks]
+    example = " ".join(["accelfleet pool", verb, pools[0] if len(pools) == 1 else "NAME",
+                        *([size] if size else []),
+                        "--stack", stacks[0] if len(stacks) == 1 else "FILE"])
+    raise InputError(f"`pool {verb}` takes one argument, the pool's NAME; it was given "
+                     f"{len(given)}: {', '.join(given)}",
+                     hint=f"name the stack with --stack: `{example}`")
 
 
 def _whoami() -> str | None:

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from fleet.errors import InputError
+from fleet.errors import InputError, StackFileError
 from fleet.stack.pulumi_workspace import find_project, selected_stack, stack_config_dir
 from fleet.stack.read import EXAMPLE_STACK
 
@@ -87,10 +87,7 @@ def choose_stack(given: Path | None, *, stacks_dir: Path | None = None,
 
 
 def stack_to_read(given: Path | None) -> Path:
-    """The stack a command that only reads works on (the example when nothing chose one); a
-    named file that does not exist is refused with the stacks that do."""
-    if given is not None:
-        missing_stack(given)
+    """The stack a command that only reads works on (the example when nothing chose one)."""
     return choose_stack(given).path
 
 
@@ -128,11 +125,16 @@ def missing_stack(path: Path) -> None:
             return
     except OSError:  # a name too long to stat: the reader says so
         return
+    raise StackFileError(f"stack file {path} does not exist", hint=stacks_there_are(path))
+
+
+def stacks_there_are(path: Path) -> str:
+    """The hint for a stack file `path` that does not exist: the stacks in its folder, else
+    in the project's stack folder."""
     folder = path.parent if path.parent.is_dir() and _stack_files(path.parent) \
         else project_stacks_dir()
-    raise InputError(f"stack file {path} does not exist",
-                     hint=f"stacks in {shown_path(folder)}: {_listing(folder)}; pass one of "
-                     "them, or copy the example stack to start one")
+    return (f"the stack files in {shown_path(folder).as_posix()}/: {_listing(folder)}; pass "
+            "one of them, or copy the example stack to start one")
 
 
 def stack_for_write(given: Path | None, *, what: str, stacks_dir: Path | None = None,

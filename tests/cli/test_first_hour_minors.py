@@ -1,0 +1,76 @@
+"""Issue 29 item 4's minors: a closed pipe ends a command quietly; counts read as people say
+them ("1 pool", "the one device"); `pool resize STACK NAME` says how to write it; the README
+says how long `make test` takes and what to run while editing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fleet.catalog import load_catalog
+from fleet.words import all_of, counted
+from smoke.probes.verdict import judge_psum
+from tests.hostile.conftest import BASE_STACK, invoke
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.usefixtures("own_project")
+
+
+@pytest.mark.parametrize("args", [
+    ("smoke", "render", "stacks/Pulumi.example.yaml"),
+    ("catalog", "list"),
+])
+def test_a_reader_that_stops_early_ends_the_command_quietly(args: tuple[str, ...]) -> None:
+    """`accelfleet smoke render | head -1`: the reader takes one line and closes the pipe."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    proc = subprocess.Popen([sys.executable, "-m", "cli", *args], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()  # as `head -1` does
+    err = proc.stderr.read().decode("utf-8", "replace")
+    code = proc.wait(timeout=120)
+    assert first, err
+    assert code == 0, err
+    assert "internal error" not in err and "Traceback" not in err and "Broken" not in err, err
+
+
+def test_one_pool_and_one_system_pool_are_singular(tmp_path: Path) -> None:
+    stack = tmp_path / "Pulumi.one.yaml"
+    stack.write_text(BASE_STACK, encoding="utf-8")
+    code, out = invoke("fleet", "validate", str(stack))
+    assert code == 0, out
+    assert ": 1 pool and 1 system pool, valid" in out, out
+
+
+def test_counts_of_one_read_as_people_say_them() -> None:
+    assert counted(1, "chip") == "1 chip" and counted(4, "chip") == "4 chips"
+    assert all_of(1, "device") == "the one device" and all_of(8, "device") == "all 8 devices"
+    assert "over 1 device = 1" in judge_psum(1.0, 1).reason
+    assert "over 4 devices = 4" in judge_psum(4.0, 4).reason
+    one = next(s for s in load_catalog().shapes(kind="tpu") if s.chips == 1)
+    assert ": 1 chip on 1 host of " in one.describe(), one.describe()
+
+
+@pytest.mark.parametrize("verb", ["resize", "remove"])
+def test_a_stack_given_before_the_pool_name_says_how_to_write_it(verb: str) -> None:
+    example = "stacks/Pulumi.example.yaml"
+    before = Path(example).read_bytes()
+    code, out = invoke("pool", verb, example, "l4-spot")
+    assert code == 2, out
+    assert f"`pool {verb}` takes one argument, the pool's NAME" in out, out
+    assert f"--stack {example}" in out and "accelfleet pool " + verb + " l4-spot" in out, out
+    assert "Got unexpected extra argument" not in out and "Usage:" not in out, out
+    assert Path(example).read_bytes() == before
+
+
+def test_the_readme_says_how_long_make_test_takes_and_what_to_run_while_editing() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "`make test` takes 5-7 minutes" in readme
+    assert "while editing, run the tests of what you change" in readme
+    assert "pytest -q tests/" in readme
