@@ -74,3 +74,15 @@ def test_the_readme_says_how_long_make_test_takes_and_what_to_run_while_editing(
     assert "`make test` takes 5-7 minutes" in readme
     assert "while editing, run the tests of what you change" in readme
     assert "pytest -q tests/" in readme
+
+
+def test_nodes_x_dev_multiplies_to_the_pools_devices() -> None:
+    """Before: `2 x 16` for 2 nodes of 8 GPUs (the pool's total after the x)."""
+    from cli._compact import nodes_by_devices
+
+    code, out = invoke("fleet", "validate", "stacks/Pulumi.example.yaml")
+    assert code == 0, out
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith(" ")}
+    assert " 2 x 8 " in rows["h100-train"], rows["h100-train"]  # a3-highgpu-8g: 8 H100 each
+    assert " 16 x 4 " in rows["v5p-slice"], rows["v5p-slice"]  # 4x4x4: 64 chips, 16 hosts
+    assert nodes_by_devices({"nodes": 0, "devices": 0}) == "0"
