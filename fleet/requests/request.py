@@ -368,7 +368,21 @@ def resize_pool(raw: Mapping[str, Any], name: str, *, catalog: Catalog,
     if isinstance(result, SpecError):
         raise RequestRefused(what, result.problems, alternatives=alternatives(
             raw, before, catalog, result.problems, resize=(name, updates)))
-    return Change("resize", name, spec, before, result, updates=updates)
+    notes = (_recreated(pool),) if pool.shape.tpu else ()
+    return Change("resize", name, spec, before, result, updates=updates, notes=notes)
+
+
+def _recreated(pool: ResolvedPool) -> str:
+    """What a TPU slice's resize does to it: a slice's topology is fixed when it is created
+    (components/engine/data/replacements.yaml: placementPolicy.tpuTopology for a GKE slice,
+    acceleratorConfig for a TPU VM), so the new topology is a new slice."""
+    from fleet.words import counted
+
+    shape = pool.shape
+    return (f"the slice is recreated, not resized in place: `pulumi up` deletes {pool.name} "
+            f"({shape.topology_str}: {counted(shape.hosts, 'host')} and the work on "
+            f"{'it' if shape.hosts == 1 else 'them'}) and creates it anew at the new topology; "
+            "drain it first (`accelfleet plan --diff` flags the replacement)")
 
 
 def _node_updates(pool: ResolvedPool, topology: str | None, nodes: int | None,

@@ -86,3 +86,14 @@ def test_nodes_x_dev_multiplies_to_the_pools_devices() -> None:
     assert " 2 x 8 " in rows["h100-train"], rows["h100-train"]  # a3-highgpu-8g: 8 H100 each
     assert " 16 x 4 " in rows["v5p-slice"], rows["v5p-slice"]  # 4x4x4: 64 chips, 16 hosts
     assert nodes_by_devices({"nodes": 0, "devices": 0}) == "0"
+
+
+def test_the_resize_of_a_tpu_slice_says_the_slice_is_recreated() -> None:
+    code, out = invoke("pool", "resize", "v6e-serve", "--topology", "2x4", "--stack",
+                       "stacks/Pulumi.example.yaml", "--dry-run")
+    assert code == 0, out
+    assert ("note: the slice is recreated, not resized in place: `pulumi up` deletes "
+            "v6e-serve (2x2: 1 host and the work on it)") in out, out
+    code, out = invoke("pool", "resize", "h100-train", "--nodes", "1", "--stack",
+                       "stacks/Pulumi.example.yaml", "--dry-run")
+    assert code == 0 and "recreated" not in out, out  # a GPU pool resizes in place
