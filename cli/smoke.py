@@ -126,6 +126,9 @@ def local(
     _show_host(report, as_json)
     kept = keep_host(report, junit=junit, html=html, metrics=metrics, history=history,
                      record_history=not no_history)
+    asked = [p for p in (junit, html, metrics) if p is not None]
+    for path in (p for p in kept.written if p in asked):  # said where --json keeps stdout clean
+        typer.echo(f"wrote {path}", err=as_json)
     show_drift(kept.drifted)
     unsaved = "; ".join(kept.problems) or None
     if not report.ok:

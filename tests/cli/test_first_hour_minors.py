@@ -97,3 +97,13 @@ def test_the_resize_of_a_tpu_slice_says_the_slice_is_recreated() -> None:
     code, out = invoke("pool", "resize", "h100-train", "--nodes", "1", "--stack",
                        "stacks/Pulumi.example.yaml", "--dry-run")
     assert code == 0 and "recreated" not in out, out  # a GPU pool resizes in place
+
+
+def test_smoke_local_says_which_files_it_wrote(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    html, junit = tmp_path / "report.html", tmp_path / "junit.xml"
+    code, out = invoke("smoke", "local", "--tier", "0", "--no-history", "--html", str(html),
+                       "--junit", str(junit))
+    assert code == 0, out
+    assert f"wrote {junit}\n" in out and f"wrote {html}\n" in out, out
+    assert html.is_file() and junit.is_file()
