@@ -107,3 +107,12 @@ def test_smoke_local_says_which_files_it_wrote(tmp_path: Path) -> None:
     assert code == 0, out
     assert f"wrote {junit}\n" in out and f"wrote {html}\n" in out, out
     assert html.is_file() and junit.is_file()
+
+
+def test_plan_policies_prints_the_plan_then_the_policies() -> None:
+    """Before: `plan --policies` printed the policies' line alone, without the plan."""
+    code, out = invoke("plan", "stacks/Pulumi.example.yaml", "--policies")
+    assert code == 0, out
+    assert out.startswith("stack example: "), out[:300]
+    assert "└── fleet (Fleet, " in out and "h100-train" in out
+    assert out.index("└── fleet") < out.index("policies: stack example passes all")
