@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cli import _complete
 from cli._args import StackOpt, one_stack
 from cli._errors import command
 from fleet.words import count, counted, duration, usd
@@ -31,7 +32,7 @@ def advise(
         help="Required. A workload profile (YAML: docs/advise.md) or a preset: llama3-8b-pretrain, "
         "llama3-70b-pretrain, llama3-8b-finetune, llama3-70b-batch-inference.")] = "",
     pools: Annotated[list[str] | None, typer.Option(
-        "--pools", metavar="POOL,...", show_default=False,
+        "--pools", metavar="POOL,...", show_default=False, autocompletion=_complete.pool_list,
         help="Only these pools of the stack (comma-separated, or repeat the option).")] = None,
     catalog: Annotated[bool, typer.Option(
         "--catalog", help="Every GPU machine type and TPU generation of the catalog, at list "

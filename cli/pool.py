@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cli import _complete
 from cli._args import StackArg, one_stack
 from cli._errors import command
 from cli._output import console, print_json, print_table
@@ -74,7 +75,9 @@ def _target(path: Path | None, *, dry_run: bool, patch: Path | None, what: str) 
 def request(
     stack_file: StackArg = None,
     stack: StackOpt = None,
-    team: Annotated[str, typer.Option("--team", metavar="TEAM", help="The team that owns the "
+    team: Annotated[str, typer.Option("--team", metavar="TEAM",
+                                      autocompletion=_complete.teams,
+                                      help="The team that owns the "
                                       "pool and pays for it.")] = "",
     accelerator: Annotated[str, typer.Option(
         "--accelerator", metavar="ACCELERATOR", help="What to run: `h100`, `a3-highgpu-8g`, "
@@ -92,6 +95,7 @@ def request(
     ] = None,
     capacity: Annotated[str | None, typer.Option(
         "--capacity", metavar="CAPACITY", show_default=False,
+        autocompletion=_complete.capacities,
         help="on-demand (default), spot, flex-start or queued.")] = None,
     name: Annotated[str | None, typer.Option(
         "--name", metavar="NAME", show_default=False,
@@ -152,7 +156,7 @@ def request(
 @command
 def resize(
     name: Annotated[str, typer.Argument(metavar="NAME", help="The pool.",
-                                                 show_default=False)],
+                                        show_default=False, autocompletion=_complete.pools)],
     nodes: Annotated[int | None, typer.Option(
         "--nodes", metavar="N", show_default=False, help="New node count (GPU, CPU pools).")
     ] = None,
@@ -185,7 +189,7 @@ def resize(
 @command
 def remove(
     name: Annotated[str, typer.Argument(metavar="NAME", help="The pool.",
-                                                 show_default=False)],
+                                        show_default=False, autocompletion=_complete.pools)],
     stack: StackOpt = None, dry_run: DryRun = False, patch: PatchOpt = None,
     branch: BranchOpt = None, plan: PlanOpt = False, as_json: JsonOpt = False,
     extra: ExtraArgs = None,
@@ -380,6 +384,7 @@ def list_(
     stack_file: StackArg = None,
     stack: StackOpt = None,
     team: Annotated[str | None, typer.Option("--team", metavar="TEAM", show_default=False,
+                                             autocompletion=_complete.teams,
                                              help="Only this team's pools.")] = None,
     as_json: JsonOpt = False,
 ) -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cli import _complete
 from cli._args import StackOpt, one_stack
 from cli._errors import command
 from cli._typer import App
@@ -221,7 +222,7 @@ def _pool_names(value: str | None) -> list[str] | None:
 
 PoolsOpt = Annotated[str | None, typer.Option(
     "--pools", metavar="POOL,...", help="Only these pools (comma-separated names).",
-    show_default=False)]
+    show_default=False, autocompletion=_complete.pool_list)]
 TierOpt = Annotated[int | None, typer.Option(
     "--tier", min=0, max=SD.TOP_TIER, metavar="N", help="Run tiers 0 up to this one on every node "
     "(default: the stack's smoke.max_tier): 0 inventory, 1 known answer, 2 performance, "

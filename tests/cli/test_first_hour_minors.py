@@ -116,3 +116,34 @@ def test_plan_policies_prints_the_plan_then_the_policies() -> None:
     assert out.startswith("stack example: "), out[:300]
     assert "└── fleet (Fleet, " in out and "h100-train" in out
     assert out.index("└── fleet") < out.index("policies: stack example passes all")
+
+
+def _complete(words: str) -> list[str]:
+    """What bash gets for the last word of `words` (Click's completion protocol, in-process)."""
+    from typer._completion_classes import completion_init
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    completion_init()
+    cword = len(words.split()) - (0 if words.endswith(" ") else 1)
+    result = CliRunner().invoke(app, [], prog_name="accelfleet", env={
+        "_ACCELFLEET_COMPLETE": "complete_bash", "COMP_WORDS": words,
+        "COMP_CWORD": str(cword)})
+    assert result.exit_code == 0, result.output
+    return result.output.split()
+
+
+def test_completion_offers_the_values_an_option_takes_not_file_names() -> None:
+    """Before: nothing, so bash fell back to file names (`complete -o default`)."""
+    assert _complete("accelfleet plan --format ") == ["text", "json", "markdown"]
+    assert _complete("accelfleet completion z") == ["zsh"]
+    assert _complete("accelfleet pool request --capacity ") == [
+        "on-demand", "spot", "flex-start", "queued"]
+    assert _complete("accelfleet pool request --team ") == ["research", "vision"]
+    assert _complete("accelfleet queue show --team v") == ["vision"]
+    assert _complete("accelfleet pool resize h1") == ["h100-train"]
+    assert _complete("accelfleet pool remove --stack stacks/Pulumi.example.yaml v") == [
+        "v5p-slice", "v6e-serve"]
+    assert _complete("accelfleet smoke run --pools g6-ci,p") == ["g6-ci,p5-train"]
+    assert _complete("accelfleet pool resize --stack nowhere.yaml ") == []  # never an error
