@@ -74,9 +74,9 @@ def choose_stack(given: Path | None, *, stacks_dir: Path | None = None,
         if not selected.config_path.is_file():
             raise InputError(f"`pulumi stack select` chose {selected.name!r} (in "
                              f"{selected.workspace_file}), but its stack file "
-                             f"{selected.config_path} does not exist",
+                             f"{shown_path(selected.config_path)} does not exist",
                              hint=f"select a stack that has a file (`pulumi stack select`; "
-                             f"files in {selected.config_path.parent}: "
+                             f"files in {shown_path(selected.config_path.parent)}: "
                              f"{_listing(selected.config_path.parent)}), or pass the stack file")
         return StackChoice(shown_path(selected.config_path), "`pulumi stack select`")
     others = [p for p in _stack_files(folder) if p.name != EXAMPLE_STACK.name]

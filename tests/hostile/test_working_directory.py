@@ -130,3 +130,16 @@ def test_a_missing_stack_file_lists_the_stacks_there_are(
         assert code == 2, out
         assert "stack file stacks/Pulumi.acm.yaml does not exist" in out, out
         assert "Pulumi.acme.yaml, Pulumi.example.yaml" in out, out
+
+
+def test_a_refusal_names_the_file_as_a_success_does(
+        two: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: successes said `stacks/...`, refusals the absolute path of another clone."""
+    _, second = two
+    (second / "docs").mkdir()
+    monkeypatch.chdir(second / "docs")
+    code, out = invoke("pool", "request", "--team", "nobody", "--accelerator", "h100",
+                       "--requested-by", "ana@acme.com")
+    assert code == 2, out
+    assert out.startswith("error: ../stacks/Pulumi.acme.yaml: "), out
+    assert str(second) not in out, out
