@@ -368,8 +368,22 @@ def resize_pool(raw: Mapping[str, Any], name: str, *, catalog: Catalog,
     if isinstance(result, SpecError):
         raise RequestRefused(what, result.problems, alternatives=alternatives(
             raw, before, catalog, result.problems, resize=(name, updates)))
-    notes = (_recreated(pool),) if pool.shape.tpu else ()
+    notes = (_recreated(pool), *_named_for(pool, updates)) if pool.shape.tpu else ()
     return Change("resize", name, spec, before, result, updates=updates, notes=notes)
+
+
+def _named_for(pool: ResolvedPool, updates: Mapping[str, Any]) -> tuple[str, ...]:
+    """A slice whose name carries its old topology (`vision-v6e-2x2`, as `pool request` names
+    it) says so once resized: the name stays (what refers to it keeps working), the note says
+    how to rename it while the slice is recreated anyway."""
+    old = pool.shape.topology_str
+    new = str(updates.get("topology") or "")
+    if not old or not new or old == new or old not in pool.name.split("-"):
+        return ()
+    renamed = "-".join(new if part == old else part for part in pool.name.split("-"))
+    return (f"its name {pool.name} still says {old}: the name is kept (what refers to it "
+            f"keeps working); to rename it {renamed}, change its `name:` and every reference "
+            "to it in the stack in the same change",)
 
 
 def _recreated(pool: ResolvedPool) -> str:

@@ -147,3 +147,19 @@ def test_completion_offers_the_values_an_option_takes_not_file_names() -> None:
         "v5p-slice", "v6e-serve"]
     assert _complete("accelfleet smoke run --pools g6-ci,p") == ["g6-ci,p5-train"]
     assert _complete("accelfleet pool resize --stack nowhere.yaml ") == []  # never an error
+
+
+def test_a_slice_named_for_its_topology_says_so_when_resized(tmp_path: Path) -> None:
+    """A slice `pool request` named vision-v6e-2x2, resized to 2x4: the name is kept (routing
+    refers to it), and a note says it still says 2x2 and how to rename it."""
+    stack = tmp_path / "Pulumi.prod.yaml"
+    text = Path("stacks/Pulumi.example.yaml").read_text(encoding="utf-8")
+    stack.write_text(text.replace("v6e-serve", "vision-v6e-2x2"), encoding="utf-8")
+    code, out = invoke("pool", "resize", "vision-v6e-2x2", "--topology", "2x4", "--stack",
+                       str(stack), "--dry-run")
+    assert code == 0, out
+    assert "note: its name vision-v6e-2x2 still says 2x2" in out, out
+    assert "to rename it vision-v6e-2x4" in out, out
+    code, out = invoke("pool", "resize", "v6e-serve", "--topology", "2x4", "--stack",
+                       "stacks/Pulumi.example.yaml", "--dry-run")
+    assert code == 0 and "still says" not in out, out
