@@ -124,6 +124,8 @@ def test_a_missing_stack_file_lists_the_stacks_there_are(
     _, second = two
     monkeypatch.chdir(second)
     for args in (("fleet", "validate", "stacks/Pulumi.acm.yaml"),
+                 ("smoke", "run", "--stack", "stacks/Pulumi.acm.yaml"),
+                 ("plan", "stacks/Pulumi.acm.yaml"),
                  ("pool", "resize", "h100-train", "--nodes", "3", "--stack",
                   "stacks/Pulumi.acm.yaml")):
         code, out = invoke(*args)
