@@ -103,7 +103,6 @@ def run() -> None:
     this is the last line of defence so that none ever reaches the user as a traceback."""
     try:
         app()
-        sys.stdout.flush()  # what is still buffered, while a closed pipe can be handled
     except SystemExit:
         raise
     except BrokenPipeError:
@@ -118,3 +117,9 @@ def run() -> None:
         import signal
 
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:  # what is still buffered, while a closed pipe can still end quietly
+            sys.stdout.flush()
+        except BrokenPipeError:
+            from cli._errors import reader_gone
+
+            reader_gone()
