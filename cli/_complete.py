@@ -1,7 +1,8 @@
 """What the shell completes for an option's value: the choices it takes (`--format`,
-`--capacity`, a shell), or the names the stack holds (teams, pools); never file names for a
-value that is no file. Each is imported only when the shell asks (`accelfleet --help` loads
-none of them), and a completion never fails aloud: a stack it cannot read completes nothing.
+`--capacity`; `completion`'s shells are cli.main's), or the names the stack holds (teams,
+pools); never file names for a value that is no file. Each is imported only when the shell
+asks (`accelfleet --help` loads none of them), and a completion never fails aloud: a stack it
+cannot read completes nothing.
 """
 
 from __future__ import annotations
@@ -11,15 +12,9 @@ from typing import Any
 
 import typer
 
-SHELLS = ("bash", "zsh", "fish")
-
 
 def _starting(values: Iterable[str], incomplete: str) -> list[str]:
     return [v for v in values if v.startswith(incomplete)]
-
-
-def shells(incomplete: str) -> list[str]:
-    return _starting(SHELLS, incomplete)
 
 
 def formats(incomplete: str) -> list[str]:

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from cli import _complete, advise, catalog, fleet, plan, pool, queue, smoke, up
+from cli import advise, catalog, fleet, plan, pool, queue, smoke, up
 from cli._examples import add_examples
 from cli._typer import App
 
@@ -28,16 +28,22 @@ app.add_typer(pool.app, name="pool")
 app.add_typer(smoke.app, name="smoke")
 app.add_typer(queue.app, name="queue")
 COMPLETE_VAR = "_ACCELFLEET_COMPLETE"
+SHELLS = ("bash", "zsh", "fish")
 if os.environ.get(COMPLETE_VAR):  # the shell asks for completions: Typer's own classes
     from typer._completion_classes import completion_init
 
     completion_init()
 
 
+def _shells(incomplete: str) -> list[str]:
+    """What the shell completes for `completion`'s argument (cli._complete for the rest)."""
+    return [s for s in SHELLS if s.startswith(incomplete)]
+
+
 @app.command()
 def completion(shell: Annotated[str, typer.Argument(
         metavar="bash|zsh|fish", help="The shell to complete in.", show_default=False,
-        autocompletion=_complete.shells)]
+        autocompletion=_shells)]
                ) -> None:
     """Print the shell completion script of accelfleet (Typer's), for commands, options and
     their values.
@@ -55,12 +61,12 @@ def completion(shell: Annotated[str, typer.Argument(
 
     from fleet.errors import InputError
 
-    if shell not in _complete.SHELLS:
+    if shell not in SHELLS:
         from cli._errors import reported
 
         with reported():
             raise InputError(f"no completion for shell {shell!r}",
-                             hint=f"use one of: {', '.join(_complete.SHELLS)}")
+                             hint=f"use one of: {', '.join(SHELLS)}")
     completion_init()
     typer.echo(get_completion_script(prog_name="accelfleet", complete_var=COMPLETE_VAR,
                                      shell=shell))
@@ -117,9 +123,3 @@ def run() -> None:
         import signal
 
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:  # what is still buffered, while a closed pipe can still end quietly
-            sys.stdout.flush()
-        except BrokenPipeError:
-            from cli._errors import reader_gone
-
-            reader_gone()
