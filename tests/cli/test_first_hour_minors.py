@@ -163,3 +163,20 @@ def test_a_slice_named_for_its_topology_says_so_when_resized(tmp_path: Path) -> 
     code, out = invoke("pool", "resize", "v6e-serve", "--topology", "2x4", "--stack",
                        "stacks/Pulumi.example.yaml", "--dry-run")
     assert code == 0 and "still says" not in out, out
+
+
+def test_two_unusable_clusters_each_get_their_own_fix_line(tmp_path: Path) -> None:
+    """Before: one `hint:` of about 400 characters joining both clusters' fixes."""
+    from fleet.errors import SetupError
+    from smoke.cluster.access import ClusterRef, connect
+
+    refs = [ClusterRef("ml-gke", "gcp", "us-central1", "acme"),
+            ClusterRef("ml-eks", "aws", "us-east-1")]
+    with pytest.raises(SetupError) as err:
+        connect(refs, kubeconfig=tmp_path / "missing", check=False)
+    lines = err.value.message.splitlines()
+    assert lines[0] == "2 of 2 clusters cannot be used:"
+    for name in ("ml-gke", "ml-eks"):
+        at = next(i for i, line in enumerate(lines) if line.startswith(f"  - cluster {name}:"))
+        assert lines[at + 1].startswith("    fix: "), lines
+    assert len(err.value.hint) < 100, err.value.hint
