@@ -33,8 +33,15 @@ def machine_short(row: dict[str, Any]) -> str:
     return f"{row['machine_type']} {topo}" if topo else str(row["machine_type"])
 
 
+def nodes_by_devices(row: dict[str, Any]) -> str:
+    """`nodes x devices per node`, as a multiplication reads: 2 nodes of 8 GPUs are `2 x 8`
+    (16 devices), never `2 x 16`."""
+    nodes, devices = int(row["nodes"]), int(row["devices"])
+    return f"{nodes} x {devices // nodes}" if nodes else "0"
+
+
 def compact_table(title: str, rows: list[dict[str, Any]], marks: list[str]) -> Table:
-    """One row per pool: pool, cluster, team, machine, nodes x devices, zones, capacity,
+    """One row per pool: pool, cluster, team, machine, nodes x devices per node, zones, capacity,
     $/month, price (with its month, and its region where that is not the pool's); a pool's
     mark (`!`: a warning names it; `expired`) follows its name."""
     from rich import box
@@ -54,7 +61,7 @@ def compact_table(title: str, rows: list[dict[str, Any]], marks: list[str]) -> T
     for i, r in enumerate(rows):
         cells = [f"{r['name']} {marks[i]}".strip(), r["cluster"] or "(tpu-vm)", r["team"],
                  machines[i],
-                 f"{r['nodes']} x {r['devices']}", zones_short(r["zones"]), r["capacity"],
+                 nodes_by_devices(r), zones_short(r["zones"]), r["capacity"],
                  pool_usd(r), price_source(r, r.get("region"), provenance=True)]
         table.add_row(*(escape(str(c)) for c in cells))
     return table

@@ -44,6 +44,8 @@ def reported() -> Iterator[None]:
         yield
     except (typer.Exit, typer.Abort, SystemExit):
         raise
+    except BrokenPipeError:
+        raise typer.Exit(reader_gone()) from None
     except (Exception, KeyboardInterrupt) as exc:
         raise typer.Exit(report(exc)) from None
     if INTERRUPTED.is_set():  # an interrupt something swallowed: the command did not finish
@@ -63,6 +65,21 @@ def report(exc: BaseException) -> int:
     else:
         internal_error(exc)
     return exit_code(exc)
+
+
+def reader_gone() -> int:
+    """The reader of stdout closed it (`accelfleet smoke render | head`): nothing more can
+    be said there, and nothing went wrong; end quietly, exit 0. Whatever is still buffered
+    goes to /dev/null, so that Python's own flush at exit does not fail a second time."""
+    import os
+    import sys
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no file descriptor (a test's capture)
+        pass
+    return 0
 
 
 def exit_code(exc: BaseException) -> int:

@@ -25,7 +25,15 @@ def console() -> Console:
     width = None
     if not sys.stdout.isatty() and not os.environ.get("COLUMNS"):
         width = PIPE_WIDTH
-    return Console(highlight=False, soft_wrap=False, width=width)
+    out = Console(highlight=False, soft_wrap=False, width=width)
+    out.on_broken_pipe = _pipe_closed  # type: ignore[method-assign]
+    return out
+
+
+def _pipe_closed() -> None:
+    """Rich's answer to a closed stdout (`accelfleet catalog list | head`) is exit 1; the
+    command's own handler (cli._errors) ends it quietly with exit 0 instead."""
+    raise BrokenPipeError
 
 
 def terminal_width() -> int | None:

@@ -29,12 +29,19 @@ class _FlagOption(TyperOption):
 
 
 class _MetavarArgument(TyperArgument):
-    """An argument that shows its metavar alone (`NODE`), not its Python type beside it."""
+    """An argument that shows its metavar alone (`NODE`), not its Python type beside it; a
+    hidden one (caught only to say how to write the command) is left out of the usage line
+    too."""
 
     def display_type_rich(self, ctx: Any) -> str | None:
         if self.metavar is not None:
             return None
         return super().display_type_rich(ctx)
+
+    def get_usage_pieces(self, ctx: Any) -> list[str]:
+        if self.hidden:
+            return []
+        return super().get_usage_pieces(ctx)  # type: ignore[no-any-return]
 
 
 def _quiet(param: Any) -> Any:

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cli import _complete
 from cli._args import StackOpt, one_stack
 from cli._errors import command
-from fleet.words import count, duration, usd
+from fleet.words import count, counted, duration, usd
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -31,7 +32,7 @@ def advise(
         help="Required. A workload profile (YAML: docs/advise.md) or a preset: llama3-8b-pretrain, "
         "llama3-70b-pretrain, llama3-8b-finetune, llama3-70b-batch-inference.")] = "",
     pools: Annotated[list[str] | None, typer.Option(
-        "--pools", metavar="POOL,...", show_default=False,
+        "--pools", metavar="POOL,...", show_default=False, autocompletion=_complete.pool_list,
         help="Only these pools of the stack (comma-separated, or repeat the option).")] = None,
     catalog: Annotated[bool, typer.Option(
         "--catalog", help="Every GPU machine type and TPU generation of the catalog, at list "
@@ -163,7 +164,7 @@ def _headline(result: Advice) -> str:
                      f"{w['output_tokens']:,} tokens, {w['batch_sequences']} at a time")
     elif w.get("steps"):
         parts.append(f"{w['steps']:,} steps")
-    parts.append(f"{w['devices_wanted']} devices wanted")
+    parts.append(f"{counted(w['devices_wanted'], 'device')} wanted")
     return ", ".join(parts)
 
 

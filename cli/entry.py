@@ -15,4 +15,12 @@ def run() -> None:
 
         sys.stderr.write("interrupted\n")
         sys.exit(EXIT_INTERRUPTED)
-    main()
+    try:
+        main()
+    finally:  # what is still buffered, while a closed pipe (`| head`) can still end quietly
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            from cli._errors import reader_gone
+
+            reader_gone()

@@ -128,10 +128,12 @@ def _show(path: str, fleet: Fleet, user: list[dict[str, Any]],
     from cli._costs import control_plane_words, platform_pays, pool_usd, price_source, team_words
     from cli._gate_words import gate_lines
     from fleet.model import PLATFORM_TEAM
+    from fleet.words import counted
 
     rows = user + system
     teams = {t.name: t.summary() for t in fleet.team_costs()}
-    table = Table(title=f"{path}: {len(user)} pools and {len(system)} system pools, valid")
+    table = Table(title=f"{path}: {counted(len(user), 'pool')} and "
+                  f"{counted(len(system), 'system pool')}, valid")
     for col in ("pool", "team", "cluster", "machine", "accelerator", "topology", "nodes",
                 "devices", "zones", "capacity", "fabric", "$/month", "price"):
         table.add_column(col, overflow="fold",

@@ -36,9 +36,15 @@ if os.environ.get(COMPLETE_VAR):  # the shell asks for completions: Typer's own 
     completion_init()
 
 
+def _shells(incomplete: str) -> list[str]:
+    """What the shell completes for `completion`'s argument (cli._complete for the rest)."""
+    return [s for s in SHELLS if s.startswith(incomplete)]
+
+
 @app.command()
 def completion(shell: Annotated[str, typer.Argument(
-        metavar="bash|zsh|fish", help="The shell to complete in.", show_default=False)]
+        metavar="bash|zsh|fish", help="The shell to complete in.", show_default=False,
+        autocompletion=_shells)]
                ) -> None:
     """Print the shell completion script of accelfleet (Typer's), for commands, options and
     their values.
@@ -106,6 +112,10 @@ def run() -> None:
         app()
     except SystemExit:
         raise
+    except BrokenPipeError:
+        from cli._errors import reader_gone
+
+        sys.exit(reader_gone())
     except (Exception, KeyboardInterrupt) as exc:
         from cli._errors import report
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from cli import _complete
 from cli._args import StackArg, StackOpt, one_stack
 from cli._errors import command
 
@@ -33,6 +34,7 @@ def plan(
         "same way.")] = None,
     fmt: Annotated[str | None, typer.Option(
         "--format", metavar="text|json|markdown", show_default=False,
+        autocompletion=_complete.formats,
         help="Output format (default text); markdown is a pull-request comment.")] = None,
     policies: Annotated[bool, typer.Option(
         "--policies", help="Check the plan against accelfleet's policies (policies/rules.py): "

@@ -13,6 +13,7 @@ from fleet.words import usd
 
 if TYPE_CHECKING:
     from components.engine.diff import CostDelta, PlanDiff, ResourceChange
+    from components.engine.plan import Plan
     from fleet.errors import InputError
     from policies.rules import Violation
 
@@ -336,6 +337,16 @@ def output_format(fmt: str | None, as_json: bool) -> str:
     return "json" if as_json else fmt or "text"
 
 
+def _plan_text(result: Plan, out: Path | None) -> str:
+    """The plan itself, as `accelfleet plan` prints it, before what the policies say of it
+    (`plan --policies` with no base to diff against)."""
+    from cli._output import terminal_width
+    from cli.plan import render
+
+    text = render(result, terminal_width() if out is None else None)
+    return text if text.endswith("\n") else text + "\n"
+
+
 def report(stack_file: Path, *, diff: Path | None, base_ref: str | None, fmt: str,
            policies: bool, out: Path | None) -> None:
     """Plan the stack; diff it against the base and/or check its policies; print or save the
@@ -356,7 +367,8 @@ def report(stack_file: Path, *, diff: Path | None, base_ref: str | None, fmt: st
         base, label = load_plan_json(diff), str(diff)
     if base_ref is not None:  # the ref too: a typo fails in milliseconds, not after a plan
         stack_text_at_ref(stack_file, base_ref)
-    plan = json.loads(run_plan(stack_file).to_json())
+    result = run_plan(stack_file)
+    plan = json.loads(result.to_json())
     if base_ref is not None:
         base, label = plan_at_ref(stack_file, base_ref), base_ref
     found: list[Violation] | None = None
@@ -377,7 +389,7 @@ def report(stack_file: Path, *, diff: Path | None, base_ref: str | None, fmt: st
         text = render_markdown(changes, found) if changes else _policies_markdown(
             found or [], stack=str(plan.get("stack")))
     else:
-        text = render_text(changes) if changes else ""
+        text = render_text(changes) if changes else _plan_text(result, out)
         if found is not None:
             text += render_violations_text(found, stack=str(plan.get("stack")))
     if out is not None:

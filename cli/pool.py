@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cli import _complete
 from cli._args import StackArg, one_stack
 from cli._errors import command
 from cli._output import console, print_json, print_table
@@ -46,6 +47,9 @@ PlanOpt = Annotated[bool, typer.Option(
     "--plan", help="Also plan the stack before and after offline (Pulumi's mocks, a few "
     "seconds) and count the resources the change adds, removes and replaces.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+# What a user who writes the stack first, as other commands take it (`pool resize STACK NAME`),
+# gives after NAME: caught to say how to write it, instead of Click's bare "extra argument".
+ExtraArgs = Annotated[list[str] | None, typer.Argument(hidden=True, show_default=False)]
 
 
 def _stack(path: Path | None) -> Path:
@@ -71,7 +75,9 @@ def _target(path: Path | None, *, dry_run: bool, patch: Path | None, what: str) 
 def request(
     stack_file: StackArg = None,
     stack: StackOpt = None,
-    team: Annotated[str, typer.Option("--team", metavar="TEAM", help="The team that owns the "
+    team: Annotated[str, typer.Option("--team", metavar="TEAM",
+                                      autocompletion=_complete.teams,
+                                      help="The team that owns the "
                                       "pool and pays for it.")] = "",
     accelerator: Annotated[str, typer.Option(
         "--accelerator", metavar="ACCELERATOR", help="What to run: `h100`, `a3-highgpu-8g`, "
@@ -89,6 +95,7 @@ def request(
     ] = None,
     capacity: Annotated[str | None, typer.Option(
         "--capacity", metavar="CAPACITY", show_default=False,
+        autocompletion=_complete.capacities,
         help="on-demand (default), spot, flex-start or queued.")] = None,
     name: Annotated[str | None, typer.Option(
         "--name", metavar="NAME", show_default=False,
@@ -149,7 +156,7 @@ def request(
 @command
 def resize(
     name: Annotated[str, typer.Argument(metavar="NAME", help="The pool.",
-                                                 show_default=False)],
+                                        show_default=False, autocompletion=_complete.pools)],
     nodes: Annotated[int | None, typer.Option(
         "--nodes", metavar="N", show_default=False, help="New node count (GPU, CPU pools).")
     ] = None,
@@ -159,9 +166,11 @@ def resize(
         "count).")] = None,
     stack: StackOpt = None, dry_run: DryRun = False, patch: PatchOpt = None,
     branch: BranchOpt = None, plan: PlanOpt = False, as_json: JsonOpt = False,
+    extra: ExtraArgs = None,
 ) -> None:
     """Resize a pool: `--nodes N` for a GPU or CPU pool, `--topology X` for a TPU slice. The
     same checks and guarantees as `pool request`."""
+    name = _one_name("resize", name, extra, "--nodes N")
     from fleet.catalog import load_catalog
     from fleet.requests.request import resize_pool
 
@@ -180,12 +189,14 @@ def resize(
 @command
 def remove(
     name: Annotated[str, typer.Argument(metavar="NAME", help="The pool.",
-                                                 show_default=False)],
+                                        show_default=False, autocompletion=_complete.pools)],
     stack: StackOpt = None, dry_run: DryRun = False, patch: PatchOpt = None,
     branch: BranchOpt = None, plan: PlanOpt = False, as_json: JsonOpt = False,
+    extra: ExtraArgs = None,
 ) -> None:
     """Give a pool back: its entry and its own heading comment leave the stack, nothing else
     does. Refused while the rest of the stack refers to it."""
+    name = _one_name("remove", name, extra, "")
     from fleet.catalog import load_catalog
     from fleet.requests.request import remove_pool
 
@@ -197,6 +208,24 @@ def remove(
     _apply(_target(stack, dry_run=dry_run, patch=patch, what="pool remove"), decide,
            f"accelfleet pool remove {name}", dry_run=dry_run,
            patch=patch, branch=branch, plan=plan, as_json=as_json)
+
+
+def _one_name(verb: str, name: str, extra: list[str] | None, size: str) -> str:
+    """The pool NAME, the only positional argument of `pool resize` and `pool remove`: the
+    stack goes with --stack (a pool edit never takes the stack as a positional argument)."""
+    if not extra:
+        return name
+    from fleet.errors import InputError
+
+    given = [name, *extra]
+    stacks = [a for a in given if a.endswith((".yaml", ".yml")) or Path(a).is_file()]
+    pools = [a for a in given if a not in stacks]
+    example = " ".join(["accelfleet pool", verb, pools[0] if len(pools) == 1 else "NAME",
+                        *([size] if size else []),
+                        "--stack", stacks[0] if len(stacks) == 1 else "FILE"])
+    raise InputError(f"`pool {verb}` takes one argument, the pool's NAME; it was given "
+                     f"{len(given)}: {', '.join(given)}",
+                     hint=f"name the stack with --stack: `{example}`")
 
 
 def _whoami() -> str | None:
@@ -243,7 +272,7 @@ def _apply(path: Path, decide: Callable[[dict[str, Any]], Change], words: str, *
         if patch is not None and not edit.change.changes_nothing:
             target = Path(os.path.realpath(patch))
             target.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(target, unified_diff(edit, _shown(path)))
+            write_atomic(target, unified_diff(edit, _diff_name(path)))
     diff = _plan(edit) if plan and not edit.change.changes_nothing else None
     _report(edit, path, dry_run=dry_run, patch=patch, commit=commit, diff=diff,
             as_json=as_json)
@@ -270,7 +299,16 @@ def _naming(path: Path, decide: Callable[[dict[str, Any]], Change]
 
 
 def _shown(path: Path) -> str:
-    """The stack's path as a diff names it: relative to here when it is under here."""
+    """The stack's path as the user names it from here (`stacks/Pulumi.prod.yaml`,
+    `../stacks/Pulumi.prod.yaml`): what a message and a diff's header say was written."""
+    from fleet.stack.choice import shown_path
+
+    return shown_path(path).as_posix()
+
+
+def _diff_name(path: Path) -> str:
+    """The stack's path in a diff's header: relative to here when it is under here (what
+    `git apply` run here finds), else its name."""
     try:
         return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
@@ -336,7 +374,7 @@ def _report(edit: Edit, path: Path, *, dry_run: bool, patch: Path | None, commit
         lines.append(f"  next: git push -u origin {commit.branch}, and open a pull request")
     typer.echo("\n".join(lines))
     if dry_run:
-        typer.echo("\nthe change to the stack file:\n" + unified_diff(edit, _shown(path)),
+        typer.echo("\nthe change to the stack file:\n" + unified_diff(edit, _diff_name(path)),
                    nl=False)
 
 
@@ -346,6 +384,7 @@ def list_(
     stack_file: StackArg = None,
     stack: StackOpt = None,
     team: Annotated[str | None, typer.Option("--team", metavar="TEAM", show_default=False,
+                                             autocompletion=_complete.teams,
                                              help="Only this team's pools.")] = None,
     as_json: JsonOpt = False,
 ) -> None:

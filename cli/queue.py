@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cli import _complete
 from cli._args import StackArg, StackOpt, one_stack
 from cli._errors import command
 from cli._output import console, print_json
@@ -102,7 +103,8 @@ def show(
     stack_file: StackArg = None,
     stack: StackOpt = None,
     team: Annotated[str | None, typer.Option(
-        "--team", metavar="TEAM", show_default=False, help="Only this team's queues.")] = None,
+        "--team", metavar="TEAM", show_default=False, help="Only this team's queues.",
+        autocompletion=_complete.teams)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Show each team's queue on each cluster, its pools in the order Kueue tries them, and

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cli import _complete
 from cli._args import StackOpt, one_stack
 from cli._errors import command
 from cli._typer import App
@@ -126,6 +127,9 @@ def local(
     _show_host(report, as_json)
     kept = keep_host(report, junit=junit, html=html, metrics=metrics, history=history,
                      record_history=not no_history)
+    asked = [p for p in (junit, html, metrics) if p is not None]
+    for path in (p for p in kept.written if p in asked):  # said where --json keeps stdout clean
+        typer.echo(f"wrote {path}", err=as_json)
     show_drift(kept.drifted)
     unsaved = "; ".join(kept.problems) or None
     if not report.ok:
@@ -218,7 +222,7 @@ def _pool_names(value: str | None) -> list[str] | None:
 
 PoolsOpt = Annotated[str | None, typer.Option(
     "--pools", metavar="POOL,...", help="Only these pools (comma-separated names).",
-    show_default=False)]
+    show_default=False, autocompletion=_complete.pool_list)]
 TierOpt = Annotated[int | None, typer.Option(
     "--tier", min=0, max=SD.TOP_TIER, metavar="N", help="Run tiers 0 up to this one on every node "
     "(default: the stack's smoke.max_tier): 0 inventory, 1 known answer, 2 performance, "

@@ -29,12 +29,15 @@ smoke_runner: Callable[[SmokeRequest], SmokeResult] | None = None
 
 
 def _engine(stack: str, packs: list[str]) -> Engine:
-    from components.engine.deploy import AutomationEngine, require_pulumi_cli
+    from components.engine.deploy import PROJECT_DIR, AutomationEngine, require_pulumi_cli
+    from fleet.stack.pulumi_workspace import find_project
 
     if engine_factory is not None:
         return engine_factory(stack, packs)
     require_pulumi_cli()
-    return AutomationEngine(stack=stack, policy_packs=packs)
+    project_file = find_project(Path.cwd())  # the project Pulumi itself would run here
+    return AutomationEngine(stack=stack, policy_packs=packs,
+                            work_dir=project_file.parent if project_file else PROJECT_DIR)
 
 
 def _cli_ready() -> None:
@@ -50,18 +53,18 @@ def _stack(stack_file: Path | None) -> tuple[Path, str, dict[str, Any]]:
     """(stack file, stack name, offline plan JSON) of a valid stack Pulumi can select."""
     import json
 
-    from components.engine.deploy import PROJECT_DIR
     from components.engine.plan import run_plan
     from fleet.errors import InputError
-    from fleet.stack.choice import stack_to_read
+    from fleet.stack.choice import project_stacks_dir, shown_path, stack_to_read
     from fleet.stack.read import stack_name
 
     path = stack_to_read(stack_file)
     name = stack_name(path)
-    expected = (PROJECT_DIR / "stacks" / f"Pulumi.{name}.yaml").resolve()
+    expected = (project_stacks_dir() / f"Pulumi.{name}.yaml").resolve()
     if path.resolve() != expected:
-        raise InputError(f"Pulumi reads stack {name!r} from {expected}, not {path}",
-                         hint="put the stack file in this project's stacks/ directory")
+        raise InputError(f"Pulumi reads stack {name!r} from {shown_path(expected)}, not "
+                         f"{path}", hint="put the stack file in the stack folder of the "
+                         "Pulumi project you run from (its Pulumi.yaml's stackConfigDir)")
     return path, name, json.loads(run_plan(path).to_json())  # validates first (exit 2)
 
 

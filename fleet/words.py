@@ -99,3 +99,8 @@ def num(value: float | None, fmt: str = "{:,.0f}") -> str:
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """`n` and its noun, singular or plural: 1 rank, 300,000 ranks, 1 more setting."""
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
+def all_of(n: int, noun: str, plural: str | None = None) -> str:
+    """Every one of `n` things, as people say it: all 8 devices, the one device."""
+    return f"the one {noun}" if n == 1 else f"all {counted(n, noun, plural)}"

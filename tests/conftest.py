@@ -29,3 +29,26 @@ def _no_stack_chosen_outside(tmp_path_factory: pytest.TempPathFactory,
     home = tmp_path_factory.mktemp("pulumi-home")
     monkeypatch.setenv("PULUMI_HOME", str(home))
     return home
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def own_project(tmp_path_factory: pytest.TempPathFactory,
+                monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A Pulumi project folder of the test's own, made the working directory: this checkout's
+    Pulumi.yaml and a copy of the example stack in its stacks/. A command that chooses its
+    stack by default (fleet.stack.choice) reads this folder, never the checkout's stacks/,
+    where a team keeps its own stacks (`stacks/Pulumi.acme.yaml` must not change a test's
+    result, issue 29 item 2)."""
+    import shutil
+
+    from fleet.stack.read import EXAMPLE_STACK
+
+    project = tmp_path_factory.mktemp("project")
+    shutil.copy(ROOT / "Pulumi.yaml", project / "Pulumi.yaml")
+    (project / "stacks").mkdir()
+    shutil.copy(EXAMPLE_STACK, project / "stacks" / EXAMPLE_STACK.name)
+    monkeypatch.chdir(project)
+    return project

@@ -65,6 +65,7 @@ from fleet.catalog.records import (
     TpuGeneration,
 )
 from fleet.errors import CatalogError, InputError, UnknownNameError, suggest
+from fleet.words import counted
 
 __all__ = [
     "CLOUDS",
@@ -374,9 +375,9 @@ class Catalog:
         machine = gen.machine_for(per_host)
         if machine is None:
             raise InputError(
-                f"no {gen.key} machine type carries {per_host} chips",
+                f"no {gen.key} machine type carries {counted(per_host, 'chip')}",
                 hint=f"{gen.key} machine types: "
-                + ", ".join(f"{m} ({c} chips)" for c, m in gen.machine_types),
+                + ", ".join(f"{m} ({counted(c, 'chip')})" for c, m in gen.machine_types),
             )
         return Shape(
             cloud="gcp",

@@ -282,7 +282,8 @@ class Shape:
     def describe(self) -> str:
         if self.tpu is not None:
             return (
-                f"TPU {self.tpu.key} {self.topology_str}: {self.chips} chips on {self.hosts} "
+                f"TPU {self.tpu.key} {self.topology_str}: {self.chips} "
+                f"chip{'s' if self.chips != 1 else ''} on {self.hosts} "
                 f"host{'s' if self.hosts != 1 else ''} of {self.machine_type}"
             )
         if self.kind == "cpu":

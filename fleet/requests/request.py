@@ -368,7 +368,35 @@ def resize_pool(raw: Mapping[str, Any], name: str, *, catalog: Catalog,
     if isinstance(result, SpecError):
         raise RequestRefused(what, result.problems, alternatives=alternatives(
             raw, before, catalog, result.problems, resize=(name, updates)))
-    return Change("resize", name, spec, before, result, updates=updates)
+    notes = (_recreated(pool), *_named_for(pool, updates)) if pool.shape.tpu else ()
+    return Change("resize", name, spec, before, result, updates=updates, notes=notes)
+
+
+def _named_for(pool: ResolvedPool, updates: Mapping[str, Any]) -> tuple[str, ...]:
+    """A slice whose name carries its old topology (`vision-v6e-2x2`, as `pool request` names
+    it) says so once resized: the name stays (what refers to it keeps working), the note says
+    how to rename it while the slice is recreated anyway."""
+    old = pool.shape.topology_str
+    new = str(updates.get("topology") or "")
+    if not old or not new or old == new or old not in pool.name.split("-"):
+        return ()
+    renamed = "-".join(new if part == old else part for part in pool.name.split("-"))
+    return (f"its name {pool.name} still says {old}: the name is kept (what refers to it "
+            f"keeps working); to rename it {renamed}, change its `name:` and every reference "
+            "to it in the stack in the same change",)
+
+
+def _recreated(pool: ResolvedPool) -> str:
+    """What a TPU slice's resize does to it: a slice's topology is fixed when it is created
+    (components/engine/data/replacements.yaml: placementPolicy.tpuTopology for a GKE slice,
+    acceleratorConfig for a TPU VM), so the new topology is a new slice."""
+    from fleet.words import counted
+
+    shape = pool.shape
+    return (f"the slice is recreated, not resized in place: `pulumi up` deletes {pool.name} "
+            f"({shape.topology_str}: {counted(shape.hosts, 'host')} and the work on "
+            f"{'it' if shape.hosts == 1 else 'them'}) and creates it anew at the new topology; "
+            "drain it first (`accelfleet plan --diff` flags the replacement)")
 
 
 def _node_updates(pool: ResolvedPool, topology: str | None, nodes: int | None,

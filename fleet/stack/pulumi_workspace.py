@@ -81,11 +81,20 @@ def selected_stack(cwd: Path | None = None,
     stack = _stack_in(settings, env) if isinstance(settings, dict) else None
     if not stack:
         return None
-    config_dir = project.get("stackConfigDir")
-    folder = project_file.parent / config_dir if isinstance(config_dir, str) and config_dir \
-        else project_file.parent
+    folder = _config_dir(project_file, project)
     return SelectedStack(stack, folder / f"Pulumi.{stack.rsplit('/', 1)[-1]}.yaml",
                          settings_path)
+
+
+def stack_config_dir(project_file: Path) -> Path:
+    """The folder of a project's stack files: its `stackConfigDir`, else the project's own."""
+    return _config_dir(project_file, _project(project_file))
+
+
+def _config_dir(project_file: Path, project: dict[str, Any]) -> Path:
+    config_dir = project.get("stackConfigDir")
+    return project_file.parent / config_dir if isinstance(config_dir, str) and config_dir \
+        else project_file.parent
 
 
 def _project(project_file: Path) -> dict[str, Any]:

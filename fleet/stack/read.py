@@ -31,6 +31,13 @@ def read_stack_document(path: str | Path) -> dict[str, Any]:
 
     p = Path(path)
     try:
+        if not p.exists():
+            from fleet.stack.choice import stacks_there_are
+
+            raise StackFileError(f"stack file {p} does not exist", hint=stacks_there_are(p))
+    except OSError:  # a name the file system refuses: read_text says so
+        pass
+    try:
         text = read_text(p, what="stack file", max_bytes=MAX_STACK_BYTES,
                          hint="pass the path of a stacks/Pulumi.<stack>.yaml file (a real "
                          "fleet's stack is a few hundred KB: split the fleet into "

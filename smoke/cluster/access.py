@@ -122,10 +122,12 @@ def connect(refs: list[ClusterRef], *, kubeconfig: Path | None = None,
             failed.append(exc)
     if len(failed) == 1:
         raise failed[0]
-    if failed:
+    if failed:  # each cluster's fix under its own line, not one run-on hint for all
+        lines = [line for e in failed
+                 for line in (f"  - {e.message}", *([f"    fix: {e.hint}"] if e.hint else []))]
         raise SetupError(f"{len(failed)} of {len(refs)} clusters cannot be used:\n"
-                         + "\n".join(f"  - {e.message}" for e in failed),
-                         hint="; ".join(dict.fromkeys(e.hint for e in failed if e.hint)))
+                         + "\n".join(lines),
+                         hint="fix each cluster as its line says, then run again")
     return clients
 
 

@@ -77,8 +77,10 @@ def load_source(stack_file: Path | None, outputs: Path | Mapping[str, Any] | Non
     inventory: Inventory | None = None
     if stack_file is not None:
         if not stack_file.is_file():
+            from fleet.stack.choice import stacks_there_are
+
             raise StackFileError(f"stack file {stack_file} does not exist",
-                                 hint="pass the path of a stacks/Pulumi.<stack>.yaml file")
+                                 hint=stacks_there_are(stack_file))
         fleet = load_fleet(str(stack_file))
         s = fleet.spec.smoke
         images = {k: v for k, v in (("torch", s.torch_image), ("jax", s.jax_image)) if v}

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from fleet import smoke_defaults as SD
+from fleet.words import all_of
 from smoke.probes import verdict as V
 from smoke.probes.backend import Backend, Device, KnownAnswer, Sizes, choose, load
 from smoke.probes.expect import Expectation, Resolver
@@ -116,7 +117,7 @@ def run_local(
     if sustain:
         from smoke.probes.sustain import run_sustained
 
-        prog.step(f"T2 sustained: all {n} devices at once for {window_s:g} s")
+        prog.step(f"T2 sustained: {all_of(n, 'device')} at once for {window_s:g} s")
         burst = {r.device: r.measured for r in results
                  if r.probe == V.MATMUL and r.measured is not None}
         results += run_sustained(be, devices, sizes, window_s, exp, burst)

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
+from fleet.words import all_of
 from smoke.probes import verdict as V
 from smoke.probes._telemetry import THROTTLE_REASONS, DeviceTelemetry, open_telemetry
 from smoke.probes.backend import Backend, Device, Sizes, SustainedLoad
@@ -46,7 +47,7 @@ def run_sustained(be: Backend, devices: Sequence[Device], sizes: Sizes, window_s
         if sampler is not None:
             sampler.stop()
         return [ProbeResult(d.id, V.SUSTAINED, V.TIERS[V.SUSTAINED], Verdict.FAIL,
-                            f"probe error under load of all {len(devices)} devices: "
+                            f"probe error under load of {all_of(len(devices), 'device')}: "
                             f"{type(exc).__name__}: {exc}", unit=V.UNITS[V.SUSTAINED])
                 for d in devices]
     wall_s = time.perf_counter() - started

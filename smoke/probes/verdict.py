@@ -22,7 +22,7 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 
-from fleet.words import precise
+from fleet.words import counted, precise
 from smoke.probes import thresholds as _th
 from smoke.probes._fabric import CrossNode
 from smoke.probes.backend import AllReduce, Device, KnownAnswer
@@ -146,7 +146,7 @@ def judge_known_answer(answers: Mapping[str, KnownAnswer]) -> list[ProbeResult]:
 def judge_psum(value: float, devices: int) -> ProbeResult:
     ok = value == float(devices)
     return ProbeResult(HOST, PSUM, T1, Verdict.PASS if ok else Verdict.FAIL,
-                       f"psum of ones over {devices} devices = {value:g}"
+                       f"psum of ones over {counted(devices, 'device')} = {value:g}"
                        + ("" if ok else f", expected {devices}"), value, float(devices),
                        UNITS[PSUM])
 
@@ -254,7 +254,7 @@ def judge_allreduce(result: AllReduce | None, devices: int, exp: Expectation) ->
     details = {"algbw_gbps": result.algbw_gbps, "bytes_per_device": result.bytes_per_device,
                "seconds": result.seconds, **floor_details, **result.details}
     text = (f"busbw {result.busbw_gbps:,.3g} GB/s (algbw {result.algbw_gbps:,.3g}) over "
-            f"{devices} devices, {result.bytes_per_device / 2**20:g} MiB each")
+            f"{counted(devices, 'device')}, {result.bytes_per_device / 2**20:g} MiB each")
     checks: list[tuple[Verdict, str]] = [(Verdict.PASS, text)]
     if not result.correct:
         checks.append((Verdict.FAIL, f"wrong sum; {text}"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from fleet.words import figure
+from fleet.words import counted, figure
 from smoke.cluster.run import Failure, RunReport
 from smoke.probes import names as P
 from smoke.probes.results import HostReport, ProbeResult, Verdict, node_median, worst
@@ -177,7 +177,8 @@ def run_summary(run: RunReport) -> str:
         for k, v in p.counts().items():
             counts[k] += v
     nodes = sum(len(p.nodes) for p in run.pools)
-    line = (f"run {run.run_id}: {len(run.pools)} pools, {nodes} node reports; "
+    line = (f"run {run.run_id}: {counted(len(run.pools), 'pool')}, "
+            f"{counted(nodes, 'node report')}; "
             f"{counts['pass']} pass, {counts['warn']} warn, {counts['fail']} fail, "
             f"{counts['skipped']} skipped in {run.duration_s:.1f} s")
     starts = [((n.timing or {}).get("startup_s"), p.name, n.node or n.pod)

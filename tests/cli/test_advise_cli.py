@@ -14,6 +14,10 @@ from typer.testing import CliRunner
 from cli.main import app
 from fleet.words import duration
 
+# Commands that choose their stack by default read a project folder of the test's own, never
+# the checkout's stacks/ (where a team keeps its stacks: issue 29 item 2).
+pytestmark = pytest.mark.usefixtures("own_project")
+
 runner = CliRunner()
 
 

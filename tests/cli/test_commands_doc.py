@@ -28,7 +28,7 @@ def test_every_command_has_its_section_and_every_option_its_row() -> None:
         assert f"`{title}`\n\n```\n{title} [OPTIONS]" in ref, title
         section = ref.split(f"`{title}`\n\n```", 1)[1].split("\n#", 1)[0]
         for param in cmd.params:
-            if param.name == "help":
+            if param.name == "help" or getattr(param, "hidden", False):  # shown nowhere
                 continue
             name = param.metavar if param.param_type_name == "argument" else param.opts[0]
             assert f"| `{name.replace('|', chr(92) + '|')}" in section, (title, name)

@@ -18,6 +18,10 @@ from cli._costs import price_source
 from cli.main import app
 from fleet.stack.read import EXAMPLE_STACK
 
+# Commands that choose their stack by default read a project folder of the test's own, never
+# the checkout's stacks/ (where a team keeps its stacks: issue 29 item 2).
+pytestmark = pytest.mark.usefixtures("own_project")
+
 runner = CliRunner()
 HEADER = ("pool", "cluster", "team", "machine", "nodes x dev", "zones", "capacity",
           "$/month", "price")

@@ -6,10 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
 from fleet.stack.read import EXAMPLE_STACK
+
+# Commands that choose their stack by default read a project folder of the test's own, never
+# the checkout's stacks/ (where a team keeps its stacks: issue 29 item 2).
+pytestmark = pytest.mark.usefixtures("own_project")
 
 runner = CliRunner()
 # h100-train as an A3 Ultra (no list price), in us-central1-b: us-central1's zone that has it

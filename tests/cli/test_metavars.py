@@ -27,7 +27,8 @@ def _params() -> list[tuple[str, TyperOption | TyperArgument]]:
 
     for path, cmd in leaf_commands().items():
         for p in getattr(cmd, "params", []):
-            if isinstance(p, TyperOption) and (p.is_flag or p.hidden or p.name == "help"):
+            if getattr(p, "hidden", False) or (  # a hidden argument, too: shown nowhere
+                    isinstance(p, TyperOption) and (p.is_flag or p.name == "help")):
                 continue
             if isinstance(p, TyperOption | TyperArgument):
                 out.append((" ".join(path), p))

@@ -17,6 +17,10 @@ from cli.main import app
 from fleet.catalog import load_catalog
 from fleet.stack.read import EXAMPLE_STACK, read_stack_file
 
+# Commands that choose their stack by default read a project folder of the test's own, never
+# the checkout's stacks/ (where a team keeps its stacks: issue 29 item 2).
+pytestmark = pytest.mark.usefixtures("own_project")
+
 runner = CliRunner()
 
 

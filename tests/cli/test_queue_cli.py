@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
 from fleet.stack.read import EXAMPLE_STACK
 from tests.stacks import ONE_GKE_CLUSTER
+
+# Commands that choose their stack by default read a project folder of the test's own, never
+# the checkout's stacks/ (where a team keeps its stacks: issue 29 item 2).
+pytestmark = pytest.mark.usefixtures("own_project")
 
 runner = CliRunner()
 

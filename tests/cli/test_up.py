@@ -24,6 +24,10 @@ from smoke.cluster.run import RunReport
 from smoke.session import SmokeRequest, SmokeResult
 from tests.smoke.recorded import BAD_NODE, recorded_run
 
+# Commands that choose their stack by default read a project folder of the test's own, never
+# the checkout's stacks/ (where a team keeps its stacks: issue 29 item 2).
+pytestmark = pytest.mark.usefixtures("own_project")
+
 runner = CliRunner()
 EVENTS = (Path(__file__).parent.parent / "components" / "fixtures"
           / "engine-events-example-up.jsonl")
@@ -108,15 +112,16 @@ def test_urn_key() -> None:
 
 
 def test_up_smokes_the_changed_pools(engine: Recording, smoke: list[SmokeRequest],
-                                     tmp_path: Path) -> None:
-    result = runner.invoke(app, ["up", str(EXAMPLE_STACK), "--yes",
+                                     tmp_path: Path, own_project: Path) -> None:
+    example = own_project / "stacks" / EXAMPLE_STACK.name  # where Pulumi reads it from here
+    result = runner.invoke(app, ["up", str(example), "--yes",
                                  "--junit", str(tmp_path / "smoke.xml")])
     assert result.exit_code == 0, result.output
     assert engine.calls == ["preview", "up"]
     assert "preview of stack example: 1 to replace, 2 to update" in result.output
     [request] = smoke
     assert request.stack_file is not None
-    assert request.stack_file.resolve() == EXAMPLE_STACK.resolve()
+    assert request.stack_file.resolve() == example.resolve()
     assert list(request.pools or []) == CHANGED
     assert request.junit == tmp_path / "smoke.xml" and request.out is None
     # the outputs, kubeconfigs included, are handed over in memory: no file holds the secrets

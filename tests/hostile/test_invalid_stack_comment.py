@@ -12,6 +12,10 @@ from ruamel.yaml import YAML
 from cli.plan_diff import MARKER
 from tests.hostile.conftest import BASE_STACK, ROOT, invoke
 
+# Commands that choose their stack by default read a project folder of the test's own, never
+# the checkout's stacks/ (where a team keeps its stacks: issue 29 item 2).
+pytestmark = pytest.mark.usefixtures("own_project")
+
 
 @pytest.mark.parametrize("extra", [(), ("--policies",)])
 def test_an_invalid_stack_comment_lists_its_problems(extra: tuple[str, ...],

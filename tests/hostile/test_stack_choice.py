@@ -15,6 +15,10 @@ from fleet.stack.choice import choose_stack, stack_for_write
 from fleet.stack.read import EXAMPLE_STACK
 from tests.hostile.conftest import invoke
 
+# Commands that choose their stack by default read a project folder of the test's own, never
+# the checkout's stacks/ (where a team keeps its stacks: issue 29 item 2).
+pytestmark = pytest.mark.usefixtures("own_project")
+
 REQUEST = ("--team", "vision", "--accelerator", "h100", "--nodes", "1", "--requested-by",
            "ana@acme.com")
 
