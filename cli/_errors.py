@@ -22,6 +22,10 @@ INTERRUPTED = threading.Event()
 
 def _on_interrupt(signum: int, frame: FrameType | None) -> None:
     INTERRUPTED.set()
+    import logging  # an event loop cut short mid-step complains of its task ("Exception in
+
+    # callback ... does not match the current task"): after a Ctrl-C that is noise
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
     raise KeyboardInterrupt
 
 

@@ -95,8 +95,26 @@ def derived_names(spec: FleetSpec, pools: Sequence[ResolvedPool],
                                    f"{TPU_VMS_NAME}-{suffix}", src, at))
     for p in [*pools, *system_pools]:
         out += _pool_names(p, gcp_project, aws_account)
+    routing = list(routing)
     for r in routing:
         out += _routing_names(spec, r)
+    out += _gate_names(spec, pools, routing)
+    return out
+
+
+def _gate_names(spec: FleetSpec, pools: Sequence[ResolvedPool],
+                routing: Sequence[ClusterRouting]) -> list[DerivedName]:
+    """The smoke namespace the gate controller creates on a cluster with a gated pool, where
+    no Kueue smoke queue creates it already (components.k8s install_gate)."""
+    routed = {r.cluster for r in routing if r.smoke is not None}
+    out = []
+    for c in spec.clusters:
+        if c.name in routed or not any(p.gated for p in pools if p.cluster is not None
+                                       and p.cluster.name == c.name):
+            continue
+        out.append(DerivedName(f"namespaces of cluster {c.name!r}", spec.smoke.namespace,
+                               "the gate controller (smoke.namespace)",
+                               Where("smoke", field="namespace")))
     return out
 
 
