@@ -11,6 +11,8 @@ from typing import ParamSpec, TypeVar
 
 import typer
 
+from cli._terminal import echo
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -57,9 +59,9 @@ def report(exc: BaseException) -> int:
     from fleet.errors import AccelfleetError
 
     if isinstance(exc, AccelfleetError) and not INTERRUPTED.is_set():
-        typer.echo(f"error: {exc}", err=True)
+        echo(f"error: {exc}", err=True)
     elif isinstance(exc, KeyboardInterrupt) or INTERRUPTED.is_set():
-        typer.echo("interrupted", err=True)
+        echo("interrupted", err=True)
     else:
         internal_error(exc)
     return exit_code(exc)
@@ -92,10 +94,10 @@ def internal_error(exc: BaseException) -> None:
         tb = tb.tb_next
     if tb is not None:
         where = f" at {os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
-    typer.echo(f"internal error: {type(exc).__name__}: {exc}{where}\n  hint: this is a bug "
-               f"in accelfleet, not a problem with your fleet; please report it at "
-               f"{REPORT_URL} with the command you ran (ACCELFLEET_DEBUG=1 shows the "
-               "traceback)", err=True)
+    echo(f"internal error: {type(exc).__name__}: {exc}{where}\n  hint: this is a bug "
+         f"in accelfleet, not a problem with your fleet; please report it at "
+         f"{REPORT_URL} with the command you ran (ACCELFLEET_DEBUG=1 shows the "
+         "traceback)", err=True)
 
 
 def command(fn: Callable[P, R]) -> Callable[P, R]:

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cli._terminal import echo
+
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
@@ -14,18 +16,21 @@ if TYPE_CHECKING:
 PIPE_WIDTH = 200  # columns when stdout is no terminal and COLUMNS is unset: logs, files, CI
 
 
-def console() -> Console:
+def console(*, stderr: bool = False, **options: Any) -> Console:
     """A console as wide as the terminal (or $COLUMNS); piped output is not squeezed to 80.
-    Tables fold long values onto more lines rather than cutting them."""
+    Tables fold long values onto more lines rather than cutting them. Every text it prints is
+    made safe for a terminal (cli/_terminal.py); `options` are Rich Console's, over these."""
     import os
     import sys
 
-    from rich.console import Console
+    from cli._terminal import safe_console
 
     width = None
     if not sys.stdout.isatty() and not os.environ.get("COLUMNS"):
         width = PIPE_WIDTH
-    return Console(highlight=False, soft_wrap=False, width=width)
+    settings: dict[str, Any] = {"highlight": False, "soft_wrap": False, "width": width,
+                                "stderr": stderr}
+    return safe_console(**(settings | options))
 
 
 def terminal_width() -> int | None:
@@ -41,10 +46,18 @@ def terminal_width() -> int | None:
 
 def print_json(data: Any) -> None:
     """`data` as strict JSON: an infinite or NaN figure is written as the text "inf", "-inf"
-    or "nan" (JSON has no such numbers; Python would write the invalid `Infinity`)."""
-    import typer
+    or "nan" (JSON has no such numbers; Python would write the invalid `Infinity`). Control
+    and bidi characters in a string are JSON's escapes (`\\u001b`, `\\u202e`), never raw."""
+    echo(json_text(data))
 
-    typer.echo(json.dumps(json_safe(data), indent=2, sort_keys=True, allow_nan=False))
+
+def json_text(data: Any, indent: int | None = 2) -> str:
+    """`data` as strict JSON that is safe on a terminal: json.dumps escapes every control
+    character but DEL (it is ASCII), and, with ensure_ascii, every non-ASCII one (C1, bidi);
+    DEL is escaped here (only a string can hold it: JSON's own syntax is printable)."""
+    text = json.dumps(json_safe(data), indent=indent, sort_keys=True, allow_nan=False,
+                      ensure_ascii=True)
+    return text.replace("\x7f", "\\u007f")
 
 
 def json_safe(data: Any) -> Any:

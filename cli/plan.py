@@ -9,6 +9,7 @@ import typer
 
 from cli._args import StackArg, StackOpt, one_stack
 from cli._errors import command
+from cli._terminal import echo, echo_json
 
 if TYPE_CHECKING:
     from components.engine.plan import Plan
@@ -68,7 +69,7 @@ def plan(
 
             text = invalid_markdown(path, exc)
             if out is None or save(out, text):
-                typer.echo(text, nl=False)
+                echo(text, nl=False)
         raise
     _emit(result, style, out)
 
@@ -89,10 +90,10 @@ def _emit(result: Plan, style: str, out: Path | None) -> None:
         problem = save(out, text)
         if problem:
             raise InputError(problem, hint="choose another --out path")
-        typer.echo(f"wrote the plan of stack {result.stack} to {out} "
-                   f"({len([r for r in result.resources if r.custom])} resources)")
+        echo(f"wrote the plan of stack {result.stack} to {out} "
+             f"({len([r for r in result.resources if r.custom])} resources)")
         return
-    typer.echo(text, nl=False)
+    (echo_json if style == "json" else echo)(text, nl=False)
 
 
 def render(result: Plan, width: int | None = None) -> str:
@@ -101,7 +102,6 @@ def render(result: Plan, width: int | None = None) -> str:
     wrapped (a file, a PR comment, a pipe)."""
     from collections import Counter
 
-    from rich.console import Console
     from rich.tree import Tree
 
     from cli._costs import (
@@ -113,6 +113,7 @@ def render(result: Plan, width: int | None = None) -> str:
         price_source,
         team_words,
     )
+    from cli._terminal import safe_console
     from cli.queue import queue_lines
     from fleet.model import PLATFORM_TEAM
     from fleet.words import usd_span
@@ -159,8 +160,8 @@ def render(result: Plan, width: int | None = None) -> str:
             node.add(f"{n} x {type_}")
 
     add(tree, None)
-    console = Console(record=True, width=width or 160, highlight=False, soft_wrap=width is None,
-                      force_terminal=False, color_system=None)
+    console = safe_console(record=True, width=width or 160, highlight=False,
+                           soft_wrap=width is None, force_terminal=False, color_system=None)
     with console.capture() as cap:
         console.print(tree)
         for c in data["control_planes"]:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cli._errors import command
+from cli._terminal import echo
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -109,10 +110,10 @@ def nccl_log(
     else:
         _print(log.ranks, judged.summary)
         if not log.attributed:
-            typer.echo("note: the log has no `host:pid:tid [dev]` prefixes (stripped), so its "
-                       "lines cannot be attributed to ranks or hosts: read as one process")
+            echo("note: the log has no `host:pid:tid [dev]` prefixes (stripped), so its "
+                 "lines cannot be attributed to ranks or hosts: read as one process")
         if asked and judged.ok:
-            typer.echo(f"ok: the log shows {_what(expect)}")
+            echo(f"ok: the log shows {_what(expect)}")
     if asked and not judged.ok:
         problems = "\n  ".join(judged.problems)
         hint = (f"NCCL said why first: {judged.hint}" if judged.hint else

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from cli._terminal import echo
 from fleet import smoke_defaults as SD
 
 if TYPE_CHECKING:
@@ -70,6 +71,6 @@ def check_outputs(html: Path | None, metrics: Path | None, history: Path | None,
 def show_drift(drifted: Sequence[Trend]) -> None:
     """What the history says drifted, one line each on stderr."""
     for t in drifted:
-        typer.echo(f"DRIFT {t.pool} {t.node} {t.probe}: " + "; ".join(t.drift)
-                   + " (still judged by the catalog floor; `accelfleet smoke history "
-                   f"--node {t.node}` shows the trend)", err=True)
+        echo(f"DRIFT {t.pool} {t.node} {t.probe}: " + "; ".join(t.drift)
+             + " (still judged by the catalog floor; `accelfleet smoke history "
+             f"--node {t.node}` shows the trend)", err=True)
