@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from cli._terminal import echo
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from rich.console import Console
     from rich.table import Table
 
@@ -73,23 +75,53 @@ def json_safe(data: Any) -> Any:
     return data
 
 
-def writable(path: Path | None, *, directory: bool = False) -> None:
+def writable(path: Path | None, *, directory: bool = False,
+             reads: Iterable[tuple[str, Path | None]] = ()) -> None:
     """Refuse, before any work, an output path that cannot be written: a file path that is a
-    directory, a directory path that is a file, or a place under a file or without write
-    permission. Missing parents are fine: `save` creates them."""
+    directory, a socket or a block device, a directory path that is a file, a place under a
+    file or without write permission, a path the system cannot take (too long). Missing
+    parents are fine: `save` creates them. (A FIFO passes: whether anyone reads it is known
+    only by opening it, which would end a waiting reader's input; `save` refuses one nobody
+    reads, never waits on it.) `reads` names the files the same command reads, in words
+    (`("the stack file", path)`): an output that is one of them would overwrite it."""
     import os
 
     from fleet.errors import InputError
+    from fleet.output_files import os_reason
 
     if path is None:
         return
+    for words, read in reads:
+        if read is not None and os.path.realpath(read) == os.path.realpath(path):
+            raise InputError(f"cannot write {path}: it is {words} this command reads "
+                             "(writing it would overwrite it)",
+                             hint="write to another file")
+    try:
+        _writable(path, directory=directory)
+    except OSError as exc:  # a name too long, a loop of links, a parent we may not search
+        raise InputError(f"cannot write {path}: {os_reason(exc)}",
+                         hint="give another path") from None
+
+
+def _writable(path: Path, *, directory: bool) -> None:
+    import os
+    import stat
+
+    from fleet.errors import InputError
+    from fleet.input_files import file_kind
+
     if path.is_symlink() and not path.exists():
         raise InputError(f"cannot write {path}: it is a symbolic link to "
                          f"{os.readlink(path)}, which does not exist",
                          hint="remove the link, or give another path")
+    mode = path.stat().st_mode if path.exists() else 0
     if directory and path.exists() and not path.is_dir():
-        raise InputError(f"cannot write into {path}: it is a file, not a directory",
+        raise InputError(f"cannot write into {path}: it is {file_kind(mode)}, not a "
+                         "directory",
                          hint="give a directory (it is created if missing)")
+    if not directory and (stat.S_ISSOCK(mode) or stat.S_ISBLK(mode)):
+        raise InputError(f"cannot write {path}: it is {file_kind(mode)}", hint="name a regular "
+                         "file (or a character device such as /dev/null)")
     if not directory and path.is_dir():
         raise InputError(f"cannot write {path}: it is a directory", hint="name a file in it, "
                          f"e.g. {path / 'out.json'}")

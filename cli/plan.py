@@ -54,9 +54,9 @@ def plan(
     from fleet.output_files import save
     from fleet.stack.choice import stack_to_read
 
-    writable(out)  # before any work
     style = output_format(fmt, as_json)
     path = stack_to_read(stack_file)
+    writable(out, reads=(("the stack file", path), ("the base plan", diff)))  # before any work
     try:
         if diff is not None or base_ref is not None or policies:
             report(path, diff=diff, base_ref=base_ref, fmt=style,

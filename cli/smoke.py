@@ -334,9 +334,11 @@ def run(
     from smoke.cluster.access import parse_contexts
     from smoke.session import run_smoke
 
-    writable(junit)
+    reads = (("the stack file", stack_file), ("the outputs file", outputs),
+             ("the kubeconfig", kubeconfig))
+    writable(junit, reads=reads)
     writable(out, directory=True)
-    check_outputs(html, metrics, history, no_history)
+    check_outputs(html, metrics, history, no_history, reads)
     request = _request(stack_file, outputs, pools, tier, timeout_s, image, sustain_s,
                        quarantine=_cap(quarantine, max_quarantine), kubeconfig=kubeconfig,
                        contexts=parse_contexts(context or []), junit=junit, out=out,

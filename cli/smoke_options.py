@@ -52,13 +52,14 @@ NoHistoryOpt = Annotated[bool, typer.Option(
 
 
 def check_outputs(html: Path | None, metrics: Path | None, history: Path | None,
-                  no_history: bool) -> None:
-    """Refuse unusable output paths before any work."""
+                  no_history: bool, reads: Sequence[tuple[str, Path | None]] = ()) -> None:
+    """Refuse unusable output paths before any work (`reads`: the command's input files, which
+    no output may overwrite)."""
     from cli._output import writable
     from fleet.errors import InputError
 
-    writable(html)
-    writable(metrics)
+    writable(html, reads=reads)
+    writable(metrics, reads=reads)
     if history is not None and no_history:
         raise InputError("--history and --no-history contradict each other",
                          hint="keep one of them")

@@ -356,14 +356,26 @@ def find_preset(words: str) -> Preset | None:
 
 def load_workload(words: str) -> Workload:
     """A preset (by name or alias) or a workload file (by path)."""
-    path = Path(words).expanduser()
-    if path.exists():
-        return read_profile(path)
+    from fleet.input_files import path_problem, shown_path
+
     preset = find_preset(words)
-    if preset is not None:
-        return preset.workload
+    path = Path(words).expanduser()
+    problem = path_problem(path)
     names = sorted(presets())
     listing = ", ".join(names)
+    if problem is not None and preset is None:  # no system call could take it (ENAMETOOLONG)
+        raise InputError(f"workload {shown_path(words)} is no preset, and no file can have "
+                         f"that path: {problem}", hint=f"give a preset ({listing}) or the "
+                         "path of a workload YAML file")
+    try:
+        exists = problem is None and path.exists()
+    except OSError as exc:  # a loop of links, a directory we may not search
+        raise InputError(f"workload file {words}: {exc.strerror or exc}",
+                         hint="check the path and its permissions") from None
+    if exists:
+        return read_profile(path)
+    if preset is not None:
+        return preset.workload
     if words.endswith((".yaml", ".yml", ".json")) or "/" in words:
         raise InputError(f"workload file {words} does not exist",
                          hint=f"give the path of a workload YAML file, or a preset: {listing}")
