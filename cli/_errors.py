@@ -11,6 +11,8 @@ from typing import ParamSpec, TypeVar
 
 import typer
 
+from cli._terminal import echo
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -63,9 +65,9 @@ def report(exc: BaseException) -> int:
     from fleet.errors import AccelfleetError
 
     if isinstance(exc, AccelfleetError) and not INTERRUPTED.is_set():
-        typer.echo(f"error: {exc}", err=True)
+        echo(f"error: {exc}", err=True)
     elif isinstance(exc, KeyboardInterrupt) or INTERRUPTED.is_set():
-        typer.echo("interrupted", err=True)
+        echo("interrupted", err=True)
     else:
         internal_error(exc)
     return exit_code(exc)
@@ -113,19 +115,64 @@ def internal_error(exc: BaseException) -> None:
         tb = tb.tb_next
     if tb is not None:
         where = f" at {os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
-    typer.echo(f"internal error: {type(exc).__name__}: {exc}{where}\n  hint: this is a bug "
-               f"in accelfleet, not a problem with your fleet; please report it at "
-               f"{REPORT_URL} with the command you ran (ACCELFLEET_DEBUG=1 shows the "
-               "traceback)", err=True)
+    echo(f"internal error: {type(exc).__name__}: {exc}{where}\n  hint: this is a bug "
+         f"in accelfleet, not a problem with your fleet; please report it at "
+         f"{REPORT_URL} with the command you ran (ACCELFLEET_DEBUG=1 shows the "
+         "traceback)", err=True)
 
 
 def command(fn: Callable[P, R]) -> Callable[P, R]:
-    """Decorator form of `reported()` for command functions."""
+    """Decorator form of `reported()` for command functions; every path the command was given
+    is checked first (`check_paths`)."""
     import functools
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         with reported():
+            check_paths(kwargs, fn)
             return fn(*args, **kwargs)
 
     return wrapper
+
+
+def check_paths(params: dict[str, object], fn: Callable[..., object] | None = None) -> None:
+    """Refuse, before any work, a path option or argument no system call could take (longer
+    than the system allows, nested too deep, a NUL byte): exit 2 naming the option, never an
+    OSError (ENAMETOOLONG) from wherever the path is first used."""
+    from pathlib import PurePath
+
+    from fleet.errors import InputError
+    from fleet.input_files import path_problem, shown_path
+
+    for name, value in params.items():
+        for path in value if isinstance(value, list | tuple) else (value,):
+            if not isinstance(path, PurePath):
+                continue
+            problem = path_problem(path)
+            if problem is not None:
+                raise InputError(f"{_option(fn, name)} {shown_path(path)}: {problem}",
+                                 hint="give a shorter path (a relative one, or a link to a "
+                                 "deep directory)")
+
+
+def _option(fn: Callable[..., object] | None, name: str) -> str:
+    """The option or argument a command parameter is, as the user sees it (`--out`, `FILE`),
+    from the command function's Typer annotation."""
+    import inspect
+
+    from typer.models import ArgumentInfo, OptionInfo
+
+    annotation = inspect.get_annotations(fn).get(name) if fn is not None else None
+    if isinstance(annotation, str):  # `from __future__ import annotations`: this one alone
+        try:
+            annotation = eval(annotation, getattr(fn, "__globals__", {}))
+        except Exception:  # a name only imported for type checking
+            annotation = None
+    for info in getattr(annotation, "__metadata__", ()):
+        if isinstance(info, OptionInfo):  # Annotated: the first declaration is its `default`
+            decls = [d for d in (info.default, *(info.param_decls or ()))
+                     if isinstance(d, str) and d.startswith("-")]
+            return decls[0] if decls else "--" + name.replace("_", "-")
+        if isinstance(info, ArgumentInfo):
+            return str(info.metavar or name.upper())
+    return name

@@ -6,7 +6,11 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cli._terminal import echo
+
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from rich.console import Console
     from rich.table import Table
 
@@ -14,18 +18,21 @@ if TYPE_CHECKING:
 PIPE_WIDTH = 200  # columns when stdout is no terminal and COLUMNS is unset: logs, files, CI
 
 
-def console() -> Console:
+def console(*, stderr: bool = False, **options: Any) -> Console:
     """A console as wide as the terminal (or $COLUMNS); piped output is not squeezed to 80.
-    Tables fold long values onto more lines rather than cutting them."""
+    Tables fold long values onto more lines rather than cutting them. Every text it prints is
+    made safe for a terminal (cli/_terminal.py); `options` are Rich Console's, over these."""
     import os
     import sys
 
-    from rich.console import Console
+    from cli._terminal import safe_console
 
     width = None
     if not sys.stdout.isatty() and not os.environ.get("COLUMNS"):
         width = PIPE_WIDTH
-    out = Console(highlight=False, soft_wrap=False, width=width)
+    settings: dict[str, Any] = {"highlight": False, "soft_wrap": False, "width": width,
+                                "stderr": stderr}
+    out = safe_console(**(settings | options))
     out.on_broken_pipe = _pipe_closed  # type: ignore[method-assign]
     return out
 
@@ -49,10 +56,18 @@ def terminal_width() -> int | None:
 
 def print_json(data: Any) -> None:
     """`data` as strict JSON: an infinite or NaN figure is written as the text "inf", "-inf"
-    or "nan" (JSON has no such numbers; Python would write the invalid `Infinity`)."""
-    import typer
+    or "nan" (JSON has no such numbers; Python would write the invalid `Infinity`). Control
+    and bidi characters in a string are JSON's escapes (`\\u001b`, `\\u202e`), never raw."""
+    echo(json_text(data))
 
-    typer.echo(json.dumps(json_safe(data), indent=2, sort_keys=True, allow_nan=False))
+
+def json_text(data: Any, indent: int | None = 2) -> str:
+    """`data` as strict JSON that is safe on a terminal: json.dumps escapes every control
+    character but DEL (it is ASCII), and, with ensure_ascii, every non-ASCII one (C1, bidi);
+    DEL is escaped here (only a string can hold it: JSON's own syntax is printable)."""
+    text = json.dumps(json_safe(data), indent=indent, sort_keys=True, allow_nan=False,
+                      ensure_ascii=True)
+    return text.replace("\x7f", "\\u007f")
 
 
 def json_safe(data: Any) -> Any:
@@ -68,23 +83,53 @@ def json_safe(data: Any) -> Any:
     return data
 
 
-def writable(path: Path | None, *, directory: bool = False) -> None:
+def writable(path: Path | None, *, directory: bool = False,
+             reads: Iterable[tuple[str, Path | None]] = ()) -> None:
     """Refuse, before any work, an output path that cannot be written: a file path that is a
-    directory, a directory path that is a file, or a place under a file or without write
-    permission. Missing parents are fine: `save` creates them."""
+    directory, a socket or a block device, a directory path that is a file, a place under a
+    file or without write permission, a path the system cannot take (too long). Missing
+    parents are fine: `save` creates them. (A FIFO passes: whether anyone reads it is known
+    only by opening it, which would end a waiting reader's input; `save` refuses one nobody
+    reads, never waits on it.) `reads` names the files the same command reads, in words
+    (`("the stack file", path)`): an output that is one of them would overwrite it."""
     import os
 
     from fleet.errors import InputError
+    from fleet.output_files import os_reason
 
     if path is None:
         return
+    for words, read in reads:
+        if read is not None and os.path.realpath(read) == os.path.realpath(path):
+            raise InputError(f"cannot write {path}: it is {words} this command reads "
+                             "(writing it would overwrite it)",
+                             hint="write to another file")
+    try:
+        _writable(path, directory=directory)
+    except OSError as exc:  # a name too long, a loop of links, a parent we may not search
+        raise InputError(f"cannot write {path}: {os_reason(exc)}",
+                         hint="give another path") from None
+
+
+def _writable(path: Path, *, directory: bool) -> None:
+    import os
+    import stat
+
+    from fleet.errors import InputError
+    from fleet.input_files import file_kind
+
     if path.is_symlink() and not path.exists():
         raise InputError(f"cannot write {path}: it is a symbolic link to "
                          f"{os.readlink(path)}, which does not exist",
                          hint="remove the link, or give another path")
+    mode = path.stat().st_mode if path.exists() else 0
     if directory and path.exists() and not path.is_dir():
-        raise InputError(f"cannot write into {path}: it is a file, not a directory",
+        raise InputError(f"cannot write into {path}: it is {file_kind(mode)}, not a "
+                         "directory",
                          hint="give a directory (it is created if missing)")
+    if not directory and (stat.S_ISSOCK(mode) or stat.S_ISBLK(mode)):
+        raise InputError(f"cannot write {path}: it is {file_kind(mode)}", hint="name a regular "
+                         "file (or a character device such as /dev/null)")
     if not directory and path.is_dir():
         raise InputError(f"cannot write {path}: it is a directory", hint="name a file in it, "
                          f"e.g. {path / 'out.json'}")

@@ -15,6 +15,7 @@ import typer
 
 from cli._args import StackOpt, one_stack
 from cli._errors import command
+from cli._terminal import echo
 from cli._typer import App
 from cli.smoke_options import (
     ContextOpt,
@@ -130,12 +131,12 @@ def _show(summaries: list[GateSummary]) -> None:
             word = {"pass": "PASS", "fail": "FAIL", "infra": "RETRY", "gone": "GONE",
                     "waiting": "WAITING"}.get(r.verdict, r.verdict.upper())
             run_id = f" ({r.run_id})" if r.run_id else ""
-            typer.echo(f"{word} {s.cluster}/{r.pool} {r.node}{run_id}"
+            echo(f"{word} {s.cluster}/{r.pool} {r.node}{run_id}"
                        + ("" if r.verdict == "pass" else f": {r.reason}"))
         for e in s.errors:
-            typer.echo(f"ERROR {s.cluster}: {e}", err=True)
+            echo(f"ERROR {s.cluster}: {e}", err=True)
         if not s.results:
-            typer.echo(f"{s.cluster}: no gated node to prove")
+            echo(f"{s.cluster}: no gated node to prove")
 
 
 class _signals:
@@ -235,9 +236,9 @@ def open_pool_gate(
     changed = open_pool(_request(stack_file, outputs, inventory, kubeconfig, context, None,
                                  None), pool, reason=reason, by=_who())
     for c in changed:
-        typer.echo(f"{c.what.upper()} {pool} {c.node}")
+        echo(f"{c.what.upper()} {pool} {c.node}")
     if not changed:
-        typer.echo(f"pool {pool} has no node now; nothing to open")
+        echo(f"pool {pool} has no node now; nothing to open")
 
 
 @app.command()
@@ -263,4 +264,4 @@ def close(
     changed = close_pool(_request(stack_file, outputs, inventory, kubeconfig, context, None,
                                   None), pool, by=_who())
     for c in changed:
-        typer.echo(f"{c.what.upper()} {pool} {c.node}")
+        echo(f"{c.what.upper()} {pool} {c.node}")

@@ -11,6 +11,7 @@ import typer
 
 from cli import advise, catalog, fleet, gate, plan, pool, queue, smoke, up
 from cli._examples import add_examples
+from cli._terminal import echo
 from cli._typer import App
 
 app = App(
@@ -69,7 +70,7 @@ def completion(shell: Annotated[str, typer.Argument(
             raise InputError(f"no completion for shell {shell!r}",
                              hint=f"use one of: {', '.join(SHELLS)}")
     completion_init()
-    typer.echo(get_completion_script(prog_name="accelfleet", complete_var=COMPLETE_VAR,
+    echo(get_completion_script(prog_name="accelfleet", complete_var=COMPLETE_VAR,
                                      shell=shell))
 
 
@@ -88,7 +89,7 @@ def _version(value: bool) -> None:
             v = version("accelfleet")
         except PackageNotFoundError:
             v = "0.1.0"
-        typer.echo(f"accelfleet {v}")
+        echo(f"accelfleet {v}")
         raise typer.Exit()
 
 

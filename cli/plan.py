@@ -10,6 +10,7 @@ import typer
 from cli import _complete
 from cli._args import StackArg, StackOpt, one_stack
 from cli._errors import command
+from cli._terminal import echo, echo_json
 
 if TYPE_CHECKING:
     from components.engine.plan import Plan
@@ -55,9 +56,9 @@ def plan(
     from fleet.output_files import save
     from fleet.stack.choice import stack_to_read
 
-    writable(out)  # before any work
     style = output_format(fmt, as_json)
     path = stack_to_read(stack_file)
+    writable(out, reads=(("the stack file", path), ("the base plan", diff)))  # before any work
     try:
         if diff is not None or base_ref is not None or policies:
             report(path, diff=diff, base_ref=base_ref, fmt=style,
@@ -70,7 +71,7 @@ def plan(
 
             text = invalid_markdown(path, exc)
             if out is None or save(out, text):
-                typer.echo(text, nl=False)
+                echo(text, nl=False)
         raise
     _emit(result, style, out)
 
@@ -91,10 +92,10 @@ def _emit(result: Plan, style: str, out: Path | None) -> None:
         problem = save(out, text)
         if problem:
             raise InputError(problem, hint="choose another --out path")
-        typer.echo(f"wrote the plan of stack {result.stack} to {out} "
-                   f"({len([r for r in result.resources if r.custom])} resources)")
+        echo(f"wrote the plan of stack {result.stack} to {out} "
+             f"({len([r for r in result.resources if r.custom])} resources)")
         return
-    typer.echo(text, nl=False)
+    (echo_json if style == "json" else echo)(text, nl=False)
 
 
 def render(result: Plan, width: int | None = None) -> str:
@@ -103,7 +104,6 @@ def render(result: Plan, width: int | None = None) -> str:
     wrapped (a file, a PR comment, a pipe)."""
     from collections import Counter
 
-    from rich.console import Console
     from rich.tree import Tree
 
     from cli._costs import (
@@ -116,6 +116,7 @@ def render(result: Plan, width: int | None = None) -> str:
         team_words,
     )
     from cli._gate_words import gate_lines
+    from cli._terminal import safe_console
     from cli.queue import queue_lines
     from fleet.model import PLATFORM_TEAM
     from fleet.words import usd_span
@@ -162,8 +163,8 @@ def render(result: Plan, width: int | None = None) -> str:
             node.add(f"{n} x {type_}")
 
     add(tree, None)
-    console = Console(record=True, width=width or 160, highlight=False, soft_wrap=width is None,
-                      force_terminal=False, color_system=None)
+    console = safe_console(record=True, width=width or 160, highlight=False,
+                           soft_wrap=width is None, force_terminal=False, color_system=None)
     with console.capture() as cap:
         console.print(tree)
         for line in gate_lines(result.fleet.pools):  # each pool's gate (docs/gate.md)

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cli._terminal import echo, echo_json
 from fleet.words import usd
 
 if TYPE_CHECKING:
@@ -351,7 +352,6 @@ def report(stack_file: Path, *, diff: Path | None, base_ref: str | None, fmt: st
            policies: bool, out: Path | None) -> None:
     """Plan the stack; diff it against the base and/or check its policies; print or save the
     result in `fmt`. Raises CheckFailed (exit 1) after printing when a policy is broken."""
-    import typer
 
     from components.engine.diff import diff_plans
     from components.engine.plan import run_plan
@@ -396,10 +396,10 @@ def report(stack_file: Path, *, diff: Path | None, base_ref: str | None, fmt: st
         problem = save(out, text)
         if problem:
             raise InputError(problem, hint="choose another --out path")
-        typer.echo(f"wrote the {'diff' if changes else 'policy report'} of stack "
-                   f"{plan.get('stack')} to {out}")
+        echo(f"wrote the {'diff' if changes else 'policy report'} of stack "
+             f"{plan.get('stack')} to {out}")
     else:
-        typer.echo(text, nl=False)
+        (echo_json if fmt == "json" else echo)(text, nl=False)
     if found:
         raise CheckFailed(f"{len(found)} policy violation(s) in stack {plan.get('stack')}",
                           hint="fix the resources named above (each line names the policy); "

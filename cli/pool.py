@@ -16,6 +16,7 @@ from cli import _complete
 from cli._args import StackArg, one_stack
 from cli._errors import command
 from cli._output import console, print_json, print_table
+from cli._terminal import echo
 from cli._typer import App
 
 if TYPE_CHECKING:
@@ -341,7 +342,7 @@ def _report(edit: Edit, path: Path, *, dry_run: bool, patch: Path | None, commit
         if as_json:
             print_json({"stack": str(path), "changed": False, "written": False})
         else:
-            typer.echo(f"pool {change.name} already has that size: nothing to change")
+            echo(f"pool {change.name} already has that size: nothing to change")
         return
     summary = change.summary()
     if as_json:
@@ -372,10 +373,10 @@ def _report(edit: Edit, path: Path, *, dry_run: bool, patch: Path | None, commit
             lines.append(f"  note: your working copy of {commit.path} has changes HEAD does "
                          "not; the branch holds HEAD's version plus this change only")
         lines.append(f"  next: git push -u origin {commit.branch}, and open a pull request")
-    typer.echo("\n".join(lines))
+    echo("\n".join(lines))
     if dry_run:
-        typer.echo("\nthe change to the stack file:\n" + unified_diff(edit, _diff_name(path)),
-                   nl=False)
+        echo("\nthe change to the stack file:\n" + unified_diff(edit, _diff_name(path)),
+             nl=False)
 
 
 @app.command(name="list")
@@ -446,12 +447,12 @@ def expired(
                     "unpriced": [r["name"] for r in rows if r["monthly_usd"] is None]})
         return
     if not rows:
-        typer.echo(f"{path}: no pool has expired (as of {today})")
+        echo(f"{path}: no pool has expired (as of {today})")
         return
     _table(f"{path}: {len(rows)} expired pool{'s' if len(rows) != 1 else ''} as of {today}, "
            f"about {usd(total)} a month", rows)
-    typer.echo(f"give each back with `accelfleet pool remove NAME --stack {path}`, or move "
-               "its `expires` later")
+    echo(f"give each back with `accelfleet pool remove NAME --stack {path}`, or move "
+         "its `expires` later")
 
 
 def _table(title: str, rows: list[dict[str, Any]]) -> None:

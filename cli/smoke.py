@@ -16,6 +16,7 @@ import typer
 from cli import _complete
 from cli._args import StackOpt, one_stack
 from cli._errors import command
+from cli._terminal import echo, echo_json
 from cli._typer import App
 from cli.smoke_options import (
     ContextOpt,
@@ -129,7 +130,7 @@ def local(
                      record_history=not no_history)
     asked = [p for p in (junit, html, metrics) if p is not None]
     for path in (p for p in kept.written if p in asked):  # said where --json keeps stdout clean
-        typer.echo(f"wrote {path}", err=as_json)
+        echo(f"wrote {path}", err=as_json)
     show_drift(kept.drifted)
     unsaved = "; ".join(kept.problems) or None
     if not report.ok:
@@ -146,10 +147,11 @@ def local(
 @contextmanager
 def _progress_bar() -> Iterator[_Bar]:
     """A progress bar on stderr while the probes run (none when stderr is no terminal)."""
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    err = Console(stderr=True)
+    from cli._terminal import safe_console
+
+    err = safe_console(stderr=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   console=err, transient=True, disable=not err.is_terminal) as bar:
         yield _Bar(bar)
@@ -158,7 +160,7 @@ def _progress_bar() -> Iterator[_Bar]:
 def _show_host(report: HostReport, as_json: bool) -> None:
     """The host's JSON document, or its table and summary."""
     if as_json:
-        typer.echo(report.to_json())
+        echo_json(report.to_json())
         return
     from cli._output import console
     from smoke.reports.text import summary, table
@@ -275,14 +277,14 @@ def render(
         paths = write_manifests(run, out)
         for w in run.pools:
             state = f"skipped: {w.skipped}" if w.skipped else f"{w.kind} {w.name}, {w.pods} pods"
-            typer.echo(f"{w.cluster or '-'}/{w.pool.name}: {state}")
-        typer.echo(f"wrote {len(paths)} file(s) to {out}")
+            echo(f"{w.cluster or '-'}/{w.pool.name}: {state}")
+        echo(f"wrote {len(paths)} file(s) to {out}")
         return
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
         for path in write_manifests(run, Path(tmp)):
-            typer.echo(path.read_text(encoding="utf-8"), nl=False)
+            echo(path.read_text(encoding="utf-8"), nl=False)
 
 
 @app.command()
@@ -331,21 +333,22 @@ def run(
     is deleted first).
     """
     stack_file = one_stack(stack_file, stack)
-    from rich.console import Console
-
     from cli._output import writable
+    from cli._terminal import safe_console
     from smoke.cluster.access import parse_contexts
     from smoke.session import run_smoke
 
-    writable(junit)
+    reads = (("the stack file", stack_file), ("the outputs file", outputs),
+             ("the kubeconfig", kubeconfig))
+    writable(junit, reads=reads)
     writable(out, directory=True)
-    check_outputs(html, metrics, history, no_history)
+    check_outputs(html, metrics, history, no_history, reads)
     request = _request(stack_file, outputs, pools, tier, timeout_s, image, sustain_s,
                        quarantine=_cap(quarantine, max_quarantine), kubeconfig=kubeconfig,
                        contexts=parse_contexts(context or []), junit=junit, out=out,
                        html=html, metrics=metrics, history=history,
                        record_history=not no_history)
-    result = run_smoke(request, progress=LiveTable(Console(stderr=True)))
+    result = run_smoke(request, progress=LiveTable(safe_console(stderr=True)))
     show_run(result, as_json=as_json)
     _exit_as(result)
 
@@ -357,9 +360,9 @@ def show_run(result: SmokeResult, *, as_json: bool = False) -> None:
 
     lines = result.quarantine.lines() if result.quarantine else []
     if as_json:
-        typer.echo(result.to_json())
+        echo_json(result.to_json())
         for line in lines:
-            typer.echo(line, err=True)
+            echo(line, err=True)
     else:
         from cli._output import console
         from smoke.reports.text import run_summary, run_table
@@ -376,9 +379,9 @@ def exit_if_interrupted(report: RunReport) -> None:
     """Exit 130 when the run was interrupted, saying that what it created is gone (or what
     could not be deleted)."""
     if report.cancelled:
-        typer.echo(f"interrupted: run {report.run_id} stopped; every object it created was "
-                   "deleted" if not report.cleanup_errors else "; ".join(report.cleanup_errors),
-                   err=True)
+        echo(f"interrupted: run {report.run_id} stopped; every object it created was "
+             "deleted" if not report.cleanup_errors else "; ".join(report.cleanup_errors),
+             err=True)
         from fleet.errors import EXIT_INTERRUPTED
 
         raise typer.Exit(EXIT_INTERRUPTED)

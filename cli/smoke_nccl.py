@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cli._errors import command
+from cli._terminal import echo
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from smoke.probes.nccl_log import Expect, RankLog
+    from smoke.probes.nccl_log import Expect, NcclLog, RankLog
 
 MAX_BYTES = 256 * 2**20  # a log larger than this is not read whole
 
@@ -30,23 +31,51 @@ class FabricKind(StrEnum):
 
 
 def _read(path: Path) -> str:
+    """The log's text: a regular file only (a FIFO would block, /dev/zero never ends), at most
+    MAX_BYTES, checked before a byte is parsed (fleet.input_files)."""
+    from fleet.input_files import read_bytes
+
+    data = read_bytes(path, what="NCCL log", max_bytes=MAX_BYTES,
+                      hint="give the file kubectl logs, mpirun or NCCL_DEBUG_FILE wrote; cut a "
+                      "large one to the NCCL lines, e.g. `grep 'NCCL ' FILE`")
+    return _text(data, str(path))
+
+
+def _read_stdin() -> str:
+    """Standard input, at most MAX_BYTES (an endless pipe is refused at the bound)."""
+    import sys
+
     from fleet.errors import InputError
 
-    try:
-        if path.is_dir():
-            raise InputError(f"{path} is a directory, not a log file",
-                             hint="give the file kubectl logs, mpirun or NCCL_DEBUG_FILE wrote")
-        if path.stat().st_size > MAX_BYTES:
-            raise InputError(f"{path} is over {MAX_BYTES // 2**20} MiB",
-                             hint="cut it to the NCCL init lines, e.g. `grep 'NCCL ' FILE`")
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}",
-                         hint="check the path and its permissions") from None
+    data = sys.stdin.buffer.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise InputError(f"standard input holds over {MAX_BYTES // 2**20} MiB",
+                         hint="cut the log to the NCCL lines, e.g. `grep 'NCCL ' FILE | "
+                         "accelfleet smoke nccl-log -`")
+    return _text(data, "standard input")
+
+
+def _text(data: bytes, where: str) -> str:
+    from fleet.errors import InputError
+
     if b"\0" in data[:65536]:
-        raise InputError(f"{path} is binary, not an NCCL log",
-                         hint="give the text log (kubectl logs POD > FILE)")
+        raise InputError(f"{where} is binary, not an NCCL log",
+                    hint="give the text log (kubectl logs POD > FILE)")
     return data.decode("utf-8", "replace")
+
+
+def _parse(text: str, where: str) -> NcclLog:
+    """The log parsed; past a bound it may hold (a line, the ranks, a number's digits), exit 2
+    saying which."""
+    from fleet.errors import InputError
+    from smoke.probes.nccl_log import LogBoundError, parse
+
+    try:
+        return parse(text)
+    except LogBoundError as exc:
+        raise InputError(f"{where} is past what an NCCL log is read up to: {exc}",
+                         hint="check that this is an NCCL log; cut it to the NCCL lines, "
+                         "e.g. `grep 'NCCL ' FILE`") from None
 
 
 @command
@@ -86,13 +115,11 @@ def nccl_log(
     Exit 0 the log shows the fabric (or no --fabric/--nics was asked); 1 it does not; 2 the
     file is unreadable or holds no NCCL line.
     """
-    import sys
-
     from fleet.errors import CheckFailed, InputError
-    from smoke.probes.nccl_log import Expect, judge, parse
+    from smoke.probes.nccl_log import Expect, judge
 
-    text = sys.stdin.read() if str(file) == "-" else _read(file)
-    log = parse(text)
+    text = _read_stdin() if str(file) == "-" else _read(file)
+    log = _parse(text, "standard input" if str(file) == "-" else str(file))
     if not log.ranks:
         raise InputError(f"{file} holds no NCCL line (`<host>:<pid>:<tid> [<dev>] NCCL INFO "
                          "...`)", hint="run with NCCL_DEBUG=INFO; NCCL writes to stdout, or "
@@ -109,10 +136,10 @@ def nccl_log(
     else:
         _print(log.ranks, judged.summary)
         if not log.attributed:
-            typer.echo("note: the log has no `host:pid:tid [dev]` prefixes (stripped), so its "
-                       "lines cannot be attributed to ranks or hosts: read as one process")
+            echo("note: the log has no `host:pid:tid [dev]` prefixes (stripped), so its "
+                 "lines cannot be attributed to ranks or hosts: read as one process")
         if asked and judged.ok:
-            typer.echo(f"ok: the log shows {_what(expect)}")
+            echo(f"ok: the log shows {_what(expect)}")
     if asked and not judged.ok:
         problems = "\n  ".join(judged.problems)
         hint = (f"NCCL said why first: {judged.hint}" if judged.hint else

@@ -10,6 +10,7 @@ import typer
 
 from cli._args import StackOpt, one_stack
 from cli._errors import command
+from cli._terminal import echo
 from cli.smoke_options import ContextOpt, KubeconfigOpt, OutputsOpt, StackArg
 
 if TYPE_CHECKING:
@@ -79,9 +80,9 @@ def release(
     if as_json:
         print_json(report.to_dict())
     elif not report.actions:
-        typer.echo(f"no quarantined node in pool {pool}" if pool else "nothing to release")
+        echo(f"no quarantined node in pool {pool}" if pool else "nothing to release")
     for line in [] if as_json else report.lines():
-        typer.echo(line)
+        echo(line)
     errors = report.of("error")
     if errors:
         raise SetupError(f"{len(errors)} node(s) not released:\n  "

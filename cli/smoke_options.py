@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from cli._terminal import echo
 from fleet import smoke_defaults as SD
 
 if TYPE_CHECKING:
@@ -51,13 +52,14 @@ NoHistoryOpt = Annotated[bool, typer.Option(
 
 
 def check_outputs(html: Path | None, metrics: Path | None, history: Path | None,
-                  no_history: bool) -> None:
-    """Refuse unusable output paths before any work."""
+                  no_history: bool, reads: Sequence[tuple[str, Path | None]] = ()) -> None:
+    """Refuse unusable output paths before any work (`reads`: the command's input files, which
+    no output may overwrite)."""
     from cli._output import writable
     from fleet.errors import InputError
 
-    writable(html)
-    writable(metrics)
+    writable(html, reads=reads)
+    writable(metrics, reads=reads)
     if history is not None and no_history:
         raise InputError("--history and --no-history contradict each other",
                          hint="keep one of them")
@@ -70,6 +72,6 @@ def check_outputs(html: Path | None, metrics: Path | None, history: Path | None,
 def show_drift(drifted: Sequence[Trend]) -> None:
     """What the history says drifted, one line each on stderr."""
     for t in drifted:
-        typer.echo(f"DRIFT {t.pool} {t.node} {t.probe}: " + "; ".join(t.drift)
-                   + " (still judged by the catalog floor; `accelfleet smoke history "
-                   f"--node {t.node}` shows the trend)", err=True)
+        echo(f"DRIFT {t.pool} {t.node} {t.probe}: " + "; ".join(t.drift)
+             + " (still judged by the catalog floor; `accelfleet smoke history "
+             f"--node {t.node}` shows the trend)", err=True)

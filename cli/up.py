@@ -11,6 +11,7 @@ import typer
 
 from cli._args import StackOpt, one_stack
 from cli._errors import command
+from cli._terminal import echo, safe
 
 if TYPE_CHECKING:
     from components.engine.deploy import Engine
@@ -97,12 +98,12 @@ def preview(stack_file: StackArg = None, stack: StackOpt = None,
     _, name, _ = _stack(stack_file)
     engine = _engine(name, _packs(policy_pack))
     try:
-        counts = engine.preview(on_event=_printer([]), on_output=typer.echo)
+        counts = engine.preview(on_event=_printer([]), on_output=echo)
     except Exception as exc:
         if type(exc).__module__.startswith("pulumi.automation"):
             raise engine_error(exc) from None
         raise
-    typer.echo(f"preview of stack {name}: {_counts(counts)}")
+    echo(f"preview of stack {name}: {_counts(counts)}")
 
 
 def _counts(counts: dict[str, int]) -> str:
@@ -149,12 +150,12 @@ def up(
     every = [str(p["name"]) for p in plan.get("pools") or []]
     chosen = pools_to_smoke(smoke, changed_pools(events, plan), every)
     if not chosen:
-        typer.echo("smoke: nothing to prove" + (" (--smoke none)" if smoke == "none" else
-                                                " (no pool changed)"))
+        echo("smoke: nothing to prove" + (" (--smoke none)" if smoke == "none" else
+                                          " (no pool changed)"))
         return
-    typer.echo(f"smoke: {', '.join(chosen)}")
+    echo(f"smoke: {', '.join(chosen)}")
     _prove(name, path, outputs, chosen, junit=junit, out=out)
-    typer.echo(f"stack {name}: deployed and proven ({len(chosen)} pool(s))")
+    echo(f"stack {name}: deployed and proven ({len(chosen)} pool(s))")
 
 
 def _deploy(engine: Engine, name: str, yes: bool) -> tuple[dict[str, Any], list[Any]] | None:
@@ -167,16 +168,16 @@ def _deploy(engine: Engine, name: str, yes: bool) -> tuple[dict[str, Any], list[
 
     events: list[Any] = []
     try:
-        counts = engine.preview(on_event=_printer([]), on_output=typer.echo)
-        typer.echo(f"preview of stack {name}: {_counts(counts)}")
+        counts = engine.preview(on_event=_printer([]), on_output=echo)
+        echo(f"preview of stack {name}: {_counts(counts)}")
         if not yes:
             if not sys.stdin.isatty():
                 raise InputError("no terminal to confirm the update",
                                  hint="pass --yes to deploy without asking (CI)")
-            if not typer.confirm(f"deploy stack {name}?", default=False):
-                typer.echo("not deployed")
+            if not typer.confirm(safe(f"deploy stack {name}?"), default=False):
+                echo("not deployed")
                 return None
-        outputs = engine.up(on_event=_printer(events), on_output=typer.echo)
+        outputs = engine.up(on_event=_printer(events), on_output=echo)
     except Exception as exc:
         if type(exc).__module__.startswith("pulumi.automation"):
             raise engine_error(exc) from None
@@ -212,9 +213,8 @@ def _prove(name: str, path: Path, outputs: dict[str, Any], pools: list[str], *,
 
 
 def _smoke(request: SmokeRequest) -> SmokeResult:
-    from rich.console import Console
-
+    from cli._terminal import safe_console
     from cli.smoke import LiveTable
     from smoke.session import run_smoke
 
-    return run_smoke(request, progress=LiveTable(Console(stderr=True)))
+    return run_smoke(request, progress=LiveTable(safe_console(stderr=True)))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from fleet.errors import InputError
@@ -27,8 +27,42 @@ _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character de
           (stat.S_ISDIR, "a directory"))
 
 
+# Linux's limits (include/uapi/linux/limits.h, torvalds/linux, read 2026-11-27): PATH_MAX 4096
+# bytes with the terminating NUL, NAME_MAX 255 bytes per name; every mainstream Linux file
+# system (ext4, xfs, btrfs, tmpfs, overlayfs) holds names of at most 255 bytes.
+PATH_MAX_BYTES = 4096
+NAME_MAX_BYTES = 255
+
+
+def path_problem(path: PurePath | str) -> str | None:
+    """Why no system call could take `path`, from its text alone (no file system call, so it
+    never blocks): a NUL byte, more bytes than PATH_MAX, or a name longer than NAME_MAX (a
+    path nested too deep is one too long). None when the text is a possible path."""
+    raw = os.fsencode(path)
+    if b"\0" in raw:
+        return "the path holds a NUL byte, which no file name can"
+    if len(raw) >= PATH_MAX_BYTES:
+        return (f"the path is {len(raw):,} bytes long ({raw.count(b'/'):,} levels); the system "
+                f"takes paths of at most {PATH_MAX_BYTES - 1:,}")
+    longest = max(raw.split(b"/"), key=len)
+    if len(longest) > NAME_MAX_BYTES:
+        return (f"a name in the path is {len(longest):,} bytes long; a file or directory name "
+                f"holds at most {NAME_MAX_BYTES}")
+    return None
+
+
+def shown_path(path: PurePath | str, limit: int = 80) -> str:
+    """A path as a message shows it: whole when short, else its start and end around `...`."""
+    text = str(path)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit // 2]}...{text[-(limit // 2 - 3):]}"
+
+
 def file_kind(mode: int) -> str:
-    """`st_mode` in words: 'a FIFO (named pipe)', 'a character device', ..."""
+    """`st_mode` in words: 'a FIFO (named pipe)', 'a character device', 'a file', ..."""
+    if stat.S_ISREG(mode):
+        return "a file"
     return next((words for test, words in _KINDS if test(mode)), "not a regular file")
 
 

@@ -198,6 +198,8 @@ def parse_workload(data: object, source: str, *, name: str | None = None,
                                                        for s in sources_given):
         c.add("sources", "must be a list of text", "write `sources: [\"a paper or page\"]`")
         sources_given = []
+    given_name = c.text(data, "name", name or source)
+    given_description = c.text(data, "description", description)
     if c.problems:
         count = len(c.problems)
         lines = [f"workload {source}: {count} problem{'s' if count != 1 else ''} found"]
@@ -209,8 +211,7 @@ def parse_workload(data: object, source: str, *, name: str | None = None,
         notes = ("only `parameters` given: FLOPs are 6 N per token (no attention term) and "
                  "activations are not counted; give layers, hidden_size, attention_heads and "
                  "vocab_size for both",)
-    return Workload(kind=kind, devices=devices, name=c.text(data, "name", name or source),
-                    description=c.text(data, "description", description),
+    return Workload(kind=kind, devices=devices, name=given_name, description=given_description,
                     sources=tuple(sources_given), precision=precision, model=model, raw=raw,
                     raw_steps=raw_steps, training=training, inference=inference, notes=notes)
 
@@ -224,7 +225,9 @@ def _model(c: Checker, data: object) -> ModelShape | None:
     c.unknown(data, MODEL, "model.")
     p = "model."
     given = [k for k in SHAPE if k in data]
-    shape = {k: c.whole(data, k, p, required=bool(given) or "parameters" not in data,
+    # a field written with no value (`parameters: ~`) is a field not given: the shape is then
+    # required, as it is when `parameters` is missing
+    shape = {k: c.whole(data, k, p, required=bool(given) or data.get("parameters") is None,
                         example={"layers": "32", "hidden_size": "4096",
                                  "attention_heads": "32", "vocab_size": "128256"}[k])
              for k in SHAPE}
@@ -353,14 +356,26 @@ def find_preset(words: str) -> Preset | None:
 
 def load_workload(words: str) -> Workload:
     """A preset (by name or alias) or a workload file (by path)."""
-    path = Path(words).expanduser()
-    if path.exists():
-        return read_profile(path)
+    from fleet.input_files import path_problem, shown_path
+
     preset = find_preset(words)
-    if preset is not None:
-        return preset.workload
+    path = Path(words).expanduser()
+    problem = path_problem(path)
     names = sorted(presets())
     listing = ", ".join(names)
+    if problem is not None and preset is None:  # no system call could take it (ENAMETOOLONG)
+        raise InputError(f"workload {shown_path(words)} is no preset, and no file can have "
+                         f"that path: {problem}", hint=f"give a preset ({listing}) or the "
+                         "path of a workload YAML file")
+    try:
+        exists = problem is None and path.exists()
+    except OSError as exc:  # a loop of links, a directory we may not search
+        raise InputError(f"workload file {words}: {exc.strerror or exc}",
+                         hint="check the path and its permissions") from None
+    if exists:
+        return read_profile(path)
+    if preset is not None:
+        return preset.workload
     if words.endswith((".yaml", ".yml", ".json")) or "/" in words:
         raise InputError(f"workload file {words} does not exist",
                          hint=f"give the path of a workload YAML file, or a preset: {listing}")

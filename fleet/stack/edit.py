@@ -23,8 +23,6 @@ import io
 import json
 import os
 import re
-import stat
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -35,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from fleet.errors import InputError, StackFileError
+from fleet.output_files import write_atomic as write_atomic  # its home; kept importable here
 from fleet.requests.edits import REMOVE
 from fleet.requests.request import Change
 from fleet.stack.read import CONFIG_KEY, MAX_STACK_BYTES, fleet_config, parse_stack_text
@@ -132,51 +131,6 @@ def edit_stack(path: Path, decide: Callable[[dict[str, Any]], Change], *, write:
                                  "stack's folder, or use --patch FILE to write the change "
                                  "as a diff instead") from None
     return Edit(target, change, old, new, not change.changes_nothing)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Replace `path` with `text`: a temporary file in the same directory, fsync'd, renamed over
-    it (its permissions kept), the directory fsync'd. A path that is not a regular file (a
-    device such as /dev/null, a FIFO) is written through, never renamed over: what the user
-    named stays what it was."""
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        mode = 0o644
-    else:
-        if not stat.S_ISREG(info.st_mode):
-            write_through(path, text)
-            return
-        mode = stat.S_IMODE(info.st_mode)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
-
-
-def write_through(path: Path, text: str) -> None:
-    """Write `text` into an existing non-regular file (a device, a FIFO with a reader) in
-    place; OSError when it cannot be (a FIFO nobody reads: ENXIO, never a hang)."""
-    fd = os.open(path, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    try:
-        os.set_blocking(fd, True)
-        data = text.encode("utf-8")
-        while data:
-            data = data[os.write(fd, data):]
-    finally:
-        os.close(fd)
 
 
 # -- rendering ---------------------------------------------------------------------------------

@@ -31,12 +31,20 @@ class PodTiming:
 
 
 def _when(value: object) -> datetime | None:
+    return aware_time(value)
+
+
+def aware_time(value: object) -> datetime | None:
+    """An API's or an annotation's time (RFC 3339, `Z` or an offset); None for anything else:
+    not text, not a time, or a time without a zone (it cannot be compared with one that has
+    a zone: Python raises TypeError)."""
     if not isinstance(value, str) or not value:
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
+    return when if when.tzinfo is not None else None
 
 
 def _seconds(start: datetime | None, end: datetime | None) -> float | None:

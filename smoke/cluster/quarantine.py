@@ -192,11 +192,31 @@ def _now() -> datetime:
 
 
 def _json(resp: Any) -> dict[str, Any]:
+    """An API answer's JSON object; a SetupError (exit 2) for an answer that is no JSON (a
+    proxy's HTML page, a cut connection): the API server is not one accelfleet can use."""
+    from fleet.errors import SetupError
+
     data = getattr(resp, "data", None)
     if data is None and hasattr(resp, "read"):
         data = resp.read()
-    out = json.loads(data if isinstance(data, bytes | str) else b"{}")
+    try:
+        out = json.loads(data if isinstance(data, bytes | str) else b"{}")
+    except (ValueError, RecursionError):
+        raise SetupError("the Kubernetes API answered with something that is not JSON",
+                         hint="check that the kubeconfig's server is the cluster's API server "
+                         "(not a proxy or a login page), then run again") from None
     return out if isinstance(out, dict) else {}
+
+
+def _is_node(item: object) -> bool:
+    """An item of a node list as the API defines one: metadata with a name, labels and
+    annotations as mappings, a spec (if any) as a mapping. Anything else tells of no node."""
+    if not isinstance(item, dict):
+        return False
+    meta = item.get("metadata")
+    return (isinstance(meta, dict) and isinstance(meta.get("name"), str)
+            and all(isinstance(meta.get(k) or {}, dict) for k in ("labels", "annotations"))
+            and isinstance(item.get("spec") or {}, dict))
 
 
 _num = precise  # what the annotations keep: fleet.words.precise
@@ -348,7 +368,8 @@ def _quarantined_units(api: CoreV1Api, pool: str) -> _Before:
 def _labelled(api: CoreV1Api) -> list[dict[str, Any]]:
     resp = with_retries(api.list_node, label_selector=f"{KEY}={VALUE}", _preload_content=False,
                         _request_timeout=REQUEST_TIMEOUT_S)
-    return list(_json(resp).get("items") or [])
+    items = _json(resp).get("items")
+    return [n for n in items if _is_node(n)] if isinstance(items, list) else []
 
 
 def _slices(api: CoreV1Api, pool: PoolReport, bad: dict[str, list[ProbeResult]]

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from fleet.errors import InputError
+from smoke.cluster._podtime import aware_time
 from smoke.cluster.access import with_retries
 from smoke.cluster.quarantine import (
     EFFECT,
@@ -131,11 +131,8 @@ def _release_one(api: CoreV1Api, cluster: str, name: str, node: dict[str, Any]) 
         kept.append(f"left its {KEY} taint: it was there before")
     note = _event(api, obj, "SmokeReleased", f"accelfleet smoke: quarantine of {name} (run "
                   f"{ann.get(PREFIX + 'run', '?')}) released")
-    since = ann.get(PREFIX + "since", "")
-    try:
-        held = f" {age((_now() - datetime.fromisoformat(since)).total_seconds())} ago"
-    except ValueError:
-        held = ""
+    since = aware_time(ann.get(PREFIX + "since"))
+    held = "" if since is None else f" {age((_now() - since).total_seconds())} ago"
     cause = (f"quarantined{held} by run {ann.get(PREFIX + 'run', '?')} for "
              f"{ann.get(PREFIX + 'device', '')} {ann.get(PREFIX + 'probe', '?')}: "
              f"{ann.get(PREFIX + 'figure', '-')} vs {ann.get(PREFIX + 'threshold', '-')}")
@@ -155,12 +152,8 @@ def quarantined(clients: Mapping[str, ApiClient]) -> list[Quarantined]:
             meta, spec = node["metadata"], node.get("spec") or {}
             ann = {a: v for a, v in (meta.get("annotations") or {}).items()
                    if a.startswith(PREFIX)}
-            age = None
-            try:
-                age = (now - datetime.fromisoformat(ann.get(PREFIX + "since", ""))
-                       ).total_seconds()
-            except ValueError:
-                pass
+            since = aware_time(ann.get(PREFIX + "since"))
+            age = None if since is None else (now - since).total_seconds()
             rows.append(Quarantined(c, meta["name"], ann, bool(spec.get("unschedulable")),
                                     any(t.get("key") == KEY and t.get("effect") == EFFECT
                                         for t in spec.get("taints") or []), age))

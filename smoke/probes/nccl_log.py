@@ -45,8 +45,10 @@ from typing import Any
 
 # `[1,26]<stdout>:` (Open MPI --tag-output), then `host:pid:tid [cudaDev]`, then the level.
 _MPI = re.compile(r"\[(?P<job>\d+),(?P<rank>\d+)\]<std(?:out|err)>:")
-_PREFIX = re.compile(r"(?P<host>[A-Za-z0-9_.\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>-?\d+)\]"
-                     r"(?: \S+)? NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b")
+# the host at most 253 characters (a DNS name's most): an unbounded run would make the search of
+# a long line without a prefix quadratic (a 64 KiB line of letters took 31 s)
+_PREFIX = re.compile(r"(?P<host>[A-Za-z0-9_.\-]{1,253}):(?P<pid>\d+):(?P<tid>\d+) "
+                     r"\[(?P<dev>-?\d+)\](?: \S+)? NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b")
 _BARE = re.compile(r"(?:^|\s)\[(?P<dev>\d+)\] NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b")
 _ANY = re.compile(r"\bNCCL (?:INFO|WARN)\b")
 # ISO 8601 times as consoles, kubectl --timestamps and CloudWatch print them, glued to the host
@@ -91,6 +93,10 @@ _MNNVL = re.compile(r"MNNVL busId (?P<bus>0x[0-9a-fA-F]+) "
 _COMM_MNNVL = re.compile(r"\bcomm 0x[0-9a-fA-F]+ rank \d+ nRanks \d+ .*\bMNNVL (?P<on>\d)\b")
 _NVLS = re.compile(r"NVLS multicast support is available on dev (?P<dev>\d+)")
 _PROXY_THREAD = re.compile(r"^\[(?:Service thread|Proxy Service \d+)\]")
+# What a log may hold: past a bound, `parse` raises LogBoundError (the CLI: exit 2, in words).
+MAX_LINE_CHARS = 65_536  # NCCL's longest lines (a ring of 4,096 ranks) are ~20,000
+MAX_RANKS = 65_536  # processes in one log
+MAX_DIGITS = 12  # a rank, device, PID or NIC number (Linux PIDs stay under 2**22)
 # nvml.h: nvmlGpuFabricInfoV_t.state NVML_GPU_FABRIC_STATE_COMPLETED = 3; healthMask holds 2-bit
 # fields, each 0 not supported, 1 TRUE (the fault is there), 2 FALSE (NVML_GPU_FABRIC_HEALTH_MASK_*:
 # DEGRADED_BW at bit 0, ROUTE_RECOVERY 2, ROUTE_UNHEALTHY 4, ACCESS_TIMEOUT_RECOVERY 6; the same
@@ -238,25 +244,43 @@ class NcclLog:
         return out
 
 
+class LogBoundError(ValueError):
+    """A log past what `parse` reads (a line, a count of ranks, a number's digits): the bound
+    in words."""
+
+
+def _whole(digits: str, base: int = 10) -> int:
+    """A number of the log; LogBoundError past MAX_DIGITS digits (Python refuses over 4,300,
+    and no real rank, device or NIC number has more than a few)."""
+    bare = digits.removeprefix("-").removeprefix("0x")
+    if len(bare) > (MAX_DIGITS if base == 10 else 2 * MAX_DIGITS):
+        raise LogBoundError(f"a number of {len(bare):,} digits ({digits[:20]}...); a rank, "
+                            f"device or NIC number is read up to {MAX_DIGITS} digits")
+    return int(digits, base)
+
+
 def _rank_for(line: str, ranks: dict[str, RankLog]) -> RankLog | None:
     mpi = _MPI.search(line)
     m = _PREFIX.search(line)
     if m is not None:
         key = f"{m.group('host')}:{m.group('pid')}"
-        host, dev = m.group("host"), int(m.group("dev"))
+        host, dev = m.group("host"), _whole(m.group("dev"))
     else:
         b = _BARE.search(line)
         if b is None:
             return None
-        dev = int(b.group("dev"))
+        dev = _whole(b.group("dev"))
         host = ""
         key = f"device {dev}"
     if mpi is not None:
         key = f"[{mpi.group('job')},{mpi.group('rank')}]"
     r = ranks.get(key)
     if r is None:
+        if len(ranks) >= MAX_RANKS:
+            raise LogBoundError(f"the log names more than {MAX_RANKS:,} processes (ranks); "
+                                f"one log is read up to {MAX_RANKS:,}")
         r = ranks[key] = RankLog(key, host, dev,
-                                 int(mpi.group("rank")) if mpi is not None else None)
+                                 _whole(mpi.group("rank")) if mpi is not None else None)
     return r
 
 
@@ -274,12 +298,16 @@ def _clean(line: str) -> str:
 def parse(text: str) -> NcclLog:
     """Every NCCL line of `text`, grouped by the process that printed it. Other lines
     (python output, a benchmark table, comments) are ignored. With no prefixed NCCL line at all
-    (a stripped log), NCCL's own messages are read as one unattributed process."""
+    (a stripped log), NCCL's own messages are read as one unattributed process.
+    LogBoundError past a bound (MAX_LINE_CHARS, MAX_RANKS, MAX_DIGITS)."""
     ranks: dict[str, RankLog] = {}
     count = 0
     bare: list[str] = []
     stripped: list[str] = []
-    for raw in text.splitlines():
+    for number, raw in enumerate(text.splitlines(), 1):
+        if len(raw) > MAX_LINE_CHARS:
+            raise LogBoundError(f"line {number:,} is {len(raw):,} characters long; a log line "
+                                f"is read up to {MAX_LINE_CHARS:,}")
         line = _clean(raw)
         if (v := _BARE_VERSION.match(line)) is not None:
             bare.append(v.group("v"))
@@ -316,8 +344,8 @@ def _read_line(r: RankLog, line: str) -> None:
             r.warnings.append(text)
     if (m := _MNNVL.search(line)) is not None:
         mask = m.group("mask")
-        r.mnnvl = MnnvlFabric(m.group("uuid"), int(m.group("clique"), 16), int(m.group("state")),
-                              None if mask is None else int(mask, 16))
+        r.mnnvl = MnnvlFabric(m.group("uuid"), _whole(m.group("clique"), 16),
+                              _whole(m.group("state")), None if mask is None else _whole(mask, 16))
     if (m := _COMM_MNNVL.search(line)) is not None:
         r.comm_mnnvl = m.group("on") == "1"
     if _NVLS.search(line) is not None:
@@ -339,16 +367,16 @@ def _read_line(r: RankLog, line: str) -> None:
         if m.group("name") not in r.networks:
             r.networks.append(m.group("name"))
     if (m := _NIC_GROUP.search(line)) is not None:
-        r.nic_groups.setdefault(int(m.group("g")), set()).add(m.group("pci").lower())
+        r.nic_groups.setdefault(_whole(m.group("g")), set()).add(m.group("pci").lower())
     if (m := _FOUND_NICS.search(line)) is not None:
-        r.nics_found = max(r.nics_found or 0, int(m.group("n")))
+        r.nics_found = max(r.nics_found or 0, _whole(m.group("n")))
     for m in _CHANNEL.finditer(line):
-        r.nics_used.add((m.group("name"), int(m.group("nic"))))
+        r.nics_used.add((m.group("name"), _whole(m.group("nic"))))
         if m.group("gdr"):
             r.gdr_channels += 1
         else:
             r.plain_channels += 1
-            r.plain_nics.add((m.group("name"), int(m.group("nic"))))
+            r.plain_nics.add((m.group("name"), _whole(m.group("nic"))))
 
 
 # -- judging ---------------------------------------------------------------------------------

@@ -121,7 +121,7 @@ def write_metrics(run: RunReport, path: Path) -> str | None:
     """Write atomically (temporary file, fsync, rename; a new file readable by the
     collector, which runs as another user), or through a device or FIFO the path names
     (never renamed over); the problem in words, or None."""
-    from fleet.stack.edit import write_atomic
+    from fleet.output_files import write_atomic
 
     try:
         target = Path(os.path.realpath(path))  # through a symlink, never over it

@@ -130,7 +130,7 @@ def test_stdin_is_read_with_a_dash() -> None:
 
 
 @pytest.mark.parametrize(("content", "words"), [
-    (None, "cannot read"),
+    (None, "does not exist"),  # the shared reader (fleet.input_files) says which
     ("dir", "is a directory"),
     (b"\x7fELF\x00\x00binary", "is binary"),
     ("just some python output\nTraceback...\n", "holds no NCCL line"),
