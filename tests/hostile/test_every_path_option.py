@@ -28,7 +28,9 @@ BASE = {("advise",): ["--workload", "8b-pretrain"],
         ("pool", "request"): ["--team", "research", "--accelerator", "a3-highgpu-8g"],
         ("pool", "resize"): ["h100-train", "--nodes", "3"],
         ("pool", "remove"): ["h100-train"],
-        ("smoke", "release"): ["--pool", "h100-train"]}
+        ("smoke", "release"): ["--pool", "h100-train"],
+        ("gate", "open"): ["h100-train", "--reason", "a proof outage"],
+        ("gate", "close"): ["h100-train"]}
 OUTPUT_FILES = {"out", "junit", "html", "metrics", "patch"}  # written (--out: a plan file)
 DIRECTORIES = {("smoke", "render"), ("smoke", "run"), ("up",)}  # their --out is a directory
 ENGINE = {("up",), ("preview",)}
