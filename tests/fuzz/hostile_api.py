@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.fuzz.harness import CRASH, _invoke
+from tests.stacks import ONE_GKE_CLUSTER
 
 NODES = 3
 NAMESPACE = "smoke-test"
@@ -162,15 +163,7 @@ class ApiOutcome:
     output: str
 
 
-STACK = """\
-config:
-  accelfleet:fleet:
-    clouds:
-      gcp: {project: acme-ml-test, region: us-central1}
-    clusters:
-      - {name: c1, cloud: gcp}
-    teams:
-      - {name: research}
+STACK = ONE_GKE_CLUSTER + """\
     smoke:
       namespace: smoke-test
       timeout_s: 30

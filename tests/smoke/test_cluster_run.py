@@ -16,9 +16,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import smoke.expectations
 from cli.main import app
-from smoke.probes.expect import Expectation
 from smoke.probes.results import HostReport, ProbeResult, Verdict
 from tests.smoke.nodes import pool_node
 from tests.stacks import ONE_GKE_CLUSTER
@@ -39,20 +37,6 @@ STACK = HEAD + """\
 """
 RUN_LABEL = "accelfleet.io/run"
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
-
-
-@pytest.fixture
-def stack(tmp_path: Path) -> Path:
-    path = tmp_path / "Pulumi.fake.yaml"
-    path.write_text(STACK, encoding="utf-8")
-    return path
-
-
-@pytest.fixture
-def cpu_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fake cluster's nodes are this machine's CPU: judge them as CPUs (no catalog
-    expectation), as `accelfleet smoke local` does here."""
-    monkeypatch.setattr(smoke.expectations, "for_pool", lambda pool, backend: Expectation())
 
 
 def stack_pools(text: str) -> dict[str, Any]:

@@ -12,10 +12,7 @@ from typing import Any
 
 import pytest
 
-import smoke.expectations
-from smoke.probes.expect import Expectation
 from tests.smoke.test_cluster_run import (
-    STACK,
     _recorded,
     add_pool_nodes,
     assert_nothing_left,
@@ -23,19 +20,6 @@ from tests.smoke.test_cluster_run import (
 )
 
 pytest.importorskip("torch")
-
-
-@pytest.fixture
-def stack(tmp_path: Path) -> Path:
-    path = tmp_path / "Pulumi.fake.yaml"
-    path.write_text(STACK, encoding="utf-8")
-    return path
-
-
-@pytest.fixture
-def cpu_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The recorded reports are judged as this machine's CPU would be (no expectation)."""
-    monkeypatch.setattr(smoke.expectations, "for_pool", lambda pool, backend: Expectation())
 
 
 def _pods_all_on(node: str) -> Any:

@@ -11,7 +11,6 @@ import pytest
 
 from tests.smoke.fakekube import ApiError
 from tests.smoke.test_cluster_run import _recorded, add_pool_nodes, assert_nothing_left, smoke_run
-from tests.smoke.test_coverage import cpu_nodes, stack  # noqa: F401 (fixtures)
 
 pytest.importorskip("torch")
 
@@ -24,7 +23,7 @@ def _healthy(cluster: Any) -> list[str]:
 
 
 def test_a_namespace_made_by_another_run_meanwhile_is_used(
-        fake_cluster: Any, stack: Path, tmp_path: Path, cpu_nodes: None) -> None:  # noqa: F811
+        fake_cluster: Any, stack: Path, tmp_path: Path, cpu_nodes: None) -> None:
     _healthy(fake_cluster)
     fake_cluster.create("namespaces", "", {"metadata": {"name": "smoke-test"}})
 
@@ -42,7 +41,7 @@ def test_a_namespace_made_by_another_run_meanwhile_is_used(
 
 
 def test_a_configmap_whose_create_answer_was_lost_is_found_as_ours(
-        fake_cluster: Any, stack: Path, tmp_path: Path, cpu_nodes: None) -> None:  # noqa: F811
+        fake_cluster: Any, stack: Path, tmp_path: Path, cpu_nodes: None) -> None:
     _healthy(fake_cluster)
 
     def lost(answer: Any) -> Any:  # created, but the answer never came back whole

@@ -28,12 +28,9 @@ from tests.smoke.nodes import PROVISIONING_REQUEST_LABEL, pool_node
 from tests.smoke.test_cluster_run import (
     HEAD,
     assert_nothing_left,
-    cpu_nodes,
     reports,
     smoke_run,
 )
-
-__all__ = ["cpu_nodes"]  # fixture
 
 pytest.importorskip("torch")
 

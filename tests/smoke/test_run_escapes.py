@@ -11,9 +11,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from tests.hostile.test_terminal_escapes import PAYLOAD, assert_safe
-from tests.smoke.test_cluster_run import RUN_LABEL, add_pool_nodes, stack
-
-__all__ = ["stack"]  # the fixture, used by name
+from tests.smoke.test_cluster_run import RUN_LABEL, add_pool_nodes
 
 
 def test_a_pod_log_line_is_shown_escaped(fake_cluster: Any, stack: Path,

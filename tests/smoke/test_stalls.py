@@ -19,12 +19,10 @@ from tests.smoke.test_cluster_run import (
     _recorded,
     add_pool_nodes,
     add_tpu_hosts,
-    cpu_nodes,
     smoke_run,
 )
 
 pytest.importorskip("torch")
-__all__ = ["cpu_nodes"]  # the fixture, shared with the cluster-run tests
 
 # A native sidecar crash-looping, as the kubelet reports it (Pod status, Kubernetes 1.29+
 # sidecar containers: https://kubernetes.io/docs/concepts/workloads/pods/sidecar-containers/).
