@@ -50,6 +50,19 @@ class _Failure:
     path_contains: str
 
 
+class _Server(ThreadingHTTPServer):
+    """The HTTP server, keeping what went wrong serving a request in `errors` (a client that
+    hung up mid-answer, a bug of the fake) instead of printing it where the command under
+    test prints (CliRunner captures every thread's stderr)."""
+
+    errors: list[str]
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import traceback
+
+        self.errors.append(traceback.format_exc())
+
+
 @dataclass
 class FakeCluster(_KueueControllers):
     """The fake API server and its controllers. Start it with `start()`, stop with `stop()`."""
@@ -74,6 +87,7 @@ class FakeCluster(_KueueControllers):
         self._failures: list[_Failure] = []
         self._lies: list[list[Any]] = []  # [method, path part, rule, times left]
         self.denials: list[str] = []  # requests RBAC refused (enforce_rbac), as answered
+        self.server_errors: list[str] = []  # exceptions while serving a request (tracebacks)
         self._stop = threading.Event()
         self._rv = itertools.count(1)
         self._last_rv = 0
@@ -98,7 +112,8 @@ class FakeCluster(_KueueControllers):
     def start(self) -> FakeCluster:
         self.root.mkdir(parents=True, exist_ok=True)
         handler = type("Handler", (_Handler,), {"cluster": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = _Server(("127.0.0.1", 0), handler)
+        self._server.errors = self.server_errors
         self._server.daemon_threads = True
         self._threads = [threading.Thread(target=self._server.serve_forever, daemon=True),
                          threading.Thread(target=self._control_loop, daemon=True)]
