@@ -20,6 +20,12 @@ R = TypeVar("R")
 # module half imported raising AttributeError, an exception raised while unwinding) still
 # ends the command as interrupted, exit 130, never as an internal error.
 INTERRUPTED = threading.Event()
+SAID = threading.Event()  # "interrupted" was printed
+# Set by the console entry point (cli.main.run), never in a test runner's process: how long
+# after a Ctrl-C the process may take to end before it is ended regardless. An interrupt that
+# lands in a library's import lock or thread pool can leave a thread that Python's shutdown
+# waits on forever; the person who pressed Ctrl-C gets their prompt back all the same.
+HARD_EXIT_AFTER_S: float | None = None
 
 
 def _on_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -28,17 +34,58 @@ def _on_interrupt(signum: int, frame: FrameType | None) -> None:
 
     # callback ... does not match the current task"): after a Ctrl-C that is noise
     logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
+    if HARD_EXIT_AFTER_S is not None:
+        _end_after(HARD_EXIT_AFTER_S)
     raise KeyboardInterrupt
+
+
+def _end_after(seconds: float) -> None:
+    import os
+    import sys
+
+    from fleet.errors import EXIT_INTERRUPTED
+
+    def end() -> None:
+        try:
+            sys.stdout.flush()
+            if not SAID.is_set():  # one constant word, straight to the terminal
+                os.write(2, b"interrupted\n")
+        finally:
+            os._exit(EXIT_INTERRUPTED)
+
+    timer = threading.Timer(seconds, end)
+    timer.daemon = True
+    timer.start()
+
+
+def _unraisable(hook: Callable[..., object]) -> Callable[..., object]:
+    """Python's hook for exceptions it cannot raise (a weakref callback's, an import lock's),
+    silent about the KeyboardInterrupt a Ctrl-C raised there: the command says
+    "interrupted" itself."""
+
+    def quiet(unraisable: object) -> object:
+        if INTERRUPTED.is_set() and isinstance(getattr(unraisable, "exc_value", None),
+                                               KeyboardInterrupt):
+            return None
+        return hook(unraisable)
+
+    quiet.accelfleet = True  # type: ignore[attr-defined]
+    return quiet
 
 
 def catch_interrupts() -> None:
     """Note every Ctrl-C from now on (the command's start), then raise KeyboardInterrupt as
     Python does. Only on the main thread, and only over Python's own handler (a caller's
     handler, e.g. a test runner's, stays)."""
+    import sys
+
     INTERRUPTED.clear()
+    SAID.clear()
     if threading.current_thread() is threading.main_thread() and \
             signal.getsignal(signal.SIGINT) in (signal.default_int_handler, _on_interrupt):
         signal.signal(signal.SIGINT, _on_interrupt)
+        if not getattr(sys.unraisablehook, "accelfleet", False):
+            sys.unraisablehook = _unraisable(sys.unraisablehook)  # type: ignore[assignment]
 
 
 @contextmanager
@@ -68,6 +115,7 @@ def report(exc: BaseException) -> int:
         echo(f"error: {exc}", err=True)
     elif isinstance(exc, KeyboardInterrupt) or INTERRUPTED.is_set():
         echo("interrupted", err=True)
+        SAID.set()
     else:
         internal_error(exc)
     return exit_code(exc)
