@@ -303,6 +303,12 @@ class Gate:
                 else:
                     peers = [n for n in members if n.state == N.PROVEN and n.ready
                              and n.name not in self.inflight]
+                    if not peers and any(
+                            n.name != ready[0].name and (n.state == N.PROVING
+                                                         or n.name in self.inflight)
+                            for n in members):
+                        continue  # a peer is being proven: wait for it, so the lone new
+                        # node gets the cross-node fabric check, never a proof without it
                     jobs.append((Unit(name, (ready[0].name,),
                                       (peers[0].name,) if peers else ()), pool))
             else:
