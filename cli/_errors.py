@@ -21,41 +21,40 @@ R = TypeVar("R")
 # ends the command as interrupted, exit 130, never as an internal error.
 INTERRUPTED = threading.Event()
 SAID = threading.Event()  # "interrupted" was printed
-# Set by the console entry point (cli.main.run), never in a test runner's process: how long
-# after a Ctrl-C the process may take to end before it is ended regardless. An interrupt that
-# lands in a library's import lock or thread pool can leave a thread that Python's shutdown
-# waits on forever; the person who pressed Ctrl-C gets their prompt back all the same.
-HARD_EXIT_AFTER_S: float | None = None
+# Set by the console entry point (cli.main.run), never in a test runner's process: a Ctrl-C
+# then ends the process at once, "interrupted" and exit 130, with no exception unwound
+# through whatever was running. An interrupt raised inside a native module's import or a
+# library's thread pool can crash the interpreter (a SIGSEGV was seen once under load) or
+# leave a thread Python's shutdown waits on forever; nothing a command does needs the unwind
+# (files are saved atomically, SQLite keeps its journal, `smoke run`, `gate run` and `up`
+# install their own handlers and clean up themselves).
+HARD_EXIT = False
 
 
 def _on_interrupt(signum: int, frame: FrameType | None) -> None:
     INTERRUPTED.set()
+    if HARD_EXIT:
+        _end_now()
     import logging  # an event loop cut short mid-step complains of its task ("Exception in
 
     # callback ... does not match the current task"): after a Ctrl-C that is noise
     logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
-    if HARD_EXIT_AFTER_S is not None:
-        _end_after(HARD_EXIT_AFTER_S)
     raise KeyboardInterrupt
 
 
-def _end_after(seconds: float) -> None:
+def _end_now() -> None:
     import os
     import sys
 
     from fleet.errors import EXIT_INTERRUPTED
 
-    def end() -> None:
-        try:
-            sys.stdout.flush()
-            if not SAID.is_set():  # one constant word, straight to the terminal
-                os.write(2, b"interrupted\n")
-        finally:
-            os._exit(EXIT_INTERRUPTED)
-
-    timer = threading.Timer(seconds, end)
-    timer.daemon = True
-    timer.start()
+    try:
+        sys.stdout.flush()
+    except Exception:  # a closed or full pipe: nothing more to say there
+        pass
+    finally:
+        os.write(2, b"interrupted\n")  # one constant word, straight to the terminal
+        os._exit(EXIT_INTERRUPTED)
 
 
 def _unraisable(hook: Callable[..., object]) -> Callable[..., object]:

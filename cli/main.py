@@ -106,15 +106,12 @@ def main(
     catch_interrupts()
 
 
-HARD_EXIT_AFTER_S = 5.0  # after a Ctrl-C, the process ends within this, whatever holds it
-
-
 def run() -> None:
     """Console entry point. Commands report accelfleet errors themselves (`cli._errors`);
     this is the last line of defence so that none ever reaches the user as a traceback."""
     from cli import _errors
 
-    _errors.HARD_EXIT_AFTER_S = HARD_EXIT_AFTER_S
+    _errors.HARD_EXIT = True  # a Ctrl-C ends the console process at once (cli._errors)
     try:
         app()
     except SystemExit:

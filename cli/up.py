@@ -39,8 +39,8 @@ def _engine(stack: str, packs: list[str]) -> Engine:
     from cli import _errors
 
     # the Pulumi engine cancels its own update on Ctrl-C and must be heard out: this process
-    # is never ended early under it (no hard exit after an interrupt)
-    _errors.HARD_EXIT_AFTER_S = None
+    # is never ended at once under it
+    _errors.HARD_EXIT = False
     project_file = find_project(Path.cwd())  # the project Pulumi itself would run here
     return AutomationEngine(stack=stack, policy_packs=packs,
                             work_dir=project_file.parent if project_file else PROJECT_DIR)
