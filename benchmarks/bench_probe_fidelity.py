@@ -54,8 +54,11 @@ def bare_jax(device: Device, n: int, iters: int, repeats: int) -> float:
     import jax.numpy as jnp
 
     d = jax.local_devices()[device.index]
-    a = jax.device_put(jnp.ones((n, n), jnp.bfloat16), d)
-    b = jax.device_put(jnp.ones((n, n), jnp.bfloat16), d)
+    # random data, as the probe's: a matmul of ones ran 830 TFLOP/s on an H100 where random
+    # data ran 700 (2026-11-27), which read as a probe 14% slow
+    ka, kb = jax.random.split(jax.random.key(0))
+    a = jax.device_put(jax.random.normal(ka, (n, n), jnp.bfloat16), d)
+    b = jax.device_put(jax.random.normal(kb, (n, n), jnp.bfloat16), d)
     mm = jax.jit(jnp.matmul)
     for _ in range(3):
         c = mm(a, b)

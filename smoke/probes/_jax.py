@@ -6,6 +6,7 @@ XLA runs one device's work in order, so blocking on the last output times the wh
 
 from __future__ import annotations
 
+import os
 import platform as _platform
 import time
 from collections.abc import Callable, Sequence
@@ -30,6 +31,30 @@ from smoke.probes.backend import (
 )
 
 ALLREDUCE_ITERS = 10
+# On a GPU, JAX's memory_stats()["bytes_limit"] is its allocator's share of the device, not the
+# device: XLA_PYTHON_CLIENT_MEM_FRACTION of it, 0.75 unless set (JAX's "GPU memory allocation"
+# page). Seen on an H100 80GB HBM3, 2026-11-27: bytes_limit 59.38 GiB where torch saw 79.18 GiB
+# (exactly 0.75), which failed the inventory of a healthy GPU.
+JAX_GPU_MEM_FRACTION = 0.75
+
+
+def memory_gib(platform: str, stats: dict[str, Any],
+               env: dict[str, str] | None = None) -> float | None:
+    """The device's memory from JAX's memory_stats: a TPU's `bytes_limit` as it is; a GPU's
+    divided by the allocator's fraction (JAX_GPU_MEM_FRACTION, or the one set in
+    XLA_PYTHON_CLIENT_MEM_FRACTION)."""
+    limit = stats.get("bytes_limit")
+    if not limit:
+        return None
+    gib = float(limit) / 2**30
+    if platform != "gpu":
+        return gib
+    e = os.environ if env is None else env
+    try:
+        fraction = float(e.get("XLA_PYTHON_CLIENT_MEM_FRACTION", JAX_GPU_MEM_FRACTION))
+    except ValueError:
+        fraction = JAX_GPU_MEM_FRACTION
+    return gib / fraction if 0 < fraction <= 1 else gib
 
 
 class JaxBackend:
@@ -48,10 +73,8 @@ class JaxBackend:
         out = []
         for i, d in enumerate(jax.local_devices()):
             plat = "gpu" if d.platform in ("gpu", "cuda", "rocm") else d.platform
-            stats = d.memory_stats() or {}
-            limit = stats.get("bytes_limit")
             dev = Device(id=f"{plat}{i}", index=i, platform=plat, kind=str(d.device_kind),
-                         memory_gib=None if not limit else float(limit) / 2**30)
+                         memory_gib=memory_gib(plat, d.memory_stats() or {}))
             self._by_id[dev.id] = d
             out.append(dev)
         return out

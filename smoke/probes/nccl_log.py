@@ -92,6 +92,13 @@ _MNNVL = re.compile(r"MNNVL busId (?P<bus>0x[0-9a-fA-F]+) "
                     r"(?: healthMask (?P<mask>0x[0-9a-fA-F]+))?")
 _COMM_MNNVL = re.compile(r"\bcomm 0x[0-9a-fA-F]+ rank \d+ nRanks \d+ .*\bMNNVL (?P<on>\d)\b")
 _NVLS = re.compile(r"NVLS multicast support is available on dev (?P<dev>\d+)")
+# Why a network was not used, in NCCL's INFO lines (2.28.9 on a host with no RDMA device and no
+# net plugin: tests/smoke/data/nccl/nccl-socket-h100-vm-2.28.9-info.log; NCCL <= 2.18 says
+# "No plugin found (libnccl-net.so), using internal implementation")
+_NET_MISSING = re.compile(r"NCCL INFO (?P<why>NET/\S+ ?: No device found\.?|"
+                          r"Failed to initialize NET plugin \S+|"
+                          r"NET/Plugin ?: ?Could not find: libnccl-net\S*|"
+                          r"NET/Plugin ?: .*No plugin found \(libnccl-net\S*\).*)\s*$")
 _PROXY_THREAD = re.compile(r"^\[(?:Service thread|Proxy Service \d+)\]")
 # What a log may hold: past a bound, `parse` raises LogBoundError (the CLI: exit 2, in words).
 MAX_LINE_CHARS = 65_536  # NCCL's longest lines (a ring of 4,096 ranks) are ~20,000
@@ -193,6 +200,7 @@ class RankLog:
     plain_nics: set[tuple[str, int]] = field(default_factory=set)  # the NICs they used
     warnings: list[str] = field(default_factory=list)  # NCCL WARN lines: problems
     teardown_warnings: list[str] = field(default_factory=list)  # proxy thread, after proof
+    net_missing: list[str] = field(default_factory=list)  # INFO: why a network was not used
     mnnvl: MnnvlFabric | None = None  # the rank's GPU in a multi-node NVLink fabric
     comm_mnnvl: bool | None = None  # `comm ... MNNVL 1`: the communicator used it
     nvls: bool = False  # `NVLS multicast support is available`
@@ -342,6 +350,9 @@ def _read_line(r: RankLog, line: str) -> None:
             r.teardown_warnings.append(text)
         else:
             r.warnings.append(text)
+    if (m := _NET_MISSING.search(line)) is not None:
+        if (why := m.group("why").rstrip(".")) not in r.net_missing:
+            r.net_missing.append(why)
     if (m := _MNNVL.search(line)) is not None:
         mask = m.group("mask")
         r.mnnvl = MnnvlFabric(m.group("uuid"), _whole(m.group("clique"), 16),
@@ -505,7 +516,8 @@ def judge(log: NcclLog, expect: Expect) -> Judgment:
         seen = r.transports
         wrong = [n for n in seen if base_name(n).lower() not in names]
         if names and wrong:
-            problems.add(f"used {', '.join(wrong)}, not {' or '.join(expect.names())}", r)
+            said = f" (NCCL: {'; '.join(r.net_missing)})" if r.net_missing else ""
+            problems.add(f"used {', '.join(wrong)}, not {' or '.join(expect.names())}{said}", r)
         elif names and seen:
             proven = True
     if names and not proven and not problems:

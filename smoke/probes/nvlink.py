@@ -52,6 +52,12 @@ ERROR_COUNTERS = {0: "replay", 1: "recovery", 2: "crc_flit", 3: "crc_data"}
 # NVIDIA/nccl#1264), one of 18 links down removes 5.6%.
 PAIR_FAIL = POOL_OUTLIER_FAIL
 GPU_WARN = 0.97
+# A host that sees one GPU (a3-highgpu-1g, a VM given one GPU of an HGX board) has no peer for
+# NVLink to reach, and NVML says so: on one H100 80GB HBM3 passed through to a VM (driver
+# 580.159.04) every link answered NVML_ERROR_NOT_SUPPORTED and `nvidia-smi nvlink -s` printed
+# nothing (recorded 2026-11-27, tests/smoke/data/nvlink/h100-one-gpu-vm.txt). The catalog's 18
+# links are the HGX board's, so the count is not judged there.
+ONE_GPU = "one GPU on this host: no NVLink peer to reach (NVML reports its links not supported)"
 
 
 @dataclass(frozen=True, slots=True)

@@ -108,7 +108,7 @@ def run_local(
     prog.step("T0 inventory")
     results = V.judge_inventory(devices, exp)
     if not devices or devices[0].platform != "tpu":  # NVLink: GPUs; skipped on a CPU host
-        results += _nvlink(gpu, exp)
+        results += _nvlink(gpu, exp, n)
     if tier >= 1:
         results += _tier1(be, devices, sizes, prog)
     if tier >= 2:
@@ -143,12 +143,15 @@ def run_local(
     )
 
 
-def _nvlink(gpu: bool, exp: Expectation) -> list[ProbeResult]:
-    """T0: every NVLink of every GPU up (smoke.probes.nvlink); skipped off a GPU host."""
+def _nvlink(gpu: bool, exp: Expectation, gpus_seen: int) -> list[ProbeResult]:
+    """T0: every NVLink of every GPU up (smoke.probes.nvlink); skipped off a GPU host and on
+    a host of one GPU (nvlink.ONE_GPU)."""
     from smoke.probes import nvlink
 
     if not gpu:
         return nvlink.judge_links([], None, skipped="no NVML: not a GPU host")
+    if gpus_seen == 1:
+        return nvlink.judge_links([], None, skipped=nvlink.ONE_GPU)
     expected = exp.accelerator.nvlinks if exp.accelerator is not None else None
     if expected == 0:
         return nvlink.judge_links([], 0)

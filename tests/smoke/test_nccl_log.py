@@ -23,6 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).parent / "data" / "nccl"
 LOGS = {
     "socket": DATA / "nccl-socket-gke-a3-info.log",  # NCCL 2.22.3, Using network Socket
+    # NCCL 2.28.9 on the lent H100 VM (no RDMA device, no net plugin): Using network Socket
+    "socket-vm": DATA / "nccl-socket-h100-vm-2.28.9-info.log",
     "tcpx": DATA / "nccl-tcpx-info.log",  # Using network GPUDirectTCPX_v7
     "tcpxo": DATA / "nccl-tcpxo-info.log",  # Using network FasTrak, FasTrak 1.0.17
     "rdma": DATA / "nccl-gib-rdma-info.log",  # gIB v1.0.6, via NET/gIB/2/GDRDMA, no Using
@@ -60,6 +62,11 @@ CASES = [
     ("socket", "tcpxo", 8, Verdict.FAIL, "used Socket, not FasTrak"),
     ("socket", "rdma", 8, Verdict.FAIL, "used Socket, not gIB"),
     ("socket", "efa", 32, Verdict.FAIL, "used Socket, not Libfabric"),
+    # NCCL's INFO lines say why: no plugin to load, no RDMA device
+    ("socket-vm", "socket", None, Verdict.PASS, "via Socket"),
+    ("socket-vm", "efa", 32, Verdict.FAIL, "used Socket, not Libfabric or AWS Libfabric (NCCL: "
+     "NET/Plugin: Could not find: libnccl-net.so; NET/IB : No device found; Failed to "
+     "initialize NET plugin IB)"),
     # an RDMA fabric without GPUDirect RDMA fails
     ("efa-nogdr", "efa", 4, Verdict.FAIL, "no GPUDirect RDMA (8 channel(s) via "
      "NET/Libfabric/0 without /GDRDMA)"),  # 4 per rank, both local ranks replay the log

@@ -28,6 +28,7 @@ A100 = DATA / "nvidia-smi-nvlink-s-a100-sxm4-80gb.txt"
 GB200 = DATA / "nvidia-smi-nvlink-s-gb200.txt"
 V100_DOWN = DATA / "nvidia-smi-nvlink-s-v100-inactive.txt"
 H100_P2P = DATA / "p2pBandwidthLatencyTest-h100-sxm-nccl-1264.txt"
+H100_ONE_GPU = DATA / "h100-one-gpu-vm.txt"
 
 
 def _link_down(text: str, gpu: int, link: int) -> str:
@@ -149,6 +150,41 @@ def test_without_pynvml_nvidia_smi_is_read_and_without_either_it_is_skipped(
     gpus, why = N.read_links()
     assert gpus == [] and why.startswith("no NVML: pynvml (nvidia-ml-py) not installed")
     assert N.judge_links(gpus, 18, skipped=why)[0].verdict is Verdict.SKIPPED
+
+
+def test_a_host_of_one_gpu_is_skipped_not_failed_for_links_nvml_does_not_support(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recorded one-GPU H100 VM: NVML answered NOT_SUPPORTED for links 0-17 and nvidia-smi
+    printed no link. Judged against the catalog's 18 it failed a healthy host (seen on the lent
+    H100, 2026-11-27); the runner skips a host of one GPU, naming why."""
+    text = H100_ONE_GPU.read_text()
+    answers = [line.split(" error ")[1] for line in text.splitlines()
+               if line.startswith("link ")]
+    assert len(answers) == 18 and set(answers) == {"NVMLError_NotSupported Not Supported"}
+    mod = types.ModuleType("pynvml")
+
+    def state(handle: int, link: int) -> int:
+        raise RuntimeError(answers[link])
+
+    mod.nvmlInit = lambda: None  # type: ignore[attr-defined]
+    mod.nvmlShutdown = lambda: None  # type: ignore[attr-defined]
+    mod.nvmlDeviceGetCount = lambda: 1  # type: ignore[attr-defined]
+    mod.nvmlDeviceGetHandleByIndex = lambda i: i  # type: ignore[attr-defined]
+    mod.nvmlDeviceGetName = lambda h: "NVIDIA H100 80GB HBM3"  # type: ignore[attr-defined]
+    mod.nvmlDeviceGetNvLinkState = state  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", mod)
+    gpus, why = N.read_links()
+    assert why == "" and [len(g.links) for g in gpus] == [0]
+    exp = from_catalog("a3-highgpu-1g", "torch")
+    assert exp.accelerator is not None and exp.accelerator.nvlinks == 18
+    assert N.judge_links(gpus, 18)[0].verdict is Verdict.FAIL  # what the runner used to do
+    assert N.parse_status("") == []
+    from smoke.probes.runner import _nvlink
+
+    (r,) = _nvlink(True, exp, 1)
+    assert r.verdict is Verdict.SKIPPED and r.reason == N.ONE_GPU
+    (r8, *_) = _nvlink(True, exp, 8)  # eight GPUs: the same NVML answers fail the host
+    assert r8.verdict is Verdict.FAIL
 
 
 # -- GPU pairs ----------------------------------------------------------------------------------

@@ -84,3 +84,18 @@ def test_importing_smoke_imports_neither_pulumi_nor_backends() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60)
     assert out.stdout.strip() == "[]"
+
+
+def test_jax_gpu_memory_is_the_device_not_the_allocators_share() -> None:
+    """On the lent H100 (2026-11-27) JAX's bytes_limit was 59.38 GiB where torch saw 79.18 GiB:
+    the allocator's default 0.75 share. Read as the device's memory, it failed a healthy GPU's
+    inventory (59.4 < 0.85 x 80)."""
+    pytest.importorskip("jax")
+    from smoke.probes._jax import memory_gib
+
+    limit = int(59.384765625 * 2**30)  # the recorded bytes_limit
+    assert memory_gib("gpu", {"bytes_limit": limit}, {}) == pytest.approx(79.18, abs=0.01)
+    assert memory_gib("gpu", {"bytes_limit": limit},
+                      {"XLA_PYTHON_CLIENT_MEM_FRACTION": "0.5"}) == pytest.approx(118.77, 1e-3)
+    assert memory_gib("tpu", {"bytes_limit": 2**34}, {}) == 16.0  # a TPU's limit is its HBM
+    assert memory_gib("gpu", {}, {}) is None
