@@ -23,6 +23,7 @@ from components.gcp._network import (
 )
 from components.gcp._tpu import TpuSlice, TpuSliceArgs, TpuVm, TpuVmArgs
 from components.gcp._tpu_network import (
+    TPU_VM_SECOND_CIDR,
     TpuSecondNetwork,
     TpuSecondNetworkArgs,
     wants_second_network,
@@ -170,7 +171,8 @@ class TpuVms(pulumi.ComponentResource):
                                 NodeIdentityArgs(name=name, project=project), child)
         # v6e and tpu7x VMs get the second network GKE's slices of them get (support.yaml)
         second = TpuSecondNetwork(f"{name}-tpu-network", TpuSecondNetworkArgs(
-            cluster=name, project=project, region=region, mtu=args.mtu), child) \
+            cluster=name, project=project, region=region, mtu=args.mtu,
+            cidr=TPU_VM_SECOND_CIDR), child) \
             if any(wants_second_network(p) for p in args.pools) else None
         for p in args.pools:
             TpuVm(p.name, TpuVmArgs(pool=p, project=project, network=fabric.network.id,

@@ -7,7 +7,8 @@ advanced v6e blueprint builds its `-net-1`; every such slice's node pools attach
 additional node network (gVNIC), so each TPU VM has the two NICs GKE's Ironwood page counts. Its
 range is fixed (TPU_SECOND_CIDR), apart from the GPUDirect networks' (components/gcp/_network.py
 gpudirect_cidrs), so a cluster may hold both, and apart from the Cloud TPU VMs' primary range
-(components/gcp/_build.py TPU_VM_CIDR), so a TPU VM's two NICs never share a range. A Cloud TPU
+(components/gcp/_build.py TPU_VM_CIDR), so a TPU VM's two NICs never share a range; the TPU
+VMs' own second network takes TPU_VM_SECOND_CIDR, apart from every cluster's. A Cloud TPU
 VM (tpu.V2Vm) takes it as its second `networkConfigs` entry: the Cloud TPU API's Node has
 `network_configs`, "Repeated network configurations for the TPU node ... used to specify
 multiple networks configs", mutually exclusive with `network_config`
@@ -28,6 +29,9 @@ from fleet.names import tpu_second_network_names
 
 TYPE = "accelfleet:gcp:TpuSecondNetwork"
 TPU_SECOND_CIDR = "192.168.224.0/20"  # about 4,000 TPU VMs
+# The Cloud TPU VMs' second network: a range of its own, so that no two subnets of the project
+# share one (a GKE cluster's and the TPU VMs' second networks may be peered one day).
+TPU_VM_SECOND_CIDR = "192.168.240.0/20"
 
 
 def wants_second_network(pool: ResolvedPool) -> bool:
@@ -42,6 +46,7 @@ class TpuSecondNetworkArgs:
     project: str
     region: str
     mtu: int | None
+    cidr: str = TPU_SECOND_CIDR
 
 
 class TpuSecondNetwork(pulumi.ComponentResource):
@@ -58,9 +63,9 @@ class TpuSecondNetwork(pulumi.ComponentResource):
                                   auto_create_subnetworks=False, mtu=args.mtu, opts=child)
         subnet = gcp.compute.Subnetwork(subnet_name, name=subnet_name, project=args.project,
                                         region=args.region, network=vpc.id,
-                                        ip_cidr_range=TPU_SECOND_CIDR, opts=child)
+                                        ip_cidr_range=args.cidr, opts=child)
         gcp.compute.Firewall(rule, name=rule, project=args.project, network=vpc.id,
-                             direction="INGRESS", source_ranges=[TPU_SECOND_CIDR],
+                             direction="INGRESS", source_ranges=[args.cidr],
                              allows=[gcp.compute.FirewallAllowArgs(protocol=p)
                                      for p in ("tcp", "udp", "icmp")], opts=child)
         self.extra = ExtraNetwork(name="tpu-net-1", vpc=vpc.name, subnet=subnet.name,

@@ -81,10 +81,12 @@ def test_the_public_endpoint_stays_unless_private_endpoint() -> None:
 
 
 def test_tpu_vms_of_the_second_network_generations_have_two_nics() -> None:
-    from components.gcp._tpu_network import wants_second_network
+    from components.gcp._build import TPU_VM_CIDR
+    from components.gcp._tpu_network import TPU_VM_SECOND_CIDR, wants_second_network
 
     assert "A v6e or tpu7x VM has two NICs: `networkConfigs`" in DOC
-    assert "`tpu-vms-tpu-net-1`" in DOC
+    assert f"(`tpu-vms-tpu-net-1`, subnet {TPU_VM_SECOND_CIDR})" in DOC
+    assert f"the TPU VMs' own {TPU_VM_CIDR}" in DOC
     (vm,) = _pools({"name": "v", "runtime": "tpu-vm", "team": "t", "accelerator": "v6e 2x4",
                     "zone": "us-central1-b"})
     (v5e,) = _pools({"name": "w", "runtime": "tpu-vm", "team": "t", "accelerator": "v5e",

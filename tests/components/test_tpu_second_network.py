@@ -18,7 +18,7 @@ import pytest
 from components.engine.plan import Plan, run_plan
 from components.gcp._build import TPU_VM_CIDR
 from components.gcp._network import gpudirect_cidrs
-from components.gcp._tpu_network import TPU_SECOND_CIDR
+from components.gcp._tpu_network import TPU_SECOND_CIDR, TPU_VM_SECOND_CIDR
 from fleet import validate_fleet
 from fleet.catalog import load_catalog
 from fleet.rules.unique_names import derived_names
@@ -119,9 +119,10 @@ def test_a_v6e_tpu_vm_has_two_nics(vm_plan: Plan) -> None:
 def test_the_vms_second_network_is_its_own_vpc_apart_from_their_first(vm_plan: Plan) -> None:
     subnets = {r.inputs["name"]: r.inputs
                for r in vm_plan.of_type("gcp:compute/subnetwork:Subnetwork")}
-    assert subnets["tpu-vms-tpu-sub-1"]["ipCidrRange"] == TPU_SECOND_CIDR
-    assert not ipaddress.ip_network(TPU_SECOND_CIDR).overlaps(
-        ipaddress.ip_network(TPU_VM_CIDR))
+    assert subnets["tpu-vms-tpu-sub-1"]["ipCidrRange"] == TPU_VM_SECOND_CIDR
+    mine = ipaddress.ip_network(TPU_VM_SECOND_CIDR)
+    others = [TPU_VM_CIDR, TPU_SECOND_CIDR, *gpudirect_cidrs(load_catalog()).values()]
+    assert not any(mine.overlaps(ipaddress.ip_network(c)) for c in others)
     vpcs = {r.inputs["name"]: r.inputs for r in vm_plan.of_type(
         "gcp:compute/network:Network")}
     assert vpcs["tpu-vms-tpu-net-1"]["mtu"] == vpcs["tpu-vms-vpc"]["mtu"] == 8896
