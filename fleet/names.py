@@ -110,8 +110,8 @@ def system_component_name(cluster: str) -> str:
 
 
 def tpu_second_network_names(cluster: str) -> tuple[str, str, str]:
-    """(VPC, subnet, firewall rule) of a GKE cluster's TPU second network
-    (components/gcp/_tpu_network.py)."""
+    """(VPC, subnet, firewall rule) of a GKE cluster's TPU second network, or of the Cloud TPU
+    VMs' (`cluster` TPU_VMS_NAME) (components/gcp/_tpu_network.py)."""
     return f"{cluster}-tpu-net-1", f"{cluster}-tpu-sub-1", f"{cluster}-tpu-net-1-internal"
 
 

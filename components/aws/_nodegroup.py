@@ -12,6 +12,7 @@ import pulumi_aws as aws
 from components.aws._efa import efa_network_interfaces
 from components.outputs import node_pool_outputs
 from fleet.catalog import Catalog, Taint
+from fleet.catalog.support import DEFAULT_EKS_AMI
 from fleet.errors import CatalogError
 from fleet.gate import gate_taint
 from fleet.labels import AMI_LABEL as AMI_LABEL
@@ -21,7 +22,7 @@ from fleet.taints import api_effect
 
 TYPE = "accelfleet:aws:GpuNodeGroup"
 
-DEFAULT_AMI = "al2023"
+DEFAULT_AMI = DEFAULT_EKS_AMI  # one home: fleet.catalog.support
 # The volume that holds images and pods: AL2023 has one root volume; Bottlerocket boots from a
 # small OS volume (/dev/xvda) and keeps containers on its data volume (/dev/xvdb).
 DATA_VOLUME_DEVICE = {"al2023": "/dev/xvda", "bottlerocket": "/dev/xvdb"}

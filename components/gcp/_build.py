@@ -23,6 +23,7 @@ from components.gcp._network import (
 )
 from components.gcp._tpu import TpuSlice, TpuSliceArgs, TpuVm, TpuVmArgs
 from components.gcp._tpu_network import (
+    TPU_VM_SECOND_CIDR,
     TpuSecondNetwork,
     TpuSecondNetworkArgs,
     wants_second_network,
@@ -168,9 +169,16 @@ class TpuVms(pulumi.ComponentResource):
             name=name, project=project, region=region, cidr=TPU_VM_CIDR, mtu=args.mtu), child)
         identity = NodeIdentity(f"{name}-identity",
                                 NodeIdentityArgs(name=name, project=project), child)
+        # v6e and tpu7x VMs get the second network GKE's slices of them get (support.yaml)
+        second = TpuSecondNetwork(f"{name}-tpu-network", TpuSecondNetworkArgs(
+            cluster=name, project=project, region=region, mtu=args.mtu,
+            cidr=TPU_VM_SECOND_CIDR), child) \
+            if any(wants_second_network(p) for p in args.pools) else None
         for p in args.pools:
             TpuVm(p.name, TpuVmArgs(pool=p, project=project, network=fabric.network.id,
-                                    subnet=fabric.subnet.id, service_account=identity.email),
+                                    subnet=fabric.subnet.id, service_account=identity.email,
+                                    extra_networks=[second.extra] if second is not None
+                                    and wants_second_network(p) else []),
                   child)
         self.register_outputs({"pools": [p.name for p in args.pools]})
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pulumi
@@ -116,11 +117,15 @@ def accelerator_type(shape: Shape) -> str:
 
 @dataclass(frozen=True)
 class TpuVmArgs:
+    """`extra_networks`: networks attached beside the primary one, each a NIC of every VM
+    (the second network of v6e and tpu7x, components/gcp/_tpu_network.py)."""
+
     pool: ResolvedPool
     project: str
     network: pulumi.Input[str]
     subnet: pulumi.Input[str]
     service_account: pulumi.Input[str]
+    extra_networks: Sequence[ExtraNetwork] = ()
 
 
 class TpuVm(pulumi.ComponentResource):
@@ -156,12 +161,18 @@ class TpuVm(pulumi.ComponentResource):
         acc_type = accelerator_type(shape)
         labels = {TEAM_RESOURCE_LABEL: pool.team, POOL_RESOURCE_LABEL: pool.name}
         names = tpu_vm_names(pool.name, pool.spec.multislice)
+        primary = gcp.tpu.V2VmNetworkConfigArgs(
+            network=args.network, subnetwork=args.subnet, enable_external_ips=False)
+        # One NIC per network; the API takes either `network_config` or `network_configs`.
+        nics = [primary, *(gcp.tpu.V2VmNetworkConfigArgs(
+            network=n.vpc, subnetwork=n.subnet, enable_external_ips=False)
+            for n in args.extra_networks)]
         for i, node_id in enumerate(names):
             gcp.tpu.V2Vm(
                 f"{name}-{i}-vm", name=node_id, project=args.project, zone=zone,
                 accelerator_type=acc_type, runtime_version=runtime, labels=labels,
-                network_config=gcp.tpu.V2VmNetworkConfigArgs(
-                    network=args.network, subnetwork=args.subnet, enable_external_ips=False),
+                network_config=primary if len(nics) == 1 else None,
+                network_configs=nics if len(nics) > 1 else None,
                 service_account=gcp.tpu.V2VmServiceAccountArgs(
                     email=args.service_account,
                     scopes=["https://www.googleapis.com/auth/cloud-platform"]),

@@ -93,6 +93,13 @@ def derived_names(spec: FleetSpec, pools: Sequence[ResolvedPool],
                              ("router", "routers"), ("allow-internal", "firewall rules")):
             out.append(DerivedName(f"{kind} of project {gcp_project}",
                                    f"{TPU_VMS_NAME}-{suffix}", src, at))
+        if any(p.shape.tpu is not None and support.second_network_for(p.shape.tpu.key)
+               for p in tpu_vm_pools):
+            vpc, subnet, rule = tpu_second_network_names(TPU_VMS_NAME)
+            src = f"the Cloud TPU VM pools' second network (pool {tpu_vm_pools[0].name!r})"
+            out += [DerivedName(f"VPC networks of project {gcp_project}", vpc, src, at),
+                    DerivedName(f"subnetworks of project {gcp_project}", subnet, src, at),
+                    DerivedName(f"firewall rules of project {gcp_project}", rule, src, at)]
     for p in [*pools, *system_pools]:
         out += _pool_names(p, gcp_project, aws_account)
     routing = list(routing)
