@@ -43,7 +43,7 @@ class Rule:
     type: str
     path: str
     terraform: str
-    kind: str  # "force_new" | "block" | "no_update_path" | "replace_on_changes"
+    kind: str  # force_new | block | no_update_path | replace_on_changes | provider_replaced
     source: str
     why: str = ""
     # a setting of the resource's provider that, when true, makes the change an update
@@ -387,6 +387,34 @@ def _delta(name: str, old: dict[str, Any] | None, new: dict[str, Any] | None,
     return row
 
 
+PROVIDER_CASCADE = ("Pulumi replaces every resource of a replaced provider "
+                    "(pulumi-terraform-bridge pkg/tfbridge/info/info.go, ForcesProviderReplace)")
+
+
+def _cascade_provider_replacements(changes: list[ResourceChange],
+                                   before: dict[str, dict[str, Any]],
+                                   after: dict[str, dict[str, Any]],
+                                   owners: dict[str, tuple[str, str]]) -> list[ResourceChange]:
+    """Each resource kept under a replaced provider (`pulumi:providers:*`) is replaced too."""
+    gone = {c.key for c in changes if c.replaced and c.type.startswith("pulumi:providers:")}
+    if not gone:
+        return changes
+    by_key = {c.key: c for c in changes}
+    for key, n in after.items():
+        pk = n.get("provider")
+        if pk not in gone or key not in before or not n.get("custom", True):
+            continue
+        fc = FieldChange("(provider)", pk, pk, Rule(str(n.get("type")), "(provider)", str(pk),
+                                                    "provider_replaced", PROVIDER_CASCADE))
+        if key in by_key:
+            by_key[key].fields.append(fc)
+        else:
+            pool, kind = owners.get(key) or (None, None)
+            by_key[key] = ResourceChange(key, str(n.get("type")), str(n.get("name")), "change",
+                                         pool, kind, [fc])
+    return [by_key[k] for k in sorted(by_key)]
+
+
 def diff_plans(old: dict[str, Any], new: dict[str, Any], *, base: str = "base") -> PlanDiff:
     """What applying `new` over `old` adds, removes and changes, and what it costs."""
     for which, plan in (("base", old), ("new", new)):
@@ -418,6 +446,8 @@ def diff_plans(old: dict[str, Any], new: dict[str, Any], *, base: str = "base") 
         if fields:
             changes.append(ResourceChange(key, r["type"], r["name"], "change", pool, kind,
                                           fields))
+    changes = _cascade_provider_replacements(changes, before, after,
+                                             {**owners_before, **owners_after})
     rows_old, rows_new = _cost_rows(old), _cost_rows(new)
     pools = [_delta(name, rows_old.get(name), rows_new.get(name))
              for name in sorted(set(rows_old) | set(rows_new))]

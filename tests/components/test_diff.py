@@ -267,3 +267,28 @@ def test_a_mutable_configmap_provider_makes_a_data_change_an_update() -> None:
 
     assert diff_plans(plan("1", None), plan("2", None)).replacements
     assert not diff_plans(plan("1", "true"), plan("2", "true")).replacements
+
+
+def test_a_replaced_provider_replaces_what_it_manages(
+        plans: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    """pulumi-aws marks the provider's region ForcesProviderReplace (provider/resources.go):
+    a new region replaces the provider, and Pulumi every AWS resource under it."""
+    _, new = plans
+    moved = copy.deepcopy(new)
+    aws = [r for r in moved["resources"] if r["type"] == "pulumi:providers:aws"]
+    assert aws
+    for r in aws:
+        r["inputs"]["region"] = "us-west-2"
+    keys = {f"{r['type']}::{r['name']}" for r in aws}
+    managed = {f"{r['type']}::{r['name']}" for r in moved["resources"]
+               if r.get("provider") in keys and r["custom"]}
+    assert managed
+    d = diff_plans(new, moved)
+    replaced = {r.key for r in d.replacements}
+    assert keys | managed <= replaced
+    assert all(r.type.startswith("aws:") or r.key in keys for r in d.replacements)
+    node_group = next(r for r in d.replacements if r.type == NODE_GROUP)
+    assert node_group.destroys_nodes and node_group.pool is not None
+    [f] = node_group.fields
+    assert f.path == "(provider)" and f.replaces is not None \
+        and f.replaces.kind == "provider_replaced"
