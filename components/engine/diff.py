@@ -43,7 +43,8 @@ class Rule:
     type: str
     path: str
     terraform: str
-    kind: str  # force_new | block | no_update_path | replace_on_changes | provider_replaced
+    # force_new | block | remove | no_update_path | replace_on_changes | provider_replaced
+    kind: str
     source: str
     why: str = ""
     # a setting of the resource's provider that, when true, makes the change an update
@@ -226,6 +227,8 @@ def replacement_table() -> dict[str, list[Rule]]:
                      for p, tf in (entry.get("replace_on_change") or {}).items()]
             rules += [Rule(type_, p, tf, "block", source)
                       for p, tf in (entry.get("replace_on_block") or {}).items()]
+            rules += [Rule(type_, p, tf, "remove", source)
+                      for p, tf in (entry.get("replace_on_remove") or {}).items()]
             rules += [Rule(type_, p, v["terraform"], "no_update_path", source, v["why"])
                       for p, v in (entry.get("no_update_path") or {}).items()]
             out[type_] = rules
@@ -240,6 +243,9 @@ def rule_for(type_: str, path: str, old: Any, new: Any) -> Rule | None:
     for rule in replacement_table().get(type_, ()):
         if rule.kind == "block":
             if plain == rule.path and (old is None or new is None or _lengths_differ(old, new)):
+                return rule
+        elif rule.kind == "remove":
+            if plain == rule.path and old is not None and new is None:
                 return rule
         elif plain == rule.path or plain.startswith(rule.path + ".") \
                 or rule.path.startswith(plain + "."):

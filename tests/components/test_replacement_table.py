@@ -108,6 +108,29 @@ def test_read_rows(type_: str, path: str, replaces: bool) -> None:
     assert (rule_for(type_, path, "a", "b") is not None) is replaces
 
 
+def test_eks_envelope_encryption_replaces_only_when_removed() -> None:
+    """terraform-provider-aws cluster.go CustomizeDiff: ForceNewIfChange on encryption_config
+    from one block to none."""
+    from components.engine.diff import rule_for
+
+    t, block = "aws:eks/cluster:Cluster", {"resources": ["secrets"]}
+    assert rule_for(t, "encryptionConfig", block, None) is not None
+    assert rule_for(t, "encryptionConfig", None, block) is None
+    assert rule_for(t, "encryptionConfig.resources", ["secrets"], ["secrets", "x"]) is None
+
+
+def test_a_gke_clusters_node_config_replaces_the_cluster() -> None:
+    """The cluster's node_config is the node pool's schemaNodeConfig (resource_container_
+    cluster.go): its ForceNew fields replace the cluster, every node pool with it."""
+    from components.engine.diff import rule_for
+
+    t = "gcp:container/cluster:Cluster"
+    assert rule_for(t, "nodeConfig.serviceAccount", "a@x", "b@x") is not None
+    assert rule_for(t, "nodeConfig.oauthScopes", ["a"], ["b"]) is not None
+    assert rule_for(t, "privateClusterConfig.masterIpv4CidrBlock", "a", "b") is not None
+    assert rule_for(t, "nodeConfig.workloadMetadataConfig.mode", "GKE_METADATA", "x") is None
+
+
 def test_a_security_group_rule_is_replaced_when_its_source_kind_changes() -> None:
     """terraform-provider-aws ModifyPlan: from a CIDR to a referenced group replaces; a new
     CIDR is modified in place."""
