@@ -140,3 +140,32 @@ def test_a_security_group_rule_is_replaced_when_its_source_kind_changes() -> Non
     assert rule_for(t, "cidrIpv4", "10.0.0.0/8", None) is not None
     assert rule_for(t, "referencedSecurityGroupId", None, "sg-1") is not None
     assert rule_for(t, "cidrIpv4", "10.0.0.0/8", "10.1.0.0/16") is None
+
+
+def _leaves(value: object, path: str = "") -> list[str]:
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _leaves(v, f"{path}.{k}" if path else k)]
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        return [p for v in value for p in _leaves(v, path)]
+    return [path]
+
+
+def test_rule_paths_spell_the_inputs_as_the_plan_records_them() -> None:
+    """A rule key that differs from a recorded input path only in case, separators or a
+    plural `s` (guest_accelerator -> guestAccelerators) would never match: a misspelling."""
+    import json
+
+    def norm(p: str) -> str:
+        return re.sub(r"[^a-z0-9.]", "", p.lower()).rstrip("s")
+
+    plan = json.loads((ROOT / "tests/components/snapshots/example_plan.json").read_text())
+    table = replacement_table()
+    wrong = set()
+    for r in plan["resources"]:
+        for leaf in _leaves(r["inputs"]):
+            parts = leaf.split(".")
+            prefixes = {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+            for rule in table.get(r["type"], ()):
+                wrong |= {(r["type"], p, rule.path) for p in prefixes
+                          if p != rule.path and norm(p) == norm(rule.path)}
+    assert sorted(wrong) == []
