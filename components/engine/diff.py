@@ -271,11 +271,16 @@ def _options(plan: dict[str, Any], r: dict[str, Any]) -> tuple[list[Ignored], li
     """The ignore_changes and replace_on_changes that apply to `r` of `plan` (the plan being
     applied): as the plan recorded them, or, for a plan saved before plans recorded them, the
     table's `ignore_changes` rows."""
-    if plan.get("resource_options"):
-        return ([Ignored(str(p), "the component's ignore_changes, recorded in the plan")
-                 for p in r.get("ignore_changes") or ()],
-                [str(p) for p in r.get("replace_on_changes") or ()])
+    if plan.get("resource_options") is True:
+        return ([Ignored(p, "the component's ignore_changes, recorded in the plan")
+                 for p in _strings(r.get("ignore_changes"))],
+                _strings(r.get("replace_on_changes")))
     return list(ignored_by_components().get(str(r.get("type")), ())), []
+
+
+def _strings(value: Any) -> list[str]:
+    """A recorded option's paths, read defensively (a list of strings, else none)."""
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 def _field(type_: str, path: str, old: Any, new: Any, ignored: list[Ignored],
@@ -408,7 +413,8 @@ def _cascade_provider_replacements(changes: list[ResourceChange],
     by_key = {c.key: c for c in changes}
     for key, n in after.items():
         pk = n.get("provider")
-        if pk not in gone or key not in before or not n.get("custom", True):
+        if not isinstance(pk, str) or pk not in gone or key not in before \
+                or not n.get("custom", True):
             continue
         fc = FieldChange("(provider)", pk, pk, Rule(str(n.get("type")), "(provider)", str(pk),
                                                     "provider_replaced", PROVIDER_CASCADE))
@@ -442,7 +448,8 @@ def diff_plans(old: dict[str, Any], new: dict[str, Any], *, base: str = "base") 
                                           "add" if o is None else "remove", pool, kind))
             continue
         ignored, replace_on = _options(new, n)
-        provider = (after.get(str(n.get("provider"))) or {}).get("inputs") or {}
+        provider = (after.get(str(n.get("provider"))) or {}).get("inputs")
+        provider = provider if isinstance(provider, dict) else {}
         fields = [_field(r["type"], p, a, b, ignored, replace_on, provider)
                   for p, a, b in diff_values(o.get("inputs") or {}, n.get("inputs") or {})
                   if not (a == COMPUTED and b == COMPUTED)]
