@@ -156,22 +156,29 @@ def pool_status(diff: PlanDiff, row: CostDelta) -> str:
 def _replacement_lines(diff: PlanDiff) -> list[str]:
     out = []
     for r in diff.replacements:
-        what = f"{r.pool_kind or r.type.rsplit(':', 1)[-1]} {r.pool or r.name}"
         why = ", ".join(f"{f.path} {_value(f.old)} -> {_value(f.new)}"
                         for f in r.fields if f.replaces)
-        out.append(f"REPLACES {what} (its nodes are destroyed and recreated): {why}")
+        if r.destroys_nodes:
+            what = f"{r.pool_kind or r.type.rsplit(':', 1)[-1]} {r.pool or r.name}"
+            out.append(f"REPLACES {what} (its nodes are destroyed and recreated): {why}")
+        else:
+            owner = f" of pool {r.pool}" if r.pool else ""
+            out.append(f"REPLACES {r.type.rsplit(':', 1)[-1]} {r.name}{owner} (deleted and "
+                       f"created anew): {why}")
     for r in diff.destroyed_pools:
         out.append(f"DESTROYS {r.pool_kind or 'pool'} {r.pool or r.name} ({r.key})")
     return out
 
 
 def render_text(diff: PlanDiff) -> str:
-    replaced = len(diff.replacements) + len(diff.destroyed_pools)
+    replaced = len(diff.node_replacements) + len(diff.destroyed_pools)
+    others = len(diff.replacements) - len(diff.node_replacements)
     lines = [f"plan diff of stack {diff.stack} against {diff.base}: "
              f"+{len(diff.of('add'))} to add, ~{len(diff.of('change'))} to change, "
              f"-{len(diff.of('remove'))} to remove"
              + (f", {replaced} replacement{'s' if replaced != 1 else ''} destroying nodes"
                 if replaced else "")
+             + (f", {others} other replacement{'s' if others != 1 else ''}" if others else "")
              + f"; monthly cost {_usd(diff.cost_delta_usd, sign=True)}"]
     lines += _replacement_lines(diff)
     pools = [(p, pool_status(diff, p)) for p in diff.pools]
@@ -207,6 +214,9 @@ def _resource_lines(r: ResourceChange, *, indent: str, code: str = "") -> list[s
     out = [f"{indent}{mark} {code}{r.key}{code}{owner}"]
     for f in r.fields:
         flag = "  [forces replacement]" if f.replaces else ""
+        if f.ignored is not None:
+            flag = (f"  [ignored: ignore_changes {f.ignored.path}, set by the component; "
+                    "pulumi up keeps the deployed value]")
         for path, old, new in _elements(f.path, f.old, f.new):
             out.append(f"{indent}    {code}{path}{code}: {code}{_value(old)}{code} -> "
                        f"{code}{_value(new)}{code}{flag}")
@@ -252,13 +262,16 @@ def render_markdown(diff: PlanDiff, violations: list[Violation] | None = None) -
     per pool and team; every resource and field folded in <details>."""
     add, change, remove = len(diff.of("add")), len(diff.of("change")), len(diff.of("remove"))
     out = [MARKER, f"### accelfleet plan: stack `{_md(diff.stack)}` vs `{_md(diff.base)}`", ""]
-    replaced = diff.replacements + diff.destroyed_pools
+    replaced = diff.node_replacements + diff.destroyed_pools
+    others = len(diff.replacements) - len(diff.node_replacements)
     head = (f"**{add} to add, {change} to change, {remove} to remove** · monthly cost "
             f"**{_usd(diff.cost_delta_usd, sign=True)}**")
     if replaced:
         many = len(replaced) > 1
         head += (f" · :warning: **{len(replaced)} replacement{'s' if many else ''} "
                  f"destroy{'' if many else 's'} nodes**")
+    if others:
+        head += f" · {others} other replacement{'s' if others != 1 else ''}"
     if violations:
         head += f" · :x: **{len(violations)} policy violation(s)**"
     elif violations is not None:
@@ -266,7 +279,7 @@ def render_markdown(diff: PlanDiff, violations: list[Violation] | None = None) -
     out += [head if not diff.empty else "**No changes.**", ""]
     for line in _replacement_lines(diff):
         out.append(f"> :warning: {_md(line).replace(' -> ', ' → ')}")
-    if replaced:
+    if replaced or others:
         out.append("")
     pools = [(p, pool_status(diff, p)) for p in diff.pools]
     changed = [(p, s) for p, s in pools if s != "same"]
@@ -303,9 +316,10 @@ def render_markdown(diff: PlanDiff, violations: list[Violation] | None = None) -
         out += [f"<details><summary>Resource changes ({len(diff.resources)})</summary>", "",
                 *fenced("\n".join(lines), "diff"), "", "</details>", ""]
     out.append("<sub>Offline plan (Pulumi mocks) of the stack program; replacement-forcing "
-               "inputs from the providers' ForceNew fields "
-               "(components/engine/data/replacements.yaml); costs at list prices or the "
-               "stack's rates.</sub>")
+               "inputs from the providers' source (ForceNew fields, pulumi-kubernetes' "
+               "immutable fields: components/engine/data/replacements.yaml) and the "
+               "components' ignore_changes / replace_on_changes; costs at list prices or "
+               "the stack's rates.</sub>")
     return "\n".join(out) + "\n"
 
 

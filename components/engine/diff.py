@@ -30,6 +30,10 @@ POOL_KINDS = {"GpuNodePool": "node pool", "CpuNodePool": "node pool", "TpuSlice"
               "TpuVm": "TPU VM slice", "GpuNodeGroup": "node group",
               "CpuNodeGroup": "node group"}
 _INDEX = re.compile(r"\[\d+\]")
+# Resource types whose replacement destroys nodes: a pool, a slice, or a cluster with them all.
+NODE_HOLDERS = frozenset({
+    "gcp:container/nodePool:NodePool", "gcp:tpu/v2Vm:V2Vm", "aws:eks/nodeGroup:NodeGroup",
+    "gcp:container/cluster:Cluster", "aws:eks/cluster:Cluster"})
 
 
 @dataclass(frozen=True)
@@ -39,9 +43,22 @@ class Rule:
     type: str
     path: str
     terraform: str
-    kind: str  # "force_new" | "block" | "no_update_path"
+    # force_new | block | remove | no_update_path | replace_on_changes | provider_replaced
+    kind: str
     source: str
     why: str = ""
+    # a setting of the resource's provider that, when true, makes the change an update
+    # (pulumi-kubernetes: enableConfigMapMutable for a ConfigMap's data)
+    unless_provider: str = ""
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """Why `pulumi up` leaves a changed input as deployed: the component's `ignore_changes`
+    names it (Pulumi diffs the new program's inputs with that path set to the old value)."""
+
+    path: str  # the ignore_changes path as the component gives it
+    source: str  # where it comes from: the plan's record, or the table row and the code
 
 
 @dataclass(frozen=True)
@@ -50,6 +67,7 @@ class FieldChange:
     old: Any
     new: Any
     replaces: Rule | None = None
+    ignored: Ignored | None = None  # set: no update and no replacement for this change
 
 
 @dataclass
@@ -66,13 +84,21 @@ class ResourceChange:
     def replaced(self) -> bool:
         return self.action == "change" and any(f.replaces for f in self.fields)
 
+    @property
+    def destroys_nodes(self) -> bool:
+        """Replaced, and a pool, slice or cluster: its nodes are destroyed and recreated."""
+        return self.replaced and self.type in NODE_HOLDERS
+
     def to_dict(self) -> dict[str, Any]:
         return {"key": self.key, "type": self.type, "name": self.name, "action": self.action,
                 "pool": self.pool, "pool_kind": self.pool_kind, "replaced": self.replaced,
                 "fields": [{"path": f.path, "old": f.old, "new": f.new,
                             "replaces": None if f.replaces is None else {
                                 "terraform": f.replaces.terraform, "kind": f.replaces.kind,
-                                "source": f.replaces.source}}
+                                "source": f.replaces.source},
+                            "ignored": None if f.ignored is None else {
+                                "ignore_changes": f.ignored.path,
+                                "source": f.ignored.source}}
                            for f in self.fields]}
 
 
@@ -125,6 +151,11 @@ class PlanDiff:
         return [r for r in self.resources if r.replaced]
 
     @property
+    def node_replacements(self) -> list[ResourceChange]:
+        """The replacements that destroy nodes (of the others, nothing runs on them)."""
+        return [r for r in self.resources if r.destroys_nodes]
+
+    @property
     def destroyed_pools(self) -> list[ResourceChange]:
         """Pool resources removed outright (their nodes go too)."""
         return [r for r in self.of("remove") if r.type in replacement_table()]
@@ -147,6 +178,7 @@ class PlanDiff:
             "summary": {"added": len(self.of("add")), "removed": len(self.of("remove")),
                         "changed": len(self.of("change")),
                         "replaced": [r.key for r in self.replacements],
+                        "destroying_nodes": [r.key for r in self.node_replacements],
                         "destroyed": [r.key for r in self.destroyed_pools],
                         "delta_monthly_usd": self.cost_delta_usd},
             "resources": [r.to_dict() for r in self.resources],
@@ -156,20 +188,47 @@ class PlanDiff:
 
 
 @functools.cache
-def replacement_table() -> dict[str, list[Rule]]:
-    """Resource type -> the rules that make a change replace it (from the YAML data)."""
+def _table_data() -> dict[str, Any]:
     from ruamel.yaml import YAML
 
     try:
         data = YAML(typ="safe").load(TABLE.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CatalogError(f"cannot read the replacement table {TABLE}: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("types"), dict):
+        raise CatalogError(f"the replacement table {TABLE} has no `types` mapping")
+    return data
+
+
+@functools.cache
+def ignored_by_components() -> dict[str, list[Ignored]]:
+    """Resource type -> the `ignore_changes` paths accelfleet's components set on it, from the
+    table (each cited to the component code): what `plan --diff` assumes for a plan saved
+    before plans recorded resource options."""
+    try:
+        return {type_: [Ignored(p, f"{where} (replacements.yaml)")
+                        for p, where in (entry.get("ignore_changes") or {}).items()]
+                for type_, entry in _table_data()["types"].items()}
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise CatalogError(f"cannot read the replacement table {TABLE}: {exc}") from None
+
+
+@functools.cache
+def replacement_table() -> dict[str, list[Rule]]:
+    """Resource type -> the rules that make a change replace it (from the YAML data)."""
+    try:
+        data = _table_data()
         out: dict[str, list[Rule]] = {}
         for type_, entry in data["types"].items():
             src = entry["source"]
             source = f"{src['repo']}@{src['commit'][:12]} ({', '.join(src['files'])})"
-            rules = [Rule(type_, p, tf, "force_new", source)
+            unless = entry.get("unless_provider_sets") or {}
+            rules = [Rule(type_, p, tf, "force_new", source, unless_provider=unless.get(p, ""))
                      for p, tf in (entry.get("replace_on_change") or {}).items()]
             rules += [Rule(type_, p, tf, "block", source)
                       for p, tf in (entry.get("replace_on_block") or {}).items()]
+            rules += [Rule(type_, p, tf, "remove", source)
+                      for p, tf in (entry.get("replace_on_remove") or {}).items()]
             rules += [Rule(type_, p, v["terraform"], "no_update_path", source, v["why"])
                       for p, v in (entry.get("no_update_path") or {}).items()]
             out[type_] = rules
@@ -185,10 +244,61 @@ def rule_for(type_: str, path: str, old: Any, new: Any) -> Rule | None:
         if rule.kind == "block":
             if plain == rule.path and (old is None or new is None or _lengths_differ(old, new)):
                 return rule
+        elif rule.kind == "remove":
+            if plain == rule.path and old is not None and new is None:
+                return rule
         elif plain == rule.path or plain.startswith(rule.path + ".") \
                 or rule.path.startswith(plain + "."):
             return rule
     return None
+
+
+_ANY_INDEX = re.compile(r"\[(?:\d+|\*)\]")
+
+
+def _plain(path: str) -> str:
+    """A property path with its list indexes dropped (`a[0].b`, `a[*].b` -> `a.b`)."""
+    return _ANY_INDEX.sub("", path)
+
+
+def _under(path: str, option: str) -> bool:
+    """Whether a changed input at `path` is at or under a resource option's property path."""
+    p, o = _plain(path), _plain(option)
+    return p == o or p.startswith(o + ".")
+
+
+def _options(plan: dict[str, Any], r: dict[str, Any]) -> tuple[list[Ignored], list[str]]:
+    """The ignore_changes and replace_on_changes that apply to `r` of `plan` (the plan being
+    applied): as the plan recorded them, or, for a plan saved before plans recorded them, the
+    table's `ignore_changes` rows."""
+    if plan.get("resource_options") is True:
+        return ([Ignored(p, "the component's ignore_changes, recorded in the plan")
+                 for p in _strings(r.get("ignore_changes"))],
+                _strings(r.get("replace_on_changes")))
+    return list(ignored_by_components().get(str(r.get("type")), ())), []
+
+
+def _strings(value: Any) -> list[str]:
+    """A recorded option's paths, read defensively (a list of strings, else none)."""
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _field(type_: str, path: str, old: Any, new: Any, ignored: list[Ignored],
+           replace_on: list[str], provider: dict[str, Any]) -> FieldChange:
+    for ign in ignored:
+        if _under(path, ign.path):
+            return FieldChange(path, old, new, None, ign)
+    rule = rule_for(type_, path, old, new)
+    if rule is not None and rule.unless_provider \
+            and str(provider.get(rule.unless_provider)).lower() == "true":
+        rule = None
+    if rule is None:
+        for option in replace_on:
+            if _under(path, option) or _plain(option).startswith(_plain(path) + "."):
+                rule = Rule(type_, option, option, "replace_on_changes",
+                            "the component's replace_on_changes, recorded in the plan")
+                break
+    return FieldChange(path, old, new, rule)
 
 
 def _lengths_differ(old: Any, new: Any) -> bool:
@@ -288,6 +398,35 @@ def _delta(name: str, old: dict[str, Any] | None, new: dict[str, Any] | None,
     return row
 
 
+PROVIDER_CASCADE = ("Pulumi replaces every resource of a replaced provider "
+                    "(pulumi-terraform-bridge pkg/tfbridge/info/info.go, ForcesProviderReplace)")
+
+
+def _cascade_provider_replacements(changes: list[ResourceChange],
+                                   before: dict[str, dict[str, Any]],
+                                   after: dict[str, dict[str, Any]],
+                                   owners: dict[str, tuple[str, str]]) -> list[ResourceChange]:
+    """Each resource kept under a replaced provider (`pulumi:providers:*`) is replaced too."""
+    gone = {c.key for c in changes if c.replaced and c.type.startswith("pulumi:providers:")}
+    if not gone:
+        return changes
+    by_key = {c.key: c for c in changes}
+    for key, n in after.items():
+        pk = n.get("provider")
+        if not isinstance(pk, str) or pk not in gone or key not in before \
+                or not n.get("custom", True):
+            continue
+        fc = FieldChange("(provider)", pk, pk, Rule(str(n.get("type")), "(provider)", str(pk),
+                                                    "provider_replaced", PROVIDER_CASCADE))
+        if key in by_key:
+            by_key[key].fields.append(fc)
+        else:
+            pool, kind = owners.get(key) or (None, None)
+            by_key[key] = ResourceChange(key, str(n.get("type")), str(n.get("name")), "change",
+                                         pool, kind, [fc])
+    return [by_key[k] for k in sorted(by_key)]
+
+
 def diff_plans(old: dict[str, Any], new: dict[str, Any], *, base: str = "base") -> PlanDiff:
     """What applying `new` over `old` adds, removes and changes, and what it costs."""
     for which, plan in (("base", old), ("new", new)):
@@ -308,7 +447,10 @@ def diff_plans(old: dict[str, Any], new: dict[str, Any], *, base: str = "base") 
             changes.append(ResourceChange(key, r["type"], r["name"],
                                           "add" if o is None else "remove", pool, kind))
             continue
-        fields = [FieldChange(p, a, b, rule_for(r["type"], p, a, b))
+        ignored, replace_on = _options(new, n)
+        provider = (after.get(str(n.get("provider"))) or {}).get("inputs")
+        provider = provider if isinstance(provider, dict) else {}
+        fields = [_field(r["type"], p, a, b, ignored, replace_on, provider)
                   for p, a, b in diff_values(o.get("inputs") or {}, n.get("inputs") or {})
                   if not (a == COMPUTED and b == COMPUTED)]
         for attr in ("parent", "provider"):
@@ -317,6 +459,8 @@ def diff_plans(old: dict[str, Any], new: dict[str, Any], *, base: str = "base") 
         if fields:
             changes.append(ResourceChange(key, r["type"], r["name"], "change", pool, kind,
                                           fields))
+    changes = _cascade_provider_replacements(changes, before, after,
+                                             {**owners_before, **owners_after})
     rows_old, rows_new = _cost_rows(old), _cost_rows(new)
     pools = [_delta(name, rows_old.get(name), rows_new.get(name))
              for name in sorted(set(rows_old) | set(rows_new))]

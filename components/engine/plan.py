@@ -47,10 +47,21 @@ class PlannedResource:
     inputs: dict[str, Any]
     # URNs it waits for (depends_on, and resources whose outputs it takes); not in the JSON.
     dependencies: tuple[str, ...] = ()
+    # The resource options that change what a diff does (Pulumi property paths, as given):
+    # inputs whose changes `pulumi up` ignores, and inputs whose changes replace it.
+    ignore_changes: tuple[str, ...] = ()
+    replace_on_changes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "name": self.name, "custom": self.custom,
-                "parent": self.parent, "provider": self.provider, "inputs": self.inputs}
+        out: dict[str, Any] = {
+            "type": self.type, "name": self.name, "custom": self.custom, "parent": self.parent,
+            "provider": self.provider, "inputs": self.inputs}
+        # only where set, so that a plan of resources without them reads as before
+        if self.ignore_changes:
+            out["ignore_changes"] = sorted(self.ignore_changes)
+        if self.replace_on_changes:
+            out["replace_on_changes"] = sorted(self.replace_on_changes)
+        return out
 
 
 @dataclass
@@ -155,6 +166,10 @@ class Plan:
             systems.append({**p.summary(), "resources": len(made)})
         return {
             "schema_version": SCHEMA_VERSION, "stack": self.stack,
+            # each resource carries the ignore_changes / replace_on_changes its component set
+            # (absent where none); a plan saved before this carries none, and `plan --diff`
+            # then falls back on the replacement table's `ignore_changes` rows
+            "resource_options": True,
             "summary": {"resources": sum(counts.values()), "by_type": counts},
             "pools": sorted(pools, key=lambda d: d["name"]),
             "system_pools": sorted(systems, key=lambda d: d["cluster"] or ""),
@@ -252,7 +267,9 @@ def _run(plan: Plan, config: dict[str, str], program: Path) -> None:
                     urn=response.urn, type=request.type, name=request.name,
                     custom=bool(request.custom), parent=_parent(request.parent),
                     provider=request.provider.rsplit("::", 1)[0] or None,
-                    inputs=_clean(inputs), dependencies=tuple(request.dependencies)))
+                    inputs=_clean(inputs), dependencies=tuple(request.dependencies),
+                    ignore_changes=tuple(request.ignoreChanges),
+                    replace_on_changes=tuple(request.replaceOnChanges)))
             _close_worker_loop()
             return response
 

@@ -58,12 +58,20 @@ def test_json_and_text_diff(base_plan: Path, tmp_path: Path) -> None:
     result = runner.invoke(app, ["plan", str(v2), "--diff", str(base_plan), "--format", "json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
-    assert doc["summary"]["replaced"] == ["gcp:container/nodePool:NodePool::v5p-slice-pool"]
+    assert doc["summary"]["destroying_nodes"] == [
+        "gcp:container/nodePool:NodePool::v5p-slice-pool"]
+    # and the gate's inventory ConfigMap, replaced on a data change (pulumi-kubernetes)
+    assert doc["summary"]["replaced"] == ["gcp:container/nodePool:NodePool::v5p-slice-pool",
+                                          "kubernetes:core/v1:ConfigMap::ml-gke-gate-configmap"]
     pools = {p["name"]: p for p in doc["pools"]}
     assert pools["l4-eval"]["status"] == "added" and pools["v5p-slice"]["new_nodes"] == 32
     text = runner.invoke(app, ["plan", str(v2), "--diff", str(base_plan)])
     assert text.exit_code == 0
     assert text.output.startswith("plan diff of stack example against ")
+    assert "1 replacement destroying nodes, 1 other replacement;" in \
+        text.output.splitlines()[0]
+    assert "REPLACES ConfigMap ml-gke-gate-configmap (deleted and created anew): " \
+           "data.inventory.json" in text.output
     assert "  h100-train (research): resized, nodes 2 -> 3" in text.output
 
 
@@ -86,7 +94,8 @@ def test_base_ref_plans_the_stack_file_at_the_ref(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     assert doc["base"] == "main"
-    assert doc["summary"]["replaced"] == ["gcp:container/nodePool:NodePool::v5p-slice-pool"]
+    assert doc["summary"]["destroying_nodes"] == [
+        "gcp:container/nodePool:NodePool::v5p-slice-pool"]
     # a ref git does not know, and a ref that looks like an option: bad input
     for ref, words in (("nope", "unknown git ref"), ("--output=/tmp/x", "not a git ref")):
         bad = runner.invoke(app, ["plan", str(stack), "--base-ref", ref])
@@ -142,3 +151,25 @@ def test_plan_help_names_the_new_options() -> None:
     assert result.exit_code == 0
     for option in ("--diff", "--base-ref", "--format", "--policies"):
         assert option in result.output
+
+
+def test_an_ignored_change_says_so_and_forces_nothing() -> None:
+    """Issue 27 item 3: a change at a path the component sets in ignore_changes (the EKS
+    bootstrap flag) is shown as ignored, not as a replacement."""
+    from cli.plan_diff import render_text
+    from components.engine.diff import diff_plans
+
+    def plan(flag: bool) -> dict[str, object]:
+        return {"stack": "s", "resource_options": True, "pools": [], "teams": [],
+                "resources": [{
+                    "type": "aws:eks/cluster:Cluster", "name": "ml-eks", "custom": True,
+                    "parent": None, "provider": None,
+                    "ignore_changes": ["accessConfig.bootstrapClusterCreatorAdminPermissions"],
+                    "inputs": {"accessConfig": {
+                        "bootstrapClusterCreatorAdminPermissions": flag}}}]}
+
+    text = render_text(diff_plans(plan(True), plan(False), base="b"))
+    assert "replacement" not in text.splitlines()[0] and "REPLACES" not in text
+    assert "accessConfig.bootstrapClusterCreatorAdminPermissions: true -> false  [ignored: " \
+           "ignore_changes accessConfig.bootstrapClusterCreatorAdminPermissions, set by the " \
+           "component; pulumi up keeps the deployed value]" in text

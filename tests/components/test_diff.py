@@ -3,6 +3,7 @@ topology changed), planned offline and diffed; the replacement table's rules; pu
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from fleet.stack.read import EXAMPLE_STACK
 NODE_POOL = "gcp:container/nodePool:NodePool"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 TPU_VM = "gcp:tpu/v2Vm:V2Vm"
+EKS = "aws:eks/cluster:Cluster"
+BOOTSTRAP = "accessConfig.bootstrapClusterCreatorAdminPermissions"
 
 
 def example_v2(text: str) -> str:
@@ -63,7 +66,12 @@ def test_example_v2_diff_added_resized_and_replaced(plans: tuple[dict[str, Any],
     assert topo.replaces is not None and topo.replaces.kind == "no_update_path"
     node_count = next(f for f in slice_.fields if f.path == "nodeCount")
     assert node_count.replaces is None  # resizing alone never replaces
-    assert [r.key for r in d.replacements] == [f"{NODE_POOL}::v5p-slice-pool"]
+    assert [r.key for r in d.node_replacements] == [f"{NODE_POOL}::v5p-slice-pool"]
+    # the others: the gate's inventory ConfigMap, whose data lists the pools (pulumi-kubernetes
+    # replaces a ConfigMap on a data change: a finding, tests/components/test_change_locality)
+    others = [r for r in d.replacements if not r.destroys_nodes]
+    assert [(r.type, [f.path for f in r.fields if f.replaces]) for r in others] == \
+        [("kubernetes:core/v1:ConfigMap", ["data.inventory.json"])]
     assert not d.of("remove")
     # cost deltas: each pool's own new minus old, and teams sum them
     pools = {p.name: p for p in d.pools}
@@ -86,7 +94,8 @@ def test_example_v2_diff_added_resized_and_replaced(plans: tuple[dict[str, Any],
             sum(p.delta_usd or 0 for p in research), abs=0.05)
     assert teams["vision"].delta_usd == pytest.approx(pools["l4-eval"].delta_usd or 0, abs=0.05)
     doc = d.to_dict()
-    assert doc["summary"]["replaced"] == [f"{NODE_POOL}::v5p-slice-pool"]
+    assert doc["summary"]["replaced"] == sorted(r.key for r in d.replacements)
+    assert f"{NODE_POOL}::v5p-slice-pool" in doc["summary"]["replaced"]
     json.dumps(doc)  # JSON-ready
 
 
@@ -127,7 +136,8 @@ def test_removed_pool_is_destroyed(plans: tuple[dict[str, Any], dict[str, Any]])
     (NODE_GROUP, "labels.x", "a", "b", False),
     ("aws:ec2/vpc:Vpc", "cidrBlock", "10.0.0.0/16", "10.1.0.0/16", True),  # issue 27
     ("aws:ec2/subnet:Subnet", "cidrBlock", "10.0.0.0/19", "10.0.32.0/19", True),  # issue 27
-    ("aws:kms/key:Key", "description", "a", "b", False),  # not in the table (unread)
+    ("aws:kms/key:Key", "description", "a", "b", False),  # updated in place
+    ("aws:kms/key:Key", "keyUsage", "ENCRYPT_DECRYPT", "SIGN_VERIFY", True),
 ])
 def test_rules(type_: str, path: str, old: Any, new: Any, replaces: bool) -> None:
     assert (rule_for(type_, path, old, new) is not None) is replaces
@@ -136,8 +146,9 @@ def test_rules(type_: str, path: str, old: Any, new: Any, replaces: bool) -> Non
 def test_table_has_sources_and_terraform_names() -> None:
     table = replacement_table()
     assert {NODE_POOL, TPU_VM, NODE_GROUP} <= set(table)  # and more (issue 27, class 3)
-    for rules in table.values():
-        assert rules
+    for type_, rules in table.items():
+        # read, and nothing in it is ForceNew (vpc_id is updated by detach + attach)
+        assert rules or type_ == "aws:ec2/internetGateway:InternetGateway", type_
         for rule in rules:
             assert "@" in rule.source and rule.terraform
             assert rule.kind != "no_update_path" or rule.why
@@ -172,3 +183,112 @@ def test_unpriced_pool_makes_the_delta_unknown() -> None:
 def test_not_a_plan_is_input_error() -> None:
     with pytest.raises(InputError, match="not an `accelfleet plan --json`"):
         diff_plans({"resources": "nope"}, {"resources": []})
+
+
+def _with_bootstrap(plan: dict[str, Any], flag: bool) -> dict[str, Any]:
+    """`plan` as if its EKS clusters had been created with the bootstrap flag `flag`."""
+    out = copy.deepcopy(plan)
+    for r in out["resources"]:
+        if r["type"] == EKS:
+            r["inputs"]["accessConfig"]["bootstrapClusterCreatorAdminPermissions"] = flag
+    return out
+
+
+def test_a_field_the_component_ignores_is_no_replacement(
+        plans: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    """Issue 27 item 3: the EKS cluster ignores its bootstrap flag (components/aws/_eks.py), a
+    ForceNew field; a cluster created with it true is not replaced now that it is false."""
+    _, new = plans
+    eks = [r for r in new["resources"] if r["type"] == EKS]
+    assert eks and all(r["ignore_changes"] == [BOOTSTRAP] for r in eks)  # the plan records it
+    old = _with_bootstrap(new, True)
+    assert not any(r["inputs"]["accessConfig"]["bootstrapClusterCreatorAdminPermissions"]
+                   for r in new["resources"] if r["type"] == EKS)
+    d = diff_plans(old, new)
+    changed = [r for r in d.resources if r.type == EKS]
+    assert changed and not any(r.replaced for r in changed)
+    for r in changed:
+        [f] = r.fields
+        assert f.path == BOOTSTRAP and f.replaces is None
+        assert f.ignored is not None and f.ignored.path == BOOTSTRAP
+    assert d.replacements == []
+    # without the option, the same change replaces the cluster (the rule is the provider's)
+    bare = copy.deepcopy(new)
+    for r in bare["resources"]:
+        r.pop("ignore_changes", None)
+    assert [r.type for r in diff_plans(old, bare).replacements] == [EKS] * len(changed)
+
+
+def test_a_plan_saved_before_options_were_recorded_uses_the_table(
+        plans: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    _, new = plans
+    legacy = copy.deepcopy(new)
+    legacy.pop("resource_options")
+    for r in legacy["resources"]:
+        r.pop("ignore_changes", None)
+        r.pop("replace_on_changes", None)
+    d = diff_plans(_with_bootstrap(legacy, True), legacy)
+    [f] = next(r for r in d.resources if r.type == EKS).fields
+    assert f.replaces is None and f.ignored is not None
+    assert "components/aws/_eks.py" in f.ignored.source
+    assert "replacements.yaml" in f.ignored.source
+
+
+def test_a_recorded_replace_on_changes_replaces(
+        plans: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    """The TPU slice marks placementPolicy replace_on_changes: a change under it that the
+    provider would update in place (placementPolicy.type) still replaces the slice."""
+    _, new = plans
+    slice_ = next(r for r in new["resources"] if r["type"] == NODE_POOL
+                  and r["name"] == "v5p-slice-pool")
+    assert slice_["replace_on_changes"] == ["placementPolicy"]
+    old = copy.deepcopy(new)
+    o = next(r for r in old["resources"] if r["type"] == NODE_POOL
+             and r["name"] == "v5p-slice-pool")
+    o["inputs"]["placementPolicy"]["type"] = "ANY"
+    [r] = diff_plans(old, new).replacements
+    [f] = r.fields
+    assert f.path == "placementPolicy.type"
+    assert f.replaces is not None and f.replaces.kind == "replace_on_changes"
+
+
+def test_a_mutable_configmap_provider_makes_a_data_change_an_update() -> None:
+    """pulumi-kubernetes replaces a ConfigMap on a data change unless its provider sets
+    enableConfigMapMutable (provider/pkg/provider/diff.go)."""
+    def plan(data: str, mutable: str | None) -> dict[str, Any]:
+        provider = {"type": "pulumi:providers:kubernetes", "name": "k", "custom": True,
+                    "parent": None, "provider": None, "inputs": {"kubeconfig": "<computed>"}}
+        if mutable is not None:
+            provider["inputs"]["enableConfigMapMutable"] = mutable
+        return {"resource_options": True, "resources": [provider, {
+            "type": "kubernetes:core/v1:ConfigMap", "name": "cm", "custom": True,
+            "parent": None, "provider": "pulumi:providers:kubernetes::k",
+            "inputs": {"metadata": {"name": "cm"}, "data": {"x": data}}}]}
+
+    assert diff_plans(plan("1", None), plan("2", None)).replacements
+    assert not diff_plans(plan("1", "true"), plan("2", "true")).replacements
+
+
+def test_a_replaced_provider_replaces_what_it_manages(
+        plans: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    """pulumi-aws marks the provider's region ForcesProviderReplace (provider/resources.go):
+    a new region replaces the provider, and Pulumi every AWS resource under it."""
+    _, new = plans
+    moved = copy.deepcopy(new)
+    aws = [r for r in moved["resources"] if r["type"] == "pulumi:providers:aws"]
+    assert aws
+    for r in aws:
+        r["inputs"]["region"] = "us-west-2"
+    keys = {f"{r['type']}::{r['name']}" for r in aws}
+    managed = {f"{r['type']}::{r['name']}" for r in moved["resources"]
+               if r.get("provider") in keys and r["custom"]}
+    assert managed
+    d = diff_plans(new, moved)
+    replaced = {r.key for r in d.replacements}
+    assert keys | managed <= replaced
+    assert all(r.type.startswith("aws:") or r.key in keys for r in d.replacements)
+    node_group = next(r for r in d.replacements if r.type == NODE_GROUP)
+    assert node_group.destroys_nodes and node_group.pool is not None
+    [f] = node_group.fields
+    assert f.path == "(provider)" and f.replaces is not None \
+        and f.replaces.kind == "provider_replaced"
