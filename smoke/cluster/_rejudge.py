@@ -154,7 +154,8 @@ def _judge_figures(report: HostReport, plan: PoolPlan) -> dict[tuple[str, str], 
                                 f"expected {want:g} (the pool's devices per host)"))
         elif r.probe in (V.ALLREDUCE, V.FABRIC) and exp.accelerator is not None:
             th = (V.threshold(exp.accelerator.key, V.ALLREDUCE, plan.machine)
-                  if r.probe == V.ALLREDUCE else fabric_threshold(plan.machine, plan.fabric))
+                  if r.probe == V.ALLREDUCE else fabric_threshold(plan.machine, plan.fabric,
+                                                                   exp.accelerator.key))
             size = r.details.get("bytes_per_device")
             checks, _ = V.bandwidth_checks(r.measured, size if isinstance(size, int) else None,
                                            th)

@@ -308,7 +308,17 @@ def threshold(accelerator: str | None, probe: str, machine: str | None = None) -
     return Threshold()
 
 
-def fabric_threshold(machine: str | None, fabric: str | None) -> Threshold:
-    """The cross-node floor of a pool of `machine` on `fabric` (None: NCCL sockets)."""
-    key = f"{machine}/{fabric or 'socket'}" if machine else None
-    return threshold(None, FABRIC, key) if key else REGISTRY[("*", FABRIC)]
+def fabric_threshold(machine: str | None, fabric: str | None,
+                     accelerator: str | None = None) -> Threshold:
+    """The cross-node floor of a pool of `accelerator`s on `machine` over `fabric` (None: NCCL
+    sockets): the machine's entry on that fabric, then the accelerator's (`<accelerator>/
+    <fabric>`, then `<accelerator>`), then `*`. A GPU pool on a fabric nobody measured gets
+    `*` (warn-only, with its reason), never the CPU entry (issue 28: without the accelerator,
+    every unmeasured GPU fabric fell through to `cpu`, whose source speaks of CPUs)."""
+    net = fabric or "socket"
+    keys = [f"{machine}/{net}" if machine else None,
+            f"{accelerator}/{net}" if accelerator else None, accelerator, "*"]
+    for key in keys:
+        if key is not None and (key, FABRIC) in REGISTRY:
+            return REGISTRY[(key, FABRIC)]
+    return REGISTRY[("*", FABRIC)]
