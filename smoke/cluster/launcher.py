@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fleet.labels import RUN_LABEL
+from smoke.cluster import _pairs as PR
 from smoke.cluster import _stalls as S
 from smoke.cluster._pods import _PodState
 from smoke.cluster._queue import PROVISIONING_REQUEST, held_by_kueue, is_queued
@@ -31,6 +32,7 @@ from smoke.cluster._rejudge import (
     PoolPlan,
     coverage,
     host_documents,
+    pair_figure,
     parse_host_report,
     pool_outliers,
     rejudge,
@@ -39,6 +41,7 @@ from smoke.cluster.access import with_retries
 from smoke.cluster.run import POD, WORKLOAD, Check, NodeOutcome, PoolReport, PoolStatus, RunReport
 from smoke.probes import verdict as V
 from smoke.probes.results import ProbeResult, Verdict
+from smoke.probes.thresholds import fabric_threshold
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -72,6 +75,21 @@ class _NoDisplay:
 
 
 @dataclass
+class _PairRounds:
+    """A fabric pool's pair rounds under way (smoke.cluster._pairs): the rounds, the current
+    one's Jobs, and each pair's figure or why it has none."""
+
+    rounds: list[list[PR.Pair]]
+    index: int = -1
+    jobs: dict[str, PR.Pair] = field(default_factory=dict)  # this round's Job name -> pair
+    figures: dict[str, list[tuple[float | None, str]]] = field(default_factory=dict)  # by Job
+    finished: set[str] = field(default_factory=set)  # pair pods read already
+    busbw: dict[PR.Pair, float] = field(default_factory=dict)
+    errors: dict[PR.Pair, str] = field(default_factory=dict)
+    deadline: float = 0.0
+
+
+@dataclass
 class _Pool:
     workload: PoolWorkload
     started: float = 0.0
@@ -87,6 +105,7 @@ class _Pool:
     reason: str = ""
     finished: float = 0.0
     targets: tuple[str, ...] | None = None  # the nodes the run sized the pool to
+    pairs: _PairRounds | None = None  # the pair rounds, once the pool's collective is done
 
     @property
     def name(self) -> str:
@@ -269,11 +288,14 @@ class _ClusterRun:
         for p in self.pools:
             if p.status is not None:
                 continue
+            here = by_pool.get(p.name, [])
+            if p.pairs is not None:
+                self._tick_pairs(p, [pod for pod in here if pod.pair in p.pairs.jobs], logs)
+                continue
             fetch = []
             running = 0
-            here = by_pool.get(p.name, [])
             for pod in here:
-                if pod.name in p.outcomes:
+                if pod.name in p.outcomes or pod.pair:
                     continue
                 p.seen[pod.name] = pod
                 if pod.phase in ("Succeeded", "Failed"):
@@ -312,7 +334,97 @@ class _ClusterRun:
             detail = next(iter(p.pending.values()), "")[:80] if p.pending else ""
             self.display.update(p.name, state, done, p.workload.pods, detail)
             if done >= p.workload.pods:
-                self._close(p)
+                self._collective_done(p)
+
+    # -- pair rounds (smoke.cluster._pairs) ----------------------------------------------
+    def _collective_done(self, p: _Pool) -> None:
+        """The pool's pods all reported: close it, or first run its pair rounds."""
+        nodes = self._pair_nodes(p)
+        if not nodes or self.stop.is_set():
+            self._close(p)
+            return
+        p.pairs = _PairRounds(PR.rounds(nodes))
+        self._next_round(p)
+
+    def _pair_nodes(self, p: _Pool) -> list[str]:
+        """The nodes to pair: a GPU pool on a fabric (not queued through Kueue: its nodes come
+        and go with its requests) whose pool-wide collective did not pass on every node, of
+        3 nodes or more that reported; [] for any other pool."""
+        w = p.workload
+        if w.kind != "job" or not p.plan.cross_node or w.pool.gpu_networking is None or \
+                is_queued(w.objects):
+            return []
+        reported = sorted((o for o in p.outcomes.values() if o.report is not None and o.node),
+                          key=lambda o: (o.index, o.pod))
+        fabric = [r for o in reported for r in o.report.results  # type: ignore[union-attr]
+                  if r.probe == V.FABRIC]
+        if not fabric or all(r.verdict is Verdict.PASS for r in fabric):
+            return []
+        nodes = list(dict.fromkeys(o.node for o in reported if o.node))
+        return nodes if len(nodes) >= PR.MIN_NODES else []
+
+    def _next_round(self, p: _Pool) -> None:
+        """Submit the next round's pairs, each a 2-pod Job pinned to its nodes, all at once;
+        after the last round, judge the pairs and close the pool."""
+        from kubernetes.client.exceptions import ApiException
+
+        pr = p.pairs
+        assert pr is not None
+        pr.index += 1
+        pr.jobs, pr.figures = {}, {}
+        if pr.index >= len(pr.rounds) or self.stop.is_set():
+            exp = p.plan.expectation
+            th = fabric_threshold(p.plan.machine, p.plan.fabric,
+                              exp.accelerator.key if exp.accelerator else None)
+            p.checks.extend(PR.pair_checks(pr.busbw, pr.errors, th))
+            self._close(p)
+            return
+        for i, pair in enumerate(pr.rounds[pr.index]):
+            name = PR.pair_name(p.workload.name, pr.index, i)
+            try:
+                for obj in PR.pair_objects(p.workload, name, pair):
+                    self._create(obj)
+            except ApiException as exc:
+                pr.errors[pair] = f"submitting the pair's Job failed: {exc.status} {exc.reason}"
+                continue
+            pr.jobs[name], pr.figures[name] = pair, []
+        pr.deadline = time.monotonic() + self.timeout_s + 15
+        self.display.update(p.name, "pairs", pr.index + 1, len(pr.rounds),
+                            f"pair round {pr.index + 1} of {len(pr.rounds)}")
+        if not pr.jobs:
+            self._next_round(p)
+
+    def _tick_pairs(self, p: _Pool, pods: list[_PodState], logs: ThreadPoolExecutor) -> None:
+        pr = p.pairs
+        assert pr is not None
+        fetch = [pod for pod in pods if pod.phase in ("Succeeded", "Failed")
+                 and pod.name not in pr.finished]
+        for pod in pods:
+            if pod.name not in pr.finished and pod.init_problem:
+                pr.finished.add(pod.name)
+                pr.figures[pod.pair].append((None, f"pod {pod.name}: {pod.init_problem}"))
+        for pod, (outcome, crash) in zip(fetch, logs.map(self._outcome, fetch), strict=True):
+            pr.finished.add(pod.name)
+            if outcome.report is None or crash is not None:
+                why = crash.reason if crash is not None else "no report"
+                pr.figures[pod.pair].append((None, why.split("; last log lines")[0]))
+            else:
+                pr.figures[pod.pair].append(pair_figure(outcome.report, p.plan))
+        if all(len(figs) >= 2 for figs in pr.figures.values()):
+            self._round_done(p)
+
+    def _round_done(self, p: _Pool, timed_out: bool = False) -> None:
+        pr = p.pairs
+        assert pr is not None
+        for name, pair in pr.jobs.items():
+            figs = pr.figures.get(name, [])
+            why = [w for v, w in figs if v is None]
+            if why or len(figs) < 2:
+                pr.errors[pair] = "; ".join(why) or (
+                    f"did not finish within {self.timeout_s} s" if timed_out else "no report")
+            else:  # both ends timed the same collective: the slower figure is the pair's
+                pr.busbw[pair] = min(v for v, _ in figs if v is not None)
+        self._next_round(p)
 
     def _done(self, p: _Pool, pod: _PodState, why: ProbeResult) -> None:
         """`pod` ends without a report, for `why`."""
@@ -362,6 +474,10 @@ class _ClusterRun:
         now = time.monotonic()
         lead_s = min(S.LAST_LINE_LEAD_S, self.timeout_s / 2)
         for p in self.pools:
+            if p.pairs is not None:
+                if p.status is None and now >= p.pairs.deadline:
+                    self._round_done(p, timed_out=True)
+                continue
             if p.status is None and p.last_lines is None and \
                     now >= p.started + self.timeout_s - lead_s:
                 # the Job's deadline kills its pods, and their logs with them: read now what

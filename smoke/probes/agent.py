@@ -80,6 +80,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--sustain-s", type=float, default=None,
                     help="window of the sustained phase (every device at once, tier 2 and "
                     f"up) in seconds; default {SD.SUSTAIN_S:g} on an accelerator, 0 skips it")
+    ap.add_argument("--fabric-only", action="store_true",
+                    help="a pair round of a fabric pool: the inventory (tier 0), then only the "
+                    "cross-node collective (the node's own tiers ran in the pool's run)")
     ap.add_argument("--timeout-s", type=int, default=600,
                     help="bound on joining and running the cross-node collective")
     return ap.parse_args(argv)
@@ -210,8 +213,9 @@ def run(args: argparse.Namespace) -> HostReport:
               file=sys.stderr, flush=True)
         init_jax_distributed(explicit, timeout_s=jax_init_timeout_s(args.timeout_s))
         print(JOINED, file=sys.stderr, flush=True)
-    report = run_local(backend=args.backend, tier=args.tier, expectation=expectation,
-                       progress=_StderrProgress(), sustain_s=args.sustain_s)
+    report = run_local(backend=args.backend, tier=0 if args.fabric_only else args.tier,
+                       expectation=expectation, progress=_StderrProgress(),
+                       sustain_s=args.sustain_s)
     if args.tier >= 3 and args.cross_node != "none":
         print("T3 across nodes", file=sys.stderr, flush=True)
         report = replace(report, results=(*report.results, _cross_node(args, report, notes)))
