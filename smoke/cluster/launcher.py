@@ -23,10 +23,11 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fleet.labels import RUN_LABEL
+from fleet.labels import RUN_LABEL, SLICE_STARTED_ANNOTATION
 from smoke.cluster import _pairs as PR
 from smoke.cluster import _stalls as S
 from smoke.cluster._pods import _PodState
+from smoke.cluster._podtime import slice_start
 from smoke.cluster._queue import PROVISIONING_REQUEST, held_by_kueue, is_queued
 from smoke.cluster._rejudge import (
     PoolPlan,
@@ -40,6 +41,7 @@ from smoke.cluster._rejudge import (
 from smoke.cluster.access import with_retries
 from smoke.cluster.run import POD, WORKLOAD, Check, NodeOutcome, PoolReport, PoolStatus, RunReport
 from smoke.probes import verdict as V
+from smoke.probes.names import SLICE_START
 from smoke.probes.results import ProbeResult, Verdict
 from smoke.probes.thresholds import fabric_threshold
 
@@ -106,6 +108,7 @@ class _Pool:
     finished: float = 0.0
     targets: tuple[str, ...] | None = None  # the nodes the run sized the pool to
     pairs: _PairRounds | None = None  # the pair rounds, once the pool's collective is done
+    slice_said: str = ""  # a multi-host slice: when its last host started, as told its pods
 
     @property
     def name(self) -> str:
@@ -307,6 +310,7 @@ class _ClusterRun:
                     self._done(p, pod, S.stalled_init(pod.name, pod.node, pod.init_problem))
                 elif pod.unschedulable:
                     p.pending[pod.name] = pod.unschedulable
+            self._say_slice_started(p, here)
             for outcome, check in logs.map(self._outcome, fetch):
                 if outcome.report is not None:  # untrusted: judged again, every figure
                     outcome = replace(outcome, report=rejudge(outcome.report, p.plan,
@@ -335,6 +339,41 @@ class _ClusterRun:
             self.display.update(p.name, state, done, p.workload.pods, detail)
             if done >= p.workload.pods:
                 self._collective_done(p)
+
+    def _say_slice_started(self, p: _Pool, here: list[_PodState]) -> None:
+        """A multi-host TPU slice: once every host's agent started, annotate each pod still
+        running with when the last one did. Each agent waits for that word (a downward API
+        file, bounded by half its deadline) before it joins, so the join budget follows the
+        slowest host's image pull and start, measured here from the pods' own timestamps;
+        the run says how long each host took (a `slice_start` check)."""
+        if p.workload.kind != "jobset" or p.workload.pods < 2 or p.slice_said:
+            return
+        timings = {pod.node or pod.name: pod.timing for pod in here if pod.timing}
+        said = slice_start(timings, p.workload.pods)
+        if said is None:
+            return
+        p.slice_said = said.started_at
+        body = {"metadata": {"annotations": {SLICE_STARTED_ANNOTATION: said.started_at}}}
+        unsaid = []
+        for pod in here:
+            if pod.phase not in ("Pending", "Running"):
+                continue
+            try:
+                with_retries(self.core.patch_namespaced_pod, pod.name, self.ns, body,
+                             _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)
+            except Exception as exc:  # the host falls back to its bounded wait
+                unsaid.append(f"{pod.name} ({type(exc).__name__})")
+        hosts = ", ".join(f"{h} {'?' if s is None else f'{s:.1f}'} s"
+                          for h, s in said.startup_s.items())
+        reason = (f"every host started by {said.started_at}, {said.spread_s:.1f} s apart; "
+                  f"startup (image pull and start) per host: {hosts}; the last was "
+                  f"{said.slowest}, the join waited for it")
+        if unsaid:
+            reason += f"; not told (they waited out their bound): {', '.join(unsaid)}"
+        p.checks.append(Check(None, ProbeResult(
+            V.HOST, SLICE_START, V.T3, Verdict.PASS, reason, said.spread_s, unit="s",
+            details={"started_at": said.started_at, "startup_s": said.startup_s,
+                     "slowest": said.slowest, "not_told": unsaid})))
 
     # -- pair rounds (smoke.cluster._pairs) ----------------------------------------------
     def _collective_done(self, p: _Pool) -> None:
