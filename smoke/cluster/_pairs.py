@@ -153,7 +153,10 @@ def pair_checks(busbw: Mapping[Pair, float], errors: Mapping[Pair, str],
     assert floor is not None
     got = judge_pairs(figures, floor)
     bar = (f"{V.POOL_OUTLIER_FAIL:g} x the median pair, {floor:.1f} GB/s (no floor for this "
-           "fabric)" if relative else f"the 2-node floor {floor:.1f} GB/s")
+           "fabric)" if relative else f"the 2-node floor {floor:.1f} GB/s" + (
+               "" if th.enforced else f" (warn-only: {th.unenforced})"))
+    # a floor that only warns names a node with a warning: quarantine acts on FAIL alone
+    slow_verdict = Verdict.FAIL if relative or th.enforced else Verdict.WARN
     unit = V.UNITS[V.FABRIC]
     checks: list[Check] = []
     for pair, value in figures.items():
@@ -162,22 +165,22 @@ def pair_checks(busbw: Mapping[Pair, float], errors: Mapping[Pair, str],
             r = ProbeResult(where, FABRIC_PAIR, V.T3, Verdict.FAIL, f"the pair's collective "
                             f"failed: {errors[pair]}", unit=unit)
         else:
-            verdict = Verdict.FAIL if value < floor else Verdict.PASS
+            verdict = slow_verdict if value < floor else Verdict.PASS
             r = ProbeResult(where, FABRIC_PAIR, V.T3, verdict, (
-                f"busbw {value:.1f} GB/s below {bar}" if verdict is Verdict.FAIL
+                f"busbw {value:.1f} GB/s below {bar}" if value < floor
                 else f"{bar} met"), value, floor, unit)
         checks.append(Check(None, _with_source(r, th)))
     for node in got.named:
         slow = [p for p in got.slow if node in p]
         fast = sorted({m for p in slow for m in p if m != node} - set(got.named))
-        r = ProbeResult(V.FABRIC_DEVICE, FABRIC_PAIR, V.T3, Verdict.FAIL, (
+        r = ProbeResult(V.FABRIC_DEVICE, FABRIC_PAIR, V.T3, slow_verdict, (
             f"slow in every pair it was in ({', '.join('+'.join(p) for p in slow)}: below "
             f"{bar}); its partner{'s' if len(fast) > 1 else ''} {', '.join(fast)} met it with "
             "another node, so the slow end is this node (its NICs or their links)"),
             min(figures[p] for p in slow), floor, unit)
         checks.append(Check(node, _with_source(r, th)))
     for pair in got.unresolved:
-        r = ProbeResult("+".join(pair), FABRIC_PAIR, V.T3, Verdict.FAIL, (
+        r = ProbeResult("+".join(pair), FABRIC_PAIR, V.T3, slow_verdict, (
             "a slow pair whose slow node the rounds could not tell apart (each met no other "
             "node above the bar): neither node is quarantined; prove them with a third node"),
             figures[pair], floor, unit)

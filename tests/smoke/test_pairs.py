@@ -80,3 +80,16 @@ def test_a_failed_pair_collective_counts_as_slow_and_no_floor_compares_pairs() -
     halved = {p: HALF_EFA if "d" in p else HEALTHY for p in first + second}
     checks = pair_checks(halved, {}, REGISTRY[("*", "fabric_busbw")])  # no floor: vs median
     assert [c.node for c in checks if c.node is not None] == ["d"]
+
+
+def test_a_warn_only_floor_names_the_slow_node_with_a_warning_never_a_failure() -> None:
+    """p4d.24xlarge's EFA floor is p4de's, warn-only (no measurement of its own): the slow
+    node is named, but quarantine (which acts on FAIL) leaves it."""
+    from smoke.cluster._pairs import pair_checks
+
+    th = fabric_threshold("p4d.24xlarge", "efa", "a100-40gb")
+    assert not th.enforced and th.floor_abs == 58.7
+    nodes = [f"n{i}" for i in range(4)]
+    figures = {p: 39.0 if "n3" in p else 78.33 for r in rounds(nodes) for p in r}
+    named = [c for c in pair_checks(figures, {}, th) if c.node is not None]
+    assert [(c.node, c.result.verdict.value) for c in named] == [("n3", "warn")]
