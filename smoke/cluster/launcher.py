@@ -7,8 +7,11 @@ One thread per cluster submits that cluster's objects, then follows ALL its pool
 list per tick (so the API load does not grow with the pool count), reads each finished pod's
 HostReport from its log, and names what went wrong: a pod the scheduler cannot place (with
 the scheduler's reason), a pod that crashed (with its last log lines), a pool past its
-timeout. Transient API errors are retried with backoff. Whatever happens, ctrl-C included,
-every object the run created is deleted (foreground propagation) before `launch` returns.
+timeout. A multi-host TPU slice's pods are told when its last host started (they join then);
+a fabric pool whose collective missed its floor then runs its pair rounds
+(smoke.cluster._pairs), which name the slow node. Transient API errors are retried with
+backoff. Whatever happens, ctrl-C included, every object the run created is deleted
+(foreground propagation) before `launch` returns.
 """
 
 from __future__ import annotations
