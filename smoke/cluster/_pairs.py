@@ -135,9 +135,10 @@ def pair_objects(workload: PoolWorkload, name: str, pair: Pair) -> list[dict[str
 def pair_checks(busbw: Mapping[Pair, float], errors: Mapping[Pair, str],
                 th: V.Threshold) -> list[Check]:
     """The pair rounds' verdicts: one result per pair (pool-wide: a pair is no node) and a
-    FAIL on each node the slow pairs name, the one check quarantine acts on. A pair whose
-    collective failed (`errors`) counts as slow. With no floor for the fabric, a pair below
-    the pool-outlier share of the median pair is slow."""
+    FAIL on each node the slow pairs name below the floor, the one check quarantine acts on
+    (a WARN where it is named below the warning line only, or the floor is warn-only). A pair
+    whose collective failed (`errors`) counts as slow. With no floor for the fabric, a pair
+    below the pool-outlier share of the median pair is slow."""
     figures = {p: (0.0 if p in errors else v) for p, v in {**busbw, **{
         p: 0.0 for p in errors}}.items()}
     measured = sorted(v for p, v in figures.items() if p not in errors)
@@ -151,12 +152,15 @@ def pair_checks(busbw: Mapping[Pair, float], errors: Mapping[Pair, str],
                 (measured[len(measured) // 2 - 1] + measured[len(measured) // 2]) / 2
             floor = V.POOL_OUTLIER_FAIL * mid
     assert floor is not None
-    got = judge_pairs(figures, floor)
     bar = (f"{V.POOL_OUTLIER_FAIL:g} x the median pair, {floor:.1f} GB/s (no floor for this "
            "fabric)" if relative else f"the 2-node floor {floor:.1f} GB/s" + (
                "" if th.enforced else f" (warn-only: {th.unenforced})"))
     # a floor that only warns names a node with a warning: quarantine acts on FAIL alone
-    slow_verdict = Verdict.FAIL if relative or th.enforced else Verdict.WARN
+    levels = [(floor, Verdict.FAIL if relative or th.enforced else Verdict.WARN, bar)]
+    if not relative and th.warn_band > 1:  # the warning line (TCPXO: the measured run's)
+        line = floor * th.warn_band
+        levels.append((line, Verdict.WARN, f"the warning line {line:.1f} GB/s "
+                       f"({th.warn_band:g} x the floor)"))
     unit = V.UNITS[V.FABRIC]
     checks: list[Check] = []
     for pair, value in figures.items():
@@ -165,26 +169,32 @@ def pair_checks(busbw: Mapping[Pair, float], errors: Mapping[Pair, str],
             r = ProbeResult(where, FABRIC_PAIR, V.T3, Verdict.FAIL, f"the pair's collective "
                             f"failed: {errors[pair]}", unit=unit)
         else:
-            verdict = slow_verdict if value < floor else Verdict.PASS
-            r = ProbeResult(where, FABRIC_PAIR, V.T3, verdict, (
-                f"busbw {value:.1f} GB/s below {bar}" if value < floor
-                else f"{bar} met"), value, floor, unit)
+            below = next(((v, b) for cut, v, b in levels if value < cut), None)
+            r = ProbeResult(where, FABRIC_PAIR, V.T3, below[0] if below else Verdict.PASS, (
+                f"busbw {value:.1f} GB/s below {below[1]}" if below else f"{levels[-1][2]} "
+                "met"), value, floor, unit)
         checks.append(Check(None, _with_source(r, th)))
-    for node in got.named:
-        slow = [p for p in got.slow if node in p]
-        fast = sorted({m for p in slow for m in p if m != node} - set(got.named))
-        r = ProbeResult(V.FABRIC_DEVICE, FABRIC_PAIR, V.T3, slow_verdict, (
-            f"slow in every pair it was in ({', '.join('+'.join(p) for p in slow)}: below "
-            f"{bar}); its partner{'s' if len(fast) > 1 else ''} {', '.join(fast)} met it with "
-            "another node, so the slow end is this node (its NICs or their links)"),
-            min(figures[p] for p in slow), floor, unit)
-        checks.append(Check(node, _with_source(r, th)))
-    for pair in got.unresolved:
-        r = ProbeResult("+".join(pair), FABRIC_PAIR, V.T3, slow_verdict, (
-            "a slow pair whose slow node the rounds could not tell apart (each met no other "
-            "node above the bar): neither node is quarantined; prove them with a third node"),
-            figures[pair], floor, unit)
-        checks.append(Check(None, _with_source(r, th)))
+    named: set[str] = set()
+    told: set[Pair] = set()
+    for cut, verdict, what in levels:  # the floor first: a node named there is not re-named
+        got = judge_pairs(figures, cut)
+        for node in (n for n in got.named if n not in named):
+            named.add(node)
+            slow = [p for p in got.slow if node in p]
+            fast = sorted({m for p in slow for m in p if m != node} - set(got.named))
+            r = ProbeResult(V.FABRIC_DEVICE, FABRIC_PAIR, V.T3, verdict, (
+                f"slow in every pair it was in ({', '.join('+'.join(p) for p in slow)}: below "
+                f"{what}); its partner{'s' if len(fast) > 1 else ''} {', '.join(fast)} met "
+                "it with another node, so the slow end is this node (its NICs or their "
+                "links)"), min(figures[p] for p in slow), cut, unit)
+            checks.append(Check(node, _with_source(r, th)))
+        for pair in (p for p in got.unresolved if p not in told and not set(p) & named):
+            told.add(pair)
+            r = ProbeResult("+".join(pair), FABRIC_PAIR, V.T3, verdict, (
+                f"a pair below {what} whose slow node the rounds could not tell apart (each "
+                "met no other node above it): neither node is quarantined; prove them with "
+                "a third node"), figures[pair], cut, unit)
+            checks.append(Check(None, _with_source(r, th)))
     return checks
 
 
