@@ -25,6 +25,10 @@ CLUSTER_TAG = PREFIX + "cluster"  # AWS resources of one cluster
 ZONE_TAG = PREFIX + "zone"  # AWS subnets of one zone
 # smoke runs
 RUN_LABEL = PREFIX + "run"  # every object one smoke run creates
+# a multi-host TPU slice's pods: when the last host's agent started (the launcher writes it,
+# the agents read it through a downward API volume and only then join the slice)
+SLICE_STARTED_ANNOTATION = PREFIX + "slice-started"
+PAIR_LABEL = PREFIX + "pair"  # a fabric pool's pair-round Job and its pods: the pair's Job name
 SMOKE_KEY = PREFIX + "smoke"  # the quarantine's taint key and label key
 SMOKE_FAILED = "failed"  # ... and their value
 SMOKE_ANNOTATION_PREFIX = SMOKE_KEY + "-"  # accelfleet.io/smoke-{run,pool,...,undo}

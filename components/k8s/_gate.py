@@ -52,7 +52,9 @@ CLUSTER_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 NAMESPACE_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("batch", "jobs", tuple(VERBS_OBJECTS)),
     ("jobset.x-k8s.io", "jobsets", tuple(VERBS_OBJECTS)),
-    ("", "pods", tuple(VERBS_OBJECTS)),
+    # patch: a multi-host TPU slice's pods are told when the last host started (the launcher's
+    # slice-started annotation, read by the agents through a downward API file: issue 28)
+    ("", "pods", (*VERBS_OBJECTS, "patch")),
     ("", "pods/log", ("get",)),  # the one verb the log subresource serves
     ("", "configmaps", tuple(VERBS_OBJECTS)),
     ("", "services", tuple(VERBS_OBJECTS)),  # a TPU slice's headless Service (JobSet DNS)

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fleet.labels import POOL_LABEL
+from fleet.labels import PAIR_LABEL, POOL_LABEL
 from smoke.cluster import _stalls as S
 from smoke.cluster._podtime import pod_timing
 
@@ -29,6 +29,7 @@ class _PodState:
     slice: int | None = None  # a TPU pod's slice
     init_problem: str = ""  # an init/sidecar container that keeps restarting, never ready
     timing: dict[str, Any] | None = None  # smoke.cluster._podtime.PodTiming: startup apart from run
+    pair: str = ""  # a pair round's pod: its pair's Job (smoke.cluster._pairs)
 
     @classmethod
     def of(cls, pod: Mapping[str, Any]) -> _PodState:
@@ -40,7 +41,8 @@ class _PodState:
                    phase=status.get("phase", "Pending"), exit_code=_exit_code(status),
                    unschedulable=_unschedulable(status), init_problem=S.init_problem(status),
                    slice=int(labels[SLICE_LABEL]) if str(labels.get(SLICE_LABEL, "")).isdigit()
-                   else None, timing=pod_timing(status).to_dict())
+                   else None, timing=pod_timing(status).to_dict(),
+                   pair=str(labels.get(PAIR_LABEL) or ""))
 
 
 def _unschedulable(status: Mapping[str, Any]) -> str:

@@ -73,3 +73,33 @@ def pod_timing(status: Mapping[str, Any], container: str = AGENT) -> PodTiming:
                      started_at=started if t_start else None,
                      finished_at=finished if t_end else None,
                      startup_s=_seconds(t_sched, t_start), run_s=_seconds(t_start, t_end))
+
+
+@dataclass(frozen=True, slots=True)
+class SliceStart:
+    """When the last host of a multi-host slice started its agent, and how long each took."""
+
+    started_at: str  # the last host's agent start (RFC 3339, as the API wrote it)
+    spread_s: float  # first host's start -> last host's start
+    startup_s: dict[str, float | None]  # host -> placed -> agent started (image pulls, init)
+    slowest: str
+
+
+def slice_start(timings: Mapping[str, Mapping[str, Any]], hosts: int) -> SliceStart | None:
+    """From each host's PodTiming (as `to_dict` gives it, by node or pod name): None until
+    `hosts` hosts have started their agent container; then the last start, the spread and
+    each host's startup. The launcher measures it: a pod cannot read its own status."""
+    started = {h: (t.get("started_at"), aware_time(t.get("started_at")))
+               for h, t in timings.items()}
+    started = {h: v for h, v in started.items() if v[1] is not None}
+    if len(started) < hosts or not started:
+        return None
+    last = max(started, key=lambda h: started[h][1])  # type: ignore[arg-type, return-value]
+    first = min(started, key=lambda h: started[h][1])  # type: ignore[arg-type, return-value]
+    t_last, t_first = started[last][1], started[first][1]
+    assert t_last is not None and t_first is not None
+    startup = {h: t.get("startup_s") for h, t in timings.items()}
+    return SliceStart(started_at=str(started[last][0]),
+                      spread_s=(t_last - t_first).total_seconds(),
+                      startup_s={h: (float(v) if isinstance(v, (int, float)) else None)
+                                 for h, v in sorted(startup.items())}, slowest=last)

@@ -154,7 +154,8 @@ def _judge_figures(report: HostReport, plan: PoolPlan) -> dict[tuple[str, str], 
                                 f"expected {want:g} (the pool's devices per host)"))
         elif r.probe in (V.ALLREDUCE, V.FABRIC) and exp.accelerator is not None:
             th = (V.threshold(exp.accelerator.key, V.ALLREDUCE, plan.machine)
-                  if r.probe == V.ALLREDUCE else fabric_threshold(plan.machine, plan.fabric))
+                  if r.probe == V.ALLREDUCE else fabric_threshold(plan.machine, plan.fabric,
+                                                                   exp.accelerator.key))
             size = r.details.get("bytes_per_device")
             checks, _ = V.bandwidth_checks(r.measured, size if isinstance(size, int) else None,
                                            th)
@@ -188,6 +189,29 @@ def _judge_figures(report: HostReport, plan: PoolPlan) -> dict[tuple[str, str], 
         if key not in out or r.verdict.rank > out[key].verdict.rank:
             out[key] = r
     return out
+
+
+def pair_figure(report: HostReport, plan: PoolPlan) -> tuple[float | None, str]:
+    """A pair-round pod's 2-node busbw, judged centrally; (None, why) when the pair's
+    collective did not prove the fabric: no figure or not a number, the pod's own FAIL (the
+    agent is given no floor, so its FAIL is the sum, the transport, GPUDirect RDMA or the NICs
+    as NCCL logged them), or NCCL on a transport that is not the pool's fabric."""
+    fabric = [r for r in report.results if r.probe == V.FABRIC]
+    if not fabric:
+        return None, "the pair's report holds no cross-node result"
+    r = fabric[0]
+    if r.measured is None or not math.isfinite(r.measured):
+        return None, r.reason or "no figure"
+    if r.verdict is Verdict.FAIL:
+        return None, r.reason
+    seen = r.details.get("transports_seen")
+    if plan.networks and isinstance(seen, list):
+        names = {n.lower() for n in plan.networks}
+        wrong = sorted({str(n) for n in seen if str(n).lower() not in names})
+        if wrong or not seen:
+            return None, ((f"NCCL used {', '.join(wrong)}" if wrong else "no transport named")
+                          + f", not the pool's fabric ({' or '.join(plan.networks)})")
+    return r.measured, ""
 
 
 def _wrong_host(report: HostReport, node: str | None) -> tuple[ProbeResult, ...]:

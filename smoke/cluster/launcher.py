@@ -7,8 +7,11 @@ One thread per cluster submits that cluster's objects, then follows ALL its pool
 list per tick (so the API load does not grow with the pool count), reads each finished pod's
 HostReport from its log, and names what went wrong: a pod the scheduler cannot place (with
 the scheduler's reason), a pod that crashed (with its last log lines), a pool past its
-timeout. Transient API errors are retried with backoff. Whatever happens, ctrl-C included,
-every object the run created is deleted (foreground propagation) before `launch` returns.
+timeout. A multi-host TPU slice's pods are told when its last host started (they join then);
+a fabric pool whose collective missed its floor then runs its pair rounds
+(smoke.cluster._pairs), which name the slow node. Transient API errors are retried with
+backoff. Whatever happens, ctrl-C included, every object the run created is deleted
+(foreground propagation) before `launch` returns.
 """
 
 from __future__ import annotations
@@ -23,14 +26,17 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fleet.labels import RUN_LABEL
+from fleet.labels import RUN_LABEL, SLICE_STARTED_ANNOTATION
+from smoke.cluster import _pairs as PR
 from smoke.cluster import _stalls as S
 from smoke.cluster._pods import _PodState
+from smoke.cluster._podtime import slice_start
 from smoke.cluster._queue import PROVISIONING_REQUEST, held_by_kueue, is_queued
 from smoke.cluster._rejudge import (
     PoolPlan,
     coverage,
     host_documents,
+    pair_figure,
     parse_host_report,
     pool_outliers,
     rejudge,
@@ -38,7 +44,9 @@ from smoke.cluster._rejudge import (
 from smoke.cluster.access import with_retries
 from smoke.cluster.run import POD, WORKLOAD, Check, NodeOutcome, PoolReport, PoolStatus, RunReport
 from smoke.probes import verdict as V
+from smoke.probes.names import SLICE_START
 from smoke.probes.results import ProbeResult, Verdict
+from smoke.probes.thresholds import fabric_threshold
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -72,6 +80,21 @@ class _NoDisplay:
 
 
 @dataclass
+class _PairRounds:
+    """A fabric pool's pair rounds under way (smoke.cluster._pairs): the rounds, the current
+    one's Jobs, and each pair's figure or why it has none."""
+
+    rounds: list[list[PR.Pair]]
+    index: int = -1
+    jobs: dict[str, PR.Pair] = field(default_factory=dict)  # this round's Job name -> pair
+    figures: dict[str, list[tuple[float | None, str]]] = field(default_factory=dict)  # by Job
+    finished: set[str] = field(default_factory=set)  # pair pods read already
+    busbw: dict[PR.Pair, float] = field(default_factory=dict)
+    errors: dict[PR.Pair, str] = field(default_factory=dict)
+    deadline: float = 0.0
+
+
+@dataclass
 class _Pool:
     workload: PoolWorkload
     started: float = 0.0
@@ -87,6 +110,8 @@ class _Pool:
     reason: str = ""
     finished: float = 0.0
     targets: tuple[str, ...] | None = None  # the nodes the run sized the pool to
+    pairs: _PairRounds | None = None  # the pair rounds, once the pool's collective is done
+    slice_said: str = ""  # a multi-host slice: when its last host started, as told its pods
 
     @property
     def name(self) -> str:
@@ -269,11 +294,14 @@ class _ClusterRun:
         for p in self.pools:
             if p.status is not None:
                 continue
+            here = by_pool.get(p.name, [])
+            if p.pairs is not None:
+                self._tick_pairs(p, [pod for pod in here if pod.pair in p.pairs.jobs], logs)
+                continue
             fetch = []
             running = 0
-            here = by_pool.get(p.name, [])
             for pod in here:
-                if pod.name in p.outcomes:
+                if pod.name in p.outcomes or pod.pair:
                     continue
                 p.seen[pod.name] = pod
                 if pod.phase in ("Succeeded", "Failed"):
@@ -285,6 +313,7 @@ class _ClusterRun:
                     self._done(p, pod, S.stalled_init(pod.name, pod.node, pod.init_problem))
                 elif pod.unschedulable:
                     p.pending[pod.name] = pod.unschedulable
+            self._say_slice_started(p, here)
             for outcome, check in logs.map(self._outcome, fetch):
                 if outcome.report is not None:  # untrusted: judged again, every figure
                     outcome = replace(outcome, report=rejudge(outcome.report, p.plan,
@@ -312,7 +341,132 @@ class _ClusterRun:
             detail = next(iter(p.pending.values()), "")[:80] if p.pending else ""
             self.display.update(p.name, state, done, p.workload.pods, detail)
             if done >= p.workload.pods:
-                self._close(p)
+                self._collective_done(p)
+
+    def _say_slice_started(self, p: _Pool, here: list[_PodState]) -> None:
+        """A multi-host TPU slice: once every host's agent started, annotate each pod still
+        running with when the last one did. Each agent waits for that word (a downward API
+        file, bounded by half its deadline) before it joins, so the join budget follows the
+        slowest host's image pull and start, measured here from the pods' own timestamps;
+        the run says how long each host took (a `slice_start` check)."""
+        if p.workload.kind != "jobset" or p.workload.pods < 2 or p.slice_said:
+            return
+        timings = {pod.node or pod.name: pod.timing for pod in here if pod.timing}
+        said = slice_start(timings, p.workload.pods)
+        if said is None:
+            return
+        p.slice_said = said.started_at
+        body = {"metadata": {"annotations": {SLICE_STARTED_ANNOTATION: said.started_at}}}
+        unsaid = []
+        for pod in here:
+            if pod.phase not in ("Pending", "Running"):
+                continue
+            try:
+                with_retries(self.core.patch_namespaced_pod, pod.name, self.ns, body,
+                             _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)
+            except Exception as exc:  # the host falls back to its bounded wait
+                unsaid.append(f"{pod.name} ({type(exc).__name__})")
+        hosts = ", ".join(f"{h} {'?' if s is None else f'{s:.1f}'} s"
+                          for h, s in said.startup_s.items())
+        reason = (f"every host started by {said.started_at}, {said.spread_s:.1f} s apart; "
+                  f"startup (image pull and start) per host: {hosts}; the last was "
+                  f"{said.slowest}, the join waited for it")
+        if unsaid:
+            reason += f"; not told (they waited out their bound): {', '.join(unsaid)}"
+        p.checks.append(Check(None, ProbeResult(
+            V.HOST, SLICE_START, V.T3, Verdict.PASS, reason, said.spread_s, unit="s",
+            details={"started_at": said.started_at, "startup_s": said.startup_s,
+                     "slowest": said.slowest, "not_told": unsaid})))
+
+    # -- pair rounds (smoke.cluster._pairs) ----------------------------------------------
+    def _collective_done(self, p: _Pool) -> None:
+        """The pool's pods all reported: close it, or first run its pair rounds."""
+        nodes = self._pair_nodes(p)
+        if not nodes or self.stop.is_set():
+            self._close(p)
+            return
+        p.pairs = _PairRounds(PR.rounds(nodes))
+        self._next_round(p)
+
+    def _pair_nodes(self, p: _Pool) -> list[str]:
+        """The nodes to pair: a GPU pool on a fabric (not queued through Kueue: its nodes come
+        and go with its requests) whose pool-wide collective did not pass on every node, of
+        3 nodes or more that reported; [] for any other pool."""
+        w = p.workload
+        if w.kind != "job" or not p.plan.cross_node or w.pool.gpu_networking is None or \
+                is_queued(w.objects):
+            return []
+        reported = sorted((o for o in p.outcomes.values() if o.report is not None and o.node),
+                          key=lambda o: (o.index, o.pod))
+        fabric = [r for o in reported for r in o.report.results  # type: ignore[union-attr]
+                  if r.probe == V.FABRIC]
+        if not fabric or all(r.verdict is Verdict.PASS for r in fabric):
+            return []
+        nodes = list(dict.fromkeys(o.node for o in reported if o.node))
+        return nodes if len(nodes) >= PR.MIN_NODES else []
+
+    def _next_round(self, p: _Pool) -> None:
+        """Submit the next round's pairs, each a 2-pod Job pinned to its nodes, all at once;
+        after the last round, judge the pairs and close the pool."""
+        from kubernetes.client.exceptions import ApiException
+
+        pr = p.pairs
+        assert pr is not None
+        pr.index += 1
+        pr.jobs, pr.figures = {}, {}
+        if pr.index >= len(pr.rounds) or self.stop.is_set():
+            exp = p.plan.expectation
+            th = fabric_threshold(p.plan.machine, p.plan.fabric,
+                              exp.accelerator.key if exp.accelerator else None)
+            p.checks.extend(PR.pair_checks(pr.busbw, pr.errors, th))
+            self._close(p)
+            return
+        for i, pair in enumerate(pr.rounds[pr.index]):
+            name = PR.pair_name(p.workload.name, pr.index, i)
+            try:
+                for obj in PR.pair_objects(p.workload, name, pair):
+                    self._create(obj)
+            except ApiException as exc:
+                pr.errors[pair] = f"submitting the pair's Job failed: {exc.status} {exc.reason}"
+                continue
+            pr.jobs[name], pr.figures[name] = pair, []
+        pr.deadline = time.monotonic() + self.timeout_s + 15
+        self.display.update(p.name, "pairs", pr.index + 1, len(pr.rounds),
+                            f"pair round {pr.index + 1} of {len(pr.rounds)}")
+        if not pr.jobs:
+            self._next_round(p)
+
+    def _tick_pairs(self, p: _Pool, pods: list[_PodState], logs: ThreadPoolExecutor) -> None:
+        pr = p.pairs
+        assert pr is not None
+        fetch = [pod for pod in pods if pod.phase in ("Succeeded", "Failed")
+                 and pod.name not in pr.finished]
+        for pod in pods:
+            if pod.name not in pr.finished and pod.init_problem:
+                pr.finished.add(pod.name)
+                pr.figures[pod.pair].append((None, f"pod {pod.name}: {pod.init_problem}"))
+        for pod, (outcome, crash) in zip(fetch, logs.map(self._outcome, fetch), strict=True):
+            pr.finished.add(pod.name)
+            if outcome.report is None or crash is not None:
+                why = crash.reason if crash is not None else "no report"
+                pr.figures[pod.pair].append((None, why.split("; last log lines")[0]))
+            else:
+                pr.figures[pod.pair].append(pair_figure(outcome.report, p.plan))
+        if all(len(figs) >= 2 for figs in pr.figures.values()):
+            self._round_done(p)
+
+    def _round_done(self, p: _Pool, timed_out: bool = False) -> None:
+        pr = p.pairs
+        assert pr is not None
+        for name, pair in pr.jobs.items():
+            figs = pr.figures.get(name, [])
+            why = [w for v, w in figs if v is None]
+            if why or len(figs) < 2:
+                pr.errors[pair] = "; ".join(why) or (
+                    f"did not finish within {self.timeout_s} s" if timed_out else "no report")
+            else:  # both ends timed the same collective: the slower figure is the pair's
+                pr.busbw[pair] = min(v for v, _ in figs if v is not None)
+        self._next_round(p)
 
     def _done(self, p: _Pool, pod: _PodState, why: ProbeResult) -> None:
         """`pod` ends without a report, for `why`."""
@@ -362,6 +516,10 @@ class _ClusterRun:
         now = time.monotonic()
         lead_s = min(S.LAST_LINE_LEAD_S, self.timeout_s / 2)
         for p in self.pools:
+            if p.pairs is not None:
+                if p.status is None and now >= p.pairs.deadline:
+                    self._round_done(p, timed_out=True)
+                continue
             if p.status is None and p.last_lines is None and \
                     now >= p.started + self.timeout_s - lead_s:
                 # the Job's deadline kills its pods, and their logs with them: read now what

@@ -37,7 +37,7 @@ from fleet.allocatable import hugepages_2mi_mib
 from fleet.catalog import image_ref_problem
 from fleet.errors import CatalogError, InputError, UnknownNameError
 from fleet.inventory import Inventory, InventoryNetwork, InventoryPool
-from fleet.labels import POOL_LABEL, RUN_LABEL
+from fleet.labels import POOL_LABEL, RUN_LABEL, SLICE_STARTED_ANNOTATION
 from fleet.pods import fabric_requests, smoke_pod_requests
 from smoke import expectations as _expect
 from smoke.cluster._bundle import MOUNT_PATH, configmap_data
@@ -329,12 +329,23 @@ def _context(pool: InventoryPool, options: RenderOptions, name: str, image: str,
     }
 
 
+SLICE_MOUNT = "/etc/accelfleet/slice"  # the downward API volume of SLICE_STARTED_ANNOTATION
+
+
 def _tpu(pool: InventoryPool, ctx: dict[str, Any]) -> dict[str, Any]:
     hosts = _pods(pool)
-    args = list(ctx["args"])
+    args, mounts, volumes = list(ctx["args"]), list(ctx["mounts"]), list(ctx["volumes"])
     if hosts > 1:  # multi-host JAX must initialise together, whatever the tier
-        args += ["--cross-node", "jax", "--expect-world", str(hosts * pool.jax_devices_per_node)]
-    return {**ctx, "args": args, "requests": {**ctx["resources"], **ctx["requests"]},
+        args += ["--cross-node", "jax", "--expect-world", str(hosts * pool.jax_devices_per_node),
+                 "--slice-started-file", f"{SLICE_MOUNT}/started"]
+        # the launcher annotates every host's pod once the last one started (image pulls
+        # minutes apart); the kubelet refreshes a downward API file from the annotation
+        mounts.append({"name": "slice", "mountPath": SLICE_MOUNT, "readOnly": True})
+        volumes.append({"name": "slice", "downwardAPI": {"items": [{
+            "path": "started", "fieldRef": {
+                "fieldPath": f"metadata.annotations['{SLICE_STARTED_ANNOTATION}']"}}]}})
+    return {**ctx, "args": args, "mounts": mounts, "volumes": volumes,
+            "requests": {**ctx["resources"], **ctx["requests"]},
             "slices": pool.slices, "hosts": pool.hosts_per_slice,
             "ports": [{"containerPort": p, "protocol": "TCP"} for p in TPU_PORTS]}
 

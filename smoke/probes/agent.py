@@ -80,6 +80,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--sustain-s", type=float, default=None,
                     help="window of the sustained phase (every device at once, tier 2 and "
                     f"up) in seconds; default {SD.SUSTAIN_S:g} on an accelerator, 0 skips it")
+    ap.add_argument("--slice-started-file", default="",
+                    help="a multi-host slice: the file (a downward API volume) in which the "
+                    "launcher writes when the last host started; the host waits for it before "
+                    "joining the slice")
+    ap.add_argument("--fabric-only", action="store_true",
+                    help="a pair round of a fabric pool: the inventory (tier 0), then only the "
+                    "cross-node collective (the node's own tiers ran in the pool's run)")
     ap.add_argument("--timeout-s", type=int, default=600,
                     help="bound on joining and running the cross-node collective")
     return ap.parse_args(argv)
@@ -149,8 +156,9 @@ def _cross_node(args: argparse.Namespace, report: HostReport,
         from smoke.probes._fabric import jax_across_hosts
 
         sizes = Sizes.for_platform(report.platform)
-        return V.judge_fabric(jax_across_hosts(mib=sizes.allreduce_mib,
-                                               expected_devices=args.expect_world), expected)
+        hosts = jax_across_hosts(mib=sizes.allreduce_mib, expected_devices=args.expect_world)
+        join = {k: v for k, v in notes.items() if k.startswith("slice_")}
+        return V.judge_fabric(replace(hosts, details={**hosts.details, **join}), expected)
     rdv = Rendezvous.from_env()
     if rdv.nodes < 2:
         return V.judge_fabric(None, skipped="a one-node pool: nothing to reduce across nodes")
@@ -192,6 +200,45 @@ def cross_node_budget_s(timeout_s: int, spent_s: float) -> int:
     return max(30, int(timeout_s - spent_s - REPORT_MARGIN_S))
 
 
+JOIN_AFTER_START_S = 120  # joining once every host of the slice runs: imports and init only
+SLICE_POLL_S = 1.0
+
+
+def slice_wait_s(timeout_s: int) -> int:
+    """How long a host waits for the launcher's word that every host of its slice started:
+    half the Job's deadline (60 s at least), the other half left to join, run the tiers and
+    report. The wait follows the slowest host's image pull and start, as the launcher measured
+    them from the pods' timestamps (the pod cannot see its own)."""
+    return max(60, timeout_s // 2)
+
+
+def wait_for_slice(path: str, wait_s: float, *, poll_s: float = SLICE_POLL_S
+                   ) -> dict[str, Any]:
+    """Wait until `path` (the downward API file of the slice-started annotation) holds the
+    time the last host started, at most `wait_s`. What happened, for the report:
+    `slice_started_at` and `slice_wait_s` when the word came, else `slice_not_started`."""
+    import time
+    from pathlib import Path
+
+    t0 = time.monotonic()
+    print(f"T3 waiting for every host of the slice to start (up to {wait_s:g} s)",
+          file=sys.stderr, flush=True)
+    while True:
+        try:
+            said = Path(path).read_text(encoding="utf-8").strip()
+        except OSError:
+            said = ""
+        waited = round(time.monotonic() - t0, 1)
+        if said:
+            print(f"T3 every host of the slice started by {said} (waited {waited:g} s)",
+                  file=sys.stderr, flush=True)
+            return {"slice_started_at": said, "slice_wait_s": waited}
+        if waited >= wait_s:
+            return {"slice_not_started": f"the launcher never said every host started within "
+                    f"{wait_s:g} s (an older launcher, or a host still pulling its image)"}
+        time.sleep(poll_s)
+
+
 def jax_init_timeout_s(timeout_s: int) -> int:
     """Joining the slice gets a quarter of the Job's deadline (60 s at least, 300 at most):
     a host whose peer crashed fails its init, naming the cause, long before the deadline
@@ -206,12 +253,19 @@ def run(args: argparse.Namespace) -> HostReport:
         from smoke.probes._fabric import init_jax_distributed
 
         explicit = None if any(k in os.environ for k in _TPU_ENV) else Rendezvous.from_env()
-        print(f"T3 joining the JAX distributed runtime ({_coordinator(explicit)})",
-              file=sys.stderr, flush=True)
-        init_jax_distributed(explicit, timeout_s=jax_init_timeout_s(args.timeout_s))
+        join_s = jax_init_timeout_s(args.timeout_s)
+        if args.slice_started_file:
+            joined = wait_for_slice(args.slice_started_file, slice_wait_s(args.timeout_s))
+            notes |= joined
+            if "slice_started_at" in joined:
+                join_s = JOIN_AFTER_START_S  # every host runs: only their imports are left
+        print(f"T3 joining the JAX distributed runtime ({_coordinator(explicit)}, up to "
+              f"{join_s} s)", file=sys.stderr, flush=True)
+        init_jax_distributed(explicit, timeout_s=join_s)
         print(JOINED, file=sys.stderr, flush=True)
-    report = run_local(backend=args.backend, tier=args.tier, expectation=expectation,
-                       progress=_StderrProgress(), sustain_s=args.sustain_s)
+    report = run_local(backend=args.backend, tier=0 if args.fabric_only else args.tier,
+                       expectation=expectation, progress=_StderrProgress(),
+                       sustain_s=args.sustain_s)
     if args.tier >= 3 and args.cross_node != "none":
         print("T3 across nodes", file=sys.stderr, flush=True)
         report = replace(report, results=(*report.results, _cross_node(args, report, notes)))
@@ -244,6 +298,15 @@ def _join_cause(code: int, tail: list[str]) -> str:
     return f"{how}: {' | '.join(said or lines[-2:]) or '(no output)'}"
 
 
+def _slice_said(path: str) -> str:
+    from pathlib import Path
+
+    try:
+        return Path(path).read_text(encoding="utf-8").strip() if path else ""
+    except OSError:
+        return ""
+
+
 def _join_failed(args: argparse.Namespace, code: int, tail: list[str]) -> HostReport:
     """The report of a host whose JAX distributed init failed: the cross-node probe FAILS,
     naming the coordinator and the cause. The local tiers are not run: they need the JAX
@@ -253,9 +316,14 @@ def _join_failed(args: argparse.Namespace, code: int, tail: list[str]) -> HostRe
     explicit = None if any(k in os.environ for k in _TPU_ENV) else Rendezvous.from_env()
     hosts = os.environ.get("TPU_WORKER_HOSTNAMES", "")
     nodes = explicit.nodes if explicit else len(hosts.split(",")) if hosts else 0
-    error = (f"JAX distributed init failed ({_coordinator(explicit)}; peer unreachable or "
-             f"not started, or the {jax_init_timeout_s(args.timeout_s)} s init timeout "
-             f"passed): {_join_cause(code, tail)}")
+    said = _slice_said(args.slice_started_file)
+    budget = JOIN_AFTER_START_S if said else jax_init_timeout_s(args.timeout_s)
+    started = (f"every host had started by {said} (the launcher's word), yet " if said else
+               "the launcher never said every host started; " if args.slice_started_file
+               else "")
+    error = (f"JAX distributed init failed ({_coordinator(explicit)}; {started}peer "
+             f"unreachable or not started, or the {budget} s init timeout passed): "
+             f"{_join_cause(code, tail)}")
     cross = CrossNode(nodes, 0, None, ("jax",), error=error,
                       details={"stage": "jax.distributed.initialize"})
     exp = _expectation(args.expect_json)

@@ -28,6 +28,11 @@ FIGURES = (MATMUL, MEMORY, ALLREDUCE, FABRIC)
 
 # the launcher's own checks (a pod that crashed, a workload refused, a report unreadable)
 POD, WORKLOAD, REPORT = "pod", "workload", "report"
+# a fabric pool's pair rounds (smoke.cluster._pairs): each pair's 2-node collective, and the
+# node the slow pairs name
+FABRIC_PAIR = "fabric_pair_busbw"
+# a multi-host TPU slice: when its last host started, and each host's image pull and start
+SLICE_START = "slice_start"
 
 # a node's figure against its pool's other nodes: `<probe>_vs_pool`
 POOL_SUFFIX = "_vs_pool"

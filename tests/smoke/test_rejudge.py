@@ -179,3 +179,29 @@ def test_the_sustained_phase_cannot_be_dropped_or_softened_by_the_pod() -> None:
     no_sustain = PoolPlan(A3.expectation, tier=3, cross_node=True, machine="a3-highgpu-8g",
                           fabric="tcpx", sustain=False)  # --sustain-s 0
     assert {r.verdict for r in rejudge(host(dropped), no_sustain).results} == {Verdict.PASS}
+
+
+def test_the_fabric_floor_is_looked_up_with_the_pools_accelerator(monkeypatch: Any) -> None:
+    """Issue 28: the launcher judged the fabric figure without the pool's accelerator, so an
+    accelerator's own fabric entry never applied. The entry here is the registry's EFA floor
+    of p5.48xlarge (0.75 x 437.79), keyed by the accelerator: a lookup order test, on a
+    machine with no entry of its own."""
+    from smoke.probes import thresholds as T
+
+    efa = T.REGISTRY[("p5.48xlarge/efa", "fabric_busbw")]
+    monkeypatch.setitem(T.REGISTRY, ("h100-80gb/efa", "fabric_busbw"), efa)
+    assert T.fabric_threshold("p5-like.48xlarge", "efa", "h100-80gb") is efa
+    assert T.fabric_threshold("p5-like.48xlarge", "efa") is T.REGISTRY[("*", "fabric_busbw")]
+    plan = PoolPlan(A3.expectation, tier=3, cross_node=True, machine="p5-like.48xlarge",
+                    fabric="efa")
+    got = verdicts(rejudge(host(healthy(fabric=218.9)), plan))[("fabric", "fabric_busbw")]
+    assert got.verdict is Verdict.FAIL and "below floor 328.3" in got.reason
+
+
+def test_a_gpu_pool_on_an_unmeasured_fabric_is_never_judged_as_a_cpu() -> None:
+    from smoke.probes import thresholds as T
+
+    star, cpu = T.REGISTRY[("*", "fabric_busbw")], T.REGISTRY[("cpu", "fabric_busbw")]
+    assert T.fabric_threshold("a3-ultragpu-8g", "rdma", "h200-141gb") is star
+    assert T.fabric_threshold("a3-ultragpu-8g", "rdma") is star
+    assert T.fabric_threshold("n2-standard-8", None, "cpu") is cpu

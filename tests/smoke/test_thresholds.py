@@ -195,3 +195,17 @@ def test_tpu_psum_is_warn_only_per_generation_with_the_reason() -> None:
         assert r.verdict is Verdict.PASS and "no floor:" in r.reason and "psum" in r.reason
     v6e = threshold("tpu-v6e", ALLREDUCE)
     assert "256-chip slice" in v6e.unenforced and "235.76" in v6e.source
+
+
+@pytest.mark.parametrize(("busbw", "verdict"), [(317.84, Verdict.PASS), (238.0, Verdict.WARN),
+                                                (151.0, Verdict.WARN), (149.0, Verdict.FAIL)])
+def test_the_tcpxo_floor_at_our_size_is_the_scanners_and_warns_below_the_measured_run(
+        busbw: float, verdict: Verdict) -> None:
+    """Issue 28: at 2 GiB per device (our size) the enforced floor is cluster-health-scanner's
+    150 (its 2..8 GiB range includes ours); one measured run at 2 GiB (317.84) only warns,
+    below 0.75 x it; AICR's 250 is read at 16 GiB and the registry says it is not applied."""
+    th = fabric_threshold("a3-megagpu-8g", "tcpxo", "h100-80gb")
+    r = judge_fabric(_cross(busbw, "FasTrak"), ("FasTrak",), floor=th)
+    assert r.verdict is verdict, r.reason
+    assert th.size == BANDWIDTH_BYTES and "NOT applied: NVIDIA AICR's 250" in th.source
+    assert "2, 4 and 8 GiB" in th.source and "317.84" in th.source

@@ -84,6 +84,9 @@ class FakeCluster(_KueueControllers):
         self._procs: dict[Key, _Proc] = {}
         self._commands: dict[str, list[str]] = {}
         self._outputs: dict[str, tuple[str, int]] = {}
+        self._pull_s: dict[str, float] = {}
+        self._placed: dict[Key, float] = {}
+        self._downward: dict[Key, list[tuple[Path, str]]] = {}
         self._failures: list[_Failure] = []
         self._lies: list[list[Any]] = []  # [method, path part, rule, times left]
         self.denials: list[str] = []  # requests RBAC refused (enforce_rbac), as answered
@@ -267,6 +270,11 @@ class FakeCluster(_KueueControllers):
     def set_node_command(self, node: str, argv: list[str]) -> None:
         """Pods on `node` run `argv` (`python` is this interpreter) instead of their command."""
         self._commands[node] = list(argv)
+
+    def set_node_pull_s(self, node: str, seconds: float) -> None:
+        """Pods placed on `node` wait `seconds` for their image (Pending, ContainerCreating)
+        before their containers start: a multi-GB image pulled on a fresh node."""
+        self._pull_s[node] = seconds
 
     def set_node_output(self, node: str, text: str, exit_code: int = 0) -> None:
         """Pods on `node` start no process: they print `text` and exit. `node` '*' is every

@@ -50,6 +50,9 @@ class _Controllers:
     _outputs: dict[str, tuple[str, int]]
     _stop: threading.Event
     _expanded: set[str]
+    _pull_s: dict[str, float]  # node -> how long its image pull holds a pod (set_node_pull_s)
+    _placed: dict[Key, float]  # pod -> when the kubelet first saw it on its node
+    _downward: dict[Key, list[tuple[Path, str]]]  # pod -> downward API files and their fields
 
     def create(self, plural: str, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
@@ -257,13 +260,19 @@ class _Controllers:
         return None
 
     def _kubelet(self) -> None:
+        now = time.monotonic()
         for key, pod in self._of_kind("pods"):
             if not pod["spec"].get("nodeName"):
                 continue
             phase = pod["status"].get("phase")
             if phase == "Pending" and key not in self._procs:
+                pull_s = self._pull_s.get(pod["spec"]["nodeName"], 0.0)
+                if now - self._placed.setdefault(key, now) < pull_s:
+                    self._pulling(pod)
+                    continue
                 self._start(key, pod)
             elif phase == "Running":
+                self._refresh_downward(key, pod)
                 proc = self._procs[key]
                 code = proc.popen.poll() if proc.popen is not None else 0
                 if code is not None:
@@ -312,6 +321,31 @@ class _Controllers:
         self._procs[key] = _Proc(popen, log, workdir)
         self._running(pod)
 
+    def _pulling(self, pod: dict[str, Any]) -> None:
+        """A pod whose image is still being pulled: Pending, its containers waiting in
+        ContainerCreating (as the kubelet reports a pull in progress)."""
+        waiting = [{"name": c["name"], "ready": False, "restartCount": 0, "started": False,
+                    "image": c.get("image", ""), "imageID": "",
+                    "state": {"waiting": {"reason": "ContainerCreating"}}}
+                   for c in pod["spec"]["containers"]]
+        if pod["status"].get("containerStatuses") != waiting:
+            pod["status"]["containerStatuses"] = waiting
+            self._touched("pods", pod)
+
+    def _refresh_downward(self, key: Key, pod: dict[str, Any]) -> None:
+        """The kubelet refreshes a downward API volume's label and annotation files when they
+        change (atomically: a new file renamed over the old)."""
+        for path, field_path in self._downward.get(key, []):
+            value = _field_ref(pod, field_path)
+            try:
+                if path.read_text(encoding="utf-8") == value:
+                    continue
+            except OSError:
+                continue  # the pod's directory is gone: it was deleted
+            tmp = path.with_name(f".{path.name}.tmp")
+            tmp.write_text(value, encoding="utf-8")
+            tmp.replace(path)
+
     def _volumes(self, key: Key, pod: dict[str, Any], container: dict[str, Any],
                  workdir: Path) -> dict[str, Path]:
         """Each volume the container mounts as a local directory: mountPath -> directory."""
@@ -329,6 +363,12 @@ class _Controllers:
                     dest = target / item["path"]
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     dest.write_text(data.get(item["key"], ""), encoding="utf-8")
+            for item in (vol.get("downwardAPI") or {}).get("items") or []:
+                field_path = (item.get("fieldRef") or {}).get("fieldPath", "")
+                dest = target / item["path"]
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_text(_field_ref(pod, field_path), encoding="utf-8")
+                self._downward.setdefault(key, []).append((dest, field_path))
             mounts[m["mountPath"]] = target
         return mounts
 
@@ -373,6 +413,8 @@ class _Controllers:
         self._touched("pods", pod)
 
     def _kill(self, key: Key) -> None:
+        self._downward.pop(key, None)
+        self._placed.pop(key, None)
         proc = self._procs.pop(key, None)
         if proc is None:
             return
