@@ -1,6 +1,8 @@
 """The HTML report of a recorded run, opened in headless Chromium and looked at: the
 screenshot is not blank, the verdict banner at the top is the failure red, and the failing
-node's red shows below it (its row in the failures table, its red bar in the chart).
+node's red shows below it (its row in the failures table, its red bar in the chart); and laid
+out 375, 768 and 1280 px wide and measured through the DOM: the page never scrolls sideways and
+no cell of the failures table runs into the next (issue 29: it collided below ~800 px).
 
 Skipped, saying why, where no Chromium is installed; `make browser-test` installs Debian's
 `chromium` package and runs this file.
