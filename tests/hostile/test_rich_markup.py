@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 from cli.main import app
 
 ADMINS = "`admins: [arn:aws:iam::123456789012:role/ci-deployer]`"
-# what a user may type in a free-text field: a style, a lone closing tag, a hyperlink
+# what a user may type in a free-text field (`requested_by`): a style, a lone closing tag, a
+# hyperlink; each pool expired (`pool expired` lists it)
 MARKUP = ("[bold]ml-lead[/bold]", "[/]bob", "[link=https://evil.example]ann[/link]")
 
 EKS = """config:
@@ -31,7 +32,7 @@ EKS = """config:
     pools:
 {pools}"""
 POOL = ("      - {{name: g6-{i}, cluster: eks, team: ml, accelerator: g6.xlarge, nodes: 1,"
-        " zone: us-east-1a, requested_by: '{who}'}}\n")
+        " zone: us-east-1a, requested_by: '{who}', expires: 2026-01-31}}\n")
 
 
 def _stack(tmp_path: Path) -> Path:
@@ -83,14 +84,15 @@ def test_the_admins_example_of_a_warning_keeps_its_brackets(
 
 
 @pytest.mark.parametrize("columns", [250, 130, 90])
-@pytest.mark.parametrize("command", [("pool", "list"), ("fleet", "validate")])
+@pytest.mark.parametrize("command", [("pool", "list"), ("pool", "expired"),
+                                     ("fleet", "validate")])
 def test_markup_in_a_stack_value_is_shown_as_written(command: tuple[str, ...], columns: int,
                                                      tmp_path: Path) -> None:
     stack = _stack(tmp_path)
     code, out = _run(columns, *command, str(stack))
     assert code == 0, out[-3000:]
     assert "internal error" not in out and "MarkupError" not in out
-    if command == ("pool", "list") and columns != 130:  # (the compact table has no `requested by`)
+    if command[0] == "pool" and columns != 130:  # (the compact table has no `requested by`)
         flat = _squeezed(out)
         for who in MARKUP:
             assert _squeezed(who) in flat, (who, out[-3000:])
