@@ -48,7 +48,7 @@ def compact_table(title: str, rows: list[dict[str, Any]], marks: list[str]) -> T
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False,
+    table = Table(title=escape(title), box=box.SIMPLE_HEAD, show_edge=False,
                   collapse_padding=True, title_justify="left")
     cols = ["pool", "cluster", "team", "machine", "nodes x dev", "zones", "capacity",
             "$/month", "price"]

@@ -161,7 +161,7 @@ def print_table(out: Console, table: Table, compact: Table | None = None,
         out.print(compact)
         return
     if table.title:
-        out.print(Text(str(table.title), style="bold"))
+        out.print(Text.from_markup(str(table.title), style="bold"))  # a title is markup
     names = [str(c.header) for c in table.columns]
     label = max((len(n) for n in names), default=0)
     columns = [list(c.cells) for c in table.columns]

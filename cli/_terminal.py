@@ -8,7 +8,8 @@ what a line said, BEL), or a bidi override that shows text in another order than
 holds. Every C0 control but newline and tab, DEL, every C1 control and the bidi controls are
 shown escaped (`\\x1b`, `\\u202e`), so the reader sees what the text holds and the terminal
 obeys none of it. `echo` is the plain writer and `SafeConsole` the Rich one (the styles Rich
-adds itself are left as they are: they are made after the text is escaped).
+adds itself are left as they are: they are made after the text is escaped). Rich also reads
+square brackets as markup: every such text printed through Rich goes through `literal` first.
 """
 
 from __future__ import annotations
@@ -36,6 +37,16 @@ def safe(text: str) -> str:
     if UNSAFE.search(text) is None:
         return text
     return UNSAFE.sub(_escaped, text)
+
+
+def literal(value: object) -> str:
+    """`value` as Rich markup that prints it as written: a text from a stack, a cluster or a
+    pod (an ARN list `[arn:aws:...]`, a contact `[bold]`, a reason `[/]`, `[link=...]`) printed
+    through a Rich console or put in a Rich table is shown with its brackets, never read as a
+    style, a link or a closing tag (which Rich refuses with a MarkupError)."""
+    from rich.markup import escape
+
+    return escape(str(value))
 
 
 def echo(message: Any = "", *, err: bool = False, nl: bool = True) -> None:

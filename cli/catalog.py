@@ -9,6 +9,7 @@ import typer
 
 from cli._errors import command
 from cli._output import console, print_json, print_table
+from cli._terminal import literal
 from cli._typer import App
 from fleet.words import num
 
@@ -149,7 +150,7 @@ def show(
         print_json(data)
         return
     out = console()
-    out.print(f"[bold]{name}[/bold] -> {shape.describe()}")
+    out.print(f"[bold]{literal(name)}[/bold] -> {literal(shape.describe())}")
     for key, value in data.items():
         if isinstance(value, list) and len(value) > 16:
             value = ", ".join(map(str, value[:16])) + f", ... ({len(value)} in all)"

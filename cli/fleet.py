@@ -127,36 +127,39 @@ def _show(path: str, fleet: Fleet, user: list[dict[str, Any]],
     from cli._compact import COMPACT_MIN_WIDTH, compact_table
     from cli._costs import control_plane_words, platform_pays, pool_usd, price_source, team_words
     from cli._gate_words import gate_lines
+    from cli._terminal import literal
     from fleet.model import PLATFORM_TEAM
     from fleet.words import counted
 
     rows = user + system
     teams = {t.name: t.summary() for t in fleet.team_costs()}
-    table = Table(title=f"{path}: {counted(len(user), 'pool')} and "
-                  f"{counted(len(system), 'system pool')}, valid")
+    title = (f"{path}: {counted(len(user), 'pool')} and "
+             f"{counted(len(system), 'system pool')}, valid")
+    table = Table(title=literal(title))
     for col in ("pool", "team", "cluster", "machine", "accelerator", "topology", "nodes",
                 "devices", "zones", "capacity", "fabric", "$/month", "price"):
         table.add_column(col, overflow="fold",
                          justify="right" if col in ("nodes", "devices", "$/month")
                          else "left")
     for r in rows:
-        table.add_row(r["name"], r["team"], r["cluster"] or "(tpu-vm)", r["machine_type"],
-                      r["accelerator"], r["topology"] or "-", str(r["nodes"]), str(r["devices"]),
-                      ",".join(r["zones"]) or "(account's, at deploy)", r["capacity"],
-                      r["gpu_networking"] or "-", pool_usd(r),
-                      price_source(r, r["region"], provenance=True))
+        table.add_row(*map(literal, (
+            r["name"], r["team"], r["cluster"] or "(tpu-vm)", r["machine_type"],
+            r["accelerator"], r["topology"] or "-", r["nodes"], r["devices"],
+            ",".join(r["zones"]) or "(account's, at deploy)", r["capacity"],
+            r["gpu_networking"] or "-", pool_usd(r),
+            price_source(r, r["region"], provenance=True))))
     marks = [_warned(r, fleet.warnings) for r in rows]
     out = console()
-    print_table(out, table, compact_table(str(table.title), rows, marks), COMPACT_MIN_WIDTH)
+    print_table(out, table, compact_table(title, rows, marks), COMPACT_MIN_WIDTH)
     for line in gate_lines(fleet.pools):  # each pool's gate (docs/gate.md)
-        out.print(line)
+        out.print(literal(line))
     for team in fleet.spec.teams:
-        out.print(f"team {team.name}: {team_words(teams[team.name])}")
+        out.print(literal(f"team {team.name}: {team_words(teams[team.name])}"))
     for plane in fleet.control_planes:
-        out.print(control_plane_words(plane.summary()))
+        out.print(literal(control_plane_words(plane.summary())))
     if (system or fleet.control_planes) and PLATFORM_TEAM not in {t.name for t in
                                                                   fleet.spec.teams}:
         what = platform_pays(bool(system), bool(fleet.control_planes))
-        out.print(f"platform ({what}): {team_words(teams[PLATFORM_TEAM])}")
+        out.print(literal(f"platform ({what}): {team_words(teams[PLATFORM_TEAM])}"))
     for w in fleet.warnings:
-        out.print(f"warning: {w.render()}")
+        out.print(literal(f"warning: {w.render()}"))

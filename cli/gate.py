@@ -195,7 +195,7 @@ def status(
 
     out = console()
     for c in result.controllers:
-        out.print(f"cluster {c.cluster}: controller " + (
+        out.print(f"cluster {escape(c.cluster)}: controller " + (
             f"up ({escape(c.holder)}, renewed {c.renewed})" if c.up else
             "[red]DOWN[/red]: no live Lease; new nodes stay gated until it runs"))
     t = Table(title=f"{len(result.nodes)} node(s) of gated pools")

@@ -116,7 +116,7 @@ def render(result: Plan, width: int | None = None) -> str:
         team_words,
     )
     from cli._gate_words import gate_lines
-    from cli._terminal import safe_console
+    from cli._terminal import literal, safe_console
     from cli.queue import queue_lines
     from fleet.model import PLATFORM_TEAM
     from fleet.words import usd_span
@@ -134,12 +134,13 @@ def render(result: Plan, width: int | None = None) -> str:
     regions = {(q.cluster.name if q.cluster else None, q.name): q.region
                for q in (*result.fleet.pools, *result.fleet.system_pools)}
     custom = [r for r in result.resources if r.custom]
-    tree = Tree(f"stack [bold]{result.stack}[/]: {len(custom)} resources")
+    tree = Tree(f"stack [bold]{literal(result.stack)}[/]: {len(custom)} resources")
 
     def label(urn: str, name: str, type_: str) -> str:
         count = sum(1 for d in result.descendants(urn) if d.custom)
         plural = "s" if count != 1 else ""
-        text = f"[bold]{name}[/] ({type_.split(':')[-1]}, {count} resource{plural})"
+        text = f"[bold]{literal(name)}[/] " + literal(
+            f"({type_.split(':')[-1]}, {count} resource{plural})")
         p = pools.get(urn)
         if p is not None:
             topo = f" {p['topology']}" if p["topology"] else ""
@@ -149,8 +150,8 @@ def render(result: Plan, width: int | None = None) -> str:
                     else f", {usd_span(p['min_monthly_usd'], p['max_monthly_usd'], estimate=True)}"
                     f"/month ({price_source(p)}"
                     f"{', ' + away if away else ''})")
-            text += (f": {p['machine_type']}{topo} x{p['nodes']} nodes, {p['capacity']}"
-                     f"{', ' + p['gpu_networking'] if p['gpu_networking'] else ''}{cost}")
+            text += literal(f": {p['machine_type']}{topo} x{p['nodes']} nodes, {p['capacity']}"
+                            f"{', ' + p['gpu_networking'] if p['gpu_networking'] else ''}{cost}")
         return text
 
     def add(node: Tree, parent: str | None) -> None:
@@ -160,7 +161,7 @@ def render(result: Plan, width: int | None = None) -> str:
                 add(node.add(label(kid.urn, kid.name, kid.type)), kid.urn)
         leaves = Counter(_short(k.type) for k in kids if k.custom)
         for type_, n in sorted(leaves.items()):
-            node.add(f"{n} x {type_}")
+            node.add(literal(f"{n} x {type_}"))
 
     add(tree, None)
     console = safe_console(record=True, width=width or 160, highlight=False,
@@ -168,17 +169,17 @@ def render(result: Plan, width: int | None = None) -> str:
     with console.capture() as cap:
         console.print(tree)
         for line in gate_lines(result.fleet.pools):  # each pool's gate (docs/gate.md)
-            console.print(line)
+            console.print(literal(line))
         for c in data["control_planes"]:
-            console.print(control_plane_words(c))
+            console.print(literal(control_plane_words(c)))
         for t in data["teams"]:
             paid = (f" ({platform_pays(bool(data['system_pools']), bool(data['control_planes']))})"
                     if t["name"] == PLATFORM_TEAM else "")
-            console.print(f"team {t['name']}{paid}: {team_words(t)}")
+            console.print(literal(f"team {t['name']}{paid}: {team_words(t)}"))
         for line in queue_lines(result.fleet.routing):  # Kueue, flavors in order
-            console.print(line)
+            console.print(literal(line))
         for w in data["warnings"]:
-            console.print(f"warning: {w}")
+            console.print(literal(f"warning: {w}"))
     return cap.get()
 
 

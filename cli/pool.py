@@ -459,8 +459,9 @@ def _table(title: str, rows: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
     from cli._costs import pool_usd
+    from cli._terminal import literal
 
-    table = Table(title=title)
+    table = Table(title=literal(title))
     for col in ("pool", "team", "cluster", "accelerator", "nodes", "devices", "zones",
                 "capacity", "$/month", "requested by", "expires"):
         table.add_column(col, overflow="fold", justify="right" if col in (
@@ -470,9 +471,10 @@ def _table(title: str, rows: list[dict[str, Any]]) -> None:
         if r["expired"]:
             days = f", {r['days_expired']} days" if "days_expired" in r else ""
             expires += f" (expired{days})"
-        table.add_row(r["name"], r["team"], r["cluster"] or "(tpu-vm)", r["accelerator"],
-                      str(r["nodes"]), str(r["devices"]), ",".join(r["zones"]), r["capacity"],
-                      pool_usd(r), r["requested_by"] or "-", expires)
+        table.add_row(*map(literal, (
+            r["name"], r["team"], r["cluster"] or "(tpu-vm)", r["accelerator"], r["nodes"],
+            r["devices"], ",".join(r["zones"]), r["capacity"], pool_usd(r),
+            r["requested_by"] or "-", expires)))
     from cli._compact import COMPACT_MIN_WIDTH, compact_table
 
     marks = [("expired " + str(r["expires"]) if "days_expired" in r else "expired")

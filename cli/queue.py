@@ -10,7 +10,9 @@ from cli import _complete
 from cli._args import StackArg, StackOpt, one_stack
 from cli._errors import command
 from cli._output import console, print_json
+from cli._terminal import literal
 from cli._typer import App
+from fleet.words import counted
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -140,15 +142,15 @@ def show(
         queues = [q for q in c.queues if team is None or q.team == team]
         if not queues:
             continue
-        out.print(f"[bold]{c.cluster}[/]: cohort {c.cohort}, {len(c.flavors)} flavor"
-                  f"{'s' if len(c.flavors) != 1 else ''} (one per pool)")
+        out.print(f"[bold]{literal(c.cluster)}[/]: " + literal(
+            f"cohort {c.cohort}, {counted(len(c.flavors), 'flavor')} (one per pool)"))
         shown = [(f"team {q.team}", q, "its routing" if q.routed
                   else "its own pools, default order") for q in queues]
         if c.smoke is not None and team is None:
             shown.append(("smoke runs", c.smoke, "the queued pools, borrowed in the cohort"))
         for who, q, how in shown:
-            out.print(f"  {who}: namespace {q.namespace or q.name}, LocalQueue {q.name} -> "
-                      f"ClusterQueue {q.name} ({how})")
-            out.print(f"    quota: {amounts(q.nominal(), q.resources)}")
+            out.print(literal(f"  {who}: namespace {q.namespace or q.name}, LocalQueue "
+                              f"{q.name} -> ClusterQueue {q.name} ({how})"))
+            out.print(literal(f"    quota: {amounts(q.nominal(), q.resources)}"))
             for i, f in enumerate(q.flavors, 1):
-                out.print(f"    {i}. {queued_words(c, q, f)}", soft_wrap=True)
+                out.print(literal(f"    {i}. {queued_words(c, q, f)}"), soft_wrap=True)

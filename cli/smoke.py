@@ -16,7 +16,7 @@ import typer
 from cli import _complete
 from cli._args import StackOpt, one_stack
 from cli._errors import command
-from cli._terminal import echo, echo_json
+from cli._terminal import echo, echo_json, literal
 from cli._typer import App
 from cli.smoke_options import (
     ContextOpt,
@@ -207,7 +207,8 @@ class LiveTable:
             t.add_column(col, overflow="fold")
         for pool, (state, done, total, detail) in sorted(self._rows.items()):
             c = colour.get(state, "white")
-            t.add_row(pool, f"[{c}]{state}[/{c}]", f"{done}/{total}", detail)
+            t.add_row(literal(pool), f"[{c}]{literal(state)}[/{c}]", f"{done}/{total}",
+                      literal(detail))
         return t
 
 

@@ -120,7 +120,7 @@ def status(
         return
     out = console()
     if not rows:
-        out.print(f"no quarantined node in cluster(s) {', '.join(sorted(clients))}")
+        out.print(escape(f"no quarantined node in cluster(s) {', '.join(sorted(clients))}"))
         return
     t = Table(title=f"{len(rows)} node(s) quarantined by accelfleet smoke")
     for col in ("cluster", "pool", "node", "age", "probe", "figure", "threshold", "run",

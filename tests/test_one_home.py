@@ -235,7 +235,8 @@ _DEFAULT_LITERALS = re.compile(r"\b(900|3600|7 \* 24 \* 3600)\b|\"accelfleet-smo
 
 def test_smoke_default_literals_only_in_their_home() -> None:
     homes = {"fleet/smoke_defaults.py"}
-    files = ["fleet/spec/fields.py", "smoke/cluster/sources.py", "smoke/cluster/workload.py",
+    files = ["fleet/spec/fields.py", "fleet/spec/_gate.py", "fleet/spec/_values.py",
+             "smoke/cluster/sources.py", "smoke/cluster/workload.py",
              "smoke/probes/backend.py", "smoke/probes/runner.py", "smoke/probes/agent.py",
              "cli/smoke.py", "cli/smoke_options.py"]
     stray = [f"{rel}:{n}: {line.strip()}" for rel in files if rel not in homes
@@ -296,3 +297,25 @@ def test_git_runs_from_one_place() -> None:
     found = [f"{rel}:{line}" for rel, line, text in literals(*PACKAGES, "policies")
              if text == "git" and rel != "fleet/stack/git.py"]
     assert found == [], "run git through fleet.stack.git.run_git:\n  " + "\n  ".join(found)
+
+
+def test_one_guarded_node_patch_and_one_node_event_writer() -> None:
+    """The patch guarded by a node's resourceVersion (read the node, patch, read again on a
+    409) and the Event about a node are written once, in smoke/cluster/_nodeapi.py: smoke's
+    quarantine and release and the gate controller call them. (A function that reads a node
+    and patches it through the API itself, or builds an Event body, is a second copy.)"""
+    home = "smoke/cluster/_nodeapi.py"
+    ours = {"nodeapi", "K"}  # smoke.cluster._nodeapi, and the gate's smoke.gate._kube
+    copies = []
+    for rel, tree in _sources("smoke"):
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef) or rel == home:
+                continue
+            api_calls = {n.attr for n in ast.walk(fn) if isinstance(n, ast.Attribute) and not (
+                isinstance(n.value, ast.Name) and n.value.id in ours)}
+            if {"read_node", "patch_node"} <= api_calls or "create_namespaced_event" in \
+                    api_calls:
+                copies.append(f"{rel}:{fn.lineno} {fn.name}")
+    copies += [f"{rel}:{line}" for rel, line, text in literals("smoke")
+               if text == "involvedObject" and rel != home]
+    assert copies == [], "call smoke.cluster._nodeapi instead:\n" + "\n".join(copies)

@@ -1,6 +1,8 @@
 """What a stack declares: the fleet spec, parsed strictly with pydantic.
 
-The models here check types and single fields. Rules that span fields, pools and the catalog
+The models here check types and single fields; the gate's fields live in `_gate.py` and what
+every section shares (the model base, SpecValueError, request text, image references) in
+`_values.py`, both imported from here. Rules that span fields, pools and the catalog
 live in `fleet.rules.validate`; `fleet.validate_fleet` runs both and returns a `fleet.model.Fleet`.
 """
 
@@ -8,12 +10,10 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from datetime import date, datetime
+from datetime import date
 from typing import Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     ValidationInfo,
     field_validator,
@@ -21,21 +21,20 @@ from pydantic import (
 )
 
 from fleet import smoke_defaults as SD
-from fleet.quarantine_cap import DEFAULT_CAP, parse_cap
+from fleet.spec._gate import GATE_TOP_TIER as GATE_TOP_TIER
+from fleet.spec._gate import REPROVE_DEFAULT as REPROVE_DEFAULT
+from fleet.spec._gate import REPROVE_MAX_S as REPROVE_MAX_S
+from fleet.spec._gate import REPROVE_MIN_S as REPROVE_MIN_S
+from fleet.spec._gate import Gate as Gate
+from fleet.spec._gate import PoolGate as PoolGate
+from fleet.spec._gate import interval_s as interval_s
+from fleet.spec._gate import interval_text as interval_text
+from fleet.spec._values import SpecValueError as SpecValueError
+from fleet.spec._values import _Model
+from fleet.spec._values import image_reference as image_reference
+from fleet.spec._values import request_date as request_date
+from fleet.spec._values import request_text as request_text
 from fleet.taints import NO_SCHEDULE, Effect
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class SpecValueError(ValueError):
-    """A value a field refuses, with the fix in words (`fleet.spec.errors` shows both)."""
-
-    def __init__(self, message: str, fix: str) -> None:
-        super().__init__(message)
-        self.fix = fix
-
 
 GCP_PROJECT = r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$"
 GCP_REGION = r"^[a-z]+-[a-z]+\d+$"
@@ -247,105 +246,6 @@ class NodeTaint(_Model):
     effect: Effect = NO_SCHEDULE
 
 
-# The gate (docs/gate.md): how often an idle proven node is proven again, and its bounds: at
-# most hourly (a proof takes the node's accelerators for minutes), at least monthly.
-REPROVE_DEFAULT = "24h"
-REPROVE_OFF = "off"
-HOUR_S = 60 * 60
-DAY_S = 24 * HOUR_S
-REPROVE_MIN_S = HOUR_S
-REPROVE_MAX_S = 30 * DAY_S
-GATE_TOP_TIER = 2  # the per-node tiers (T0-T2); the fabric check (T3) is `gate.fabric`
-_INTERVAL = re.compile(r"^([1-9][0-9]{0,5})([hd])$")
-
-
-def interval_s(text: str) -> int | None:
-    """`gate.reprove_interval` in seconds: `24h`, `12h`, `7d`; None for `off`. SpecValueError
-    for anything else or outside REPROVE_MIN_S..REPROVE_MAX_S."""
-    words = text.strip()
-    if words == REPROVE_OFF:
-        return None
-    m = _INTERVAL.match(words)
-    if m is None:
-        raise SpecValueError(f"{text[:40]!r} is not an interval",
-                             "write hours or days, e.g. reprove_interval: 24h (or 12h, 7d), "
-                             "or `off` to prove each node only when it joins")
-    seconds = int(m[1]) * (HOUR_S if m[2] == "h" else DAY_S)
-    if not REPROVE_MIN_S <= seconds <= REPROVE_MAX_S:
-        raise SpecValueError(f"{words} is out of range: a re-proof runs at most hourly and at "
-                             "least every 30 days", "use a value from 1h to 30d, e.g. 24h, "
-                             "or `off`")
-    return seconds
-
-
-def interval_text(seconds: int) -> str:
-    """`interval_s` backwards, as a stack writes it: 86400 -> `24h`, 604800 -> `7d`."""
-    if seconds % DAY_S == 0 and seconds > DAY_S:
-        return f"{seconds // DAY_S}d"
-    return f"{seconds // HOUR_S}h"
-
-
-class PoolGate(_Model):
-    """A pool's gate (docs/gate.md): its new nodes carry a startup taint that only proof pods
-    tolerate, until the gate controller proves them with tiers 0..`max_tier` (and the fabric
-    check, `fabric: auto`, where the pool has a GPU fabric). Idle proven nodes are proven again
-    every `reprove_interval` (`off`: never); a failed proof quarantines at most
-    `max_quarantine` of the pool (`3` nodes or `10%`, as `smoke run --max-quarantine`).
-    On by default for every accelerator pool; `enabled: false` opts out, with a `reason`."""
-
-    enabled: bool = True
-    reason: str | None = None
-    max_tier: int = Field(default=SD.MAX_TIER, ge=0, le=GATE_TOP_TIER)
-    fabric: Literal["auto", "off"] = "auto"
-    reprove_interval: str = REPROVE_DEFAULT
-    max_quarantine: str = DEFAULT_CAP
-
-    @model_validator(mode="before")
-    @classmethod
-    def _mapping(cls, value: Any) -> Any:
-        if isinstance(value, bool | str) and value in (False, "off", "false", "disabled"):
-            raise SpecValueError("a gate is turned off with a reason",
-                                 'write gate: {enabled: false, reason: "why this pool takes '
-                                 'work unproven"}')
-        return value
-
-    @field_validator("reason", mode="before")
-    @classmethod
-    def _reason(cls, value: Any) -> Any:
-        return request_text(value, "reason")
-
-    @field_validator("reprove_interval")
-    @classmethod
-    def _interval(cls, value: str) -> str:
-        interval_s(value)
-        return value.strip()
-
-    @field_validator("max_quarantine", mode="before")
-    @classmethod
-    def _cap(cls, value: Any) -> Any:
-        text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
-        if isinstance(text, str) and parse_cap(text) is None:
-            raise SpecValueError(f"{text[:40]!r} is not a count of 1 or more nor a percentage "
-                                 "in (0, 100]", f"write e.g. max_quarantine: 2 or "
-                                 f"max_quarantine: 25% (default {DEFAULT_CAP} of the pool)")
-        return text.strip() if isinstance(text, str) else text
-
-    @model_validator(mode="after")
-    def _opt_out(self) -> PoolGate:
-        if not self.enabled and self.reason is None:
-            raise SpecValueError("the gate is off without a reason",
-                                 'add `reason: "..."`: why this pool\'s nodes may take work '
-                                 "unproven (it is shown by `fleet validate` and `plan`)")
-        if self.enabled and self.reason is not None:
-            raise SpecValueError("`reason` is for a gate that is turned off",
-                                 "remove `reason`, or add `enabled: false`")
-        return self
-
-    @property
-    def reprove_interval_s(self) -> int | None:
-        return interval_s(self.reprove_interval)
-
-
 class Pool(_Model):
     """One node pool (GPU), TPU slice (or multislice), or Cloud TPU VM group."""
 
@@ -387,48 +287,6 @@ class Pool(_Model):
     _zone = model_validator(mode="before")(_zone_shorthand)
 
 
-REQUEST_TEXT_MAX = {"requested_by": 254, "reason": 500}  # an e-mail address; a sentence or two
-# A bare YAML date reaches the Pulumi program as midnight UTC: Pulumi reads stack files with Go's
-# yaml.v3, which turns `2026-12-31` into a timestamp (go-yaml/yaml#770).
-_DATE = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:T00:00:00(?:Z|[+-]00:00))?$")
-
-
-def request_text(value: Any, field: str) -> Any:
-    """`requested_by` and `reason`: one line of printable text, not empty, not too long."""
-    if not isinstance(value, str):
-        return value  # pydantic names the type it wants
-    limit = REQUEST_TEXT_MAX[field]
-    if not value.strip():
-        raise SpecValueError(f"`{field}` is empty", f"write the {field.replace('_', ' ')}, or "
-                             f"remove `{field}`")
-    if len(value) > limit:
-        raise SpecValueError(f"`{field}` is {len(value)} characters long, over the {limit} "
-                             "allowed", f"shorten it to {limit} characters (link to a ticket for "
-                             "the details)")
-    if any(not c.isprintable() for c in value):
-        raise SpecValueError(f"`{field}` holds a line break or another control character",
-                             "write it on one line of printable text")
-    return value
-
-
-def request_date(value: Any) -> Any:
-    """`expires`: a calendar date (YAML `2026-12-31`, or the same text quoted), never a time."""
-    if isinstance(value, datetime):
-        raise SpecValueError(f"{value.isoformat()!r} is a date and time",
-                             f"write the day only, e.g. expires: {value.date().isoformat()}")
-    if isinstance(value, date) or value is None:
-        return value
-    m = _DATE.match(value) if isinstance(value, str) else None
-    if m is not None:
-        try:
-            return date.fromisoformat(m[1])
-        except ValueError:
-            pass
-    raise SpecValueError(f"{value!r} is not a date",
-                         "write the last day the pool is needed as YYYY-MM-DD, e.g. "
-                         "expires: 2026-12-31")
-
-
 class Team(_Model):
     name: str
     monthly_budget_usd: float | None = Field(default=None, ge=0)
@@ -436,16 +294,6 @@ class Team(_Model):
 
 
 MAX_SMOKE_TIMEOUT_S = SD.MAX_TIMEOUT_S
-# A container image reference, as the distribution project's grammar has it
-# (github.com/distribution/reference regexp.go: domain, path components, tag, digest).
-_LABEL = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
-_DOMAIN = rf"{_LABEL}(?:\.{_LABEL})*"
-_PATH = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-IMAGE_REFERENCE = re.compile(
-    rf"(?:{_DOMAIN}(?::[0-9]+)?/)?{_PATH}(?:/{_PATH})*(?::[\w][\w.-]{{0,127}})?"
-    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?")
-
-
 class Smoke(_Model):
     """How `accelfleet smoke run` tests the fleet."""
 
@@ -456,29 +304,6 @@ class Smoke(_Model):
     jax_image: str | None = None
 
     @field_validator("torch_image", "jax_image")
-    @classmethod
-    def _image(cls, value: str | None) -> str | None:
-        return image_reference(value)
-
-
-def image_reference(value: str | None) -> str | None:
-    """A container image reference, or None; SpecValueError with the fix otherwise."""
-    if value is not None and not IMAGE_REFERENCE.fullmatch(value):
-        raise SpecValueError(f"{value[:80]!r} is not a container image reference",
-                             "write registry/repository:tag or @sha256:digest with no "
-                             "spaces, e.g. us-docker.pkg.dev/acme/smoke/torch:2.5")
-    return value
-
-
-class Gate(_Model):
-    """The gate controller (docs/gate.md), on each cluster with a gated pool: its image
-    (default `fleet.gate.CONTROLLER_IMAGE`; pin your own by digest) and its replicas (two: one
-    leads through a Lease, the other waits to take over)."""
-
-    image: str | None = None
-    replicas: int = Field(default=2, ge=1, le=5)
-
-    @field_validator("image")
     @classmethod
     def _image(cls, value: str | None) -> str | None:
         return image_reference(value)

@@ -39,6 +39,7 @@ from fleet.quarantine_cap import DEFAULT_CAP as DEFAULT_CAP
 from fleet.quarantine_cap import parse_cap
 from fleet.taints import NO_SCHEDULE
 from fleet.words import precise
+from smoke.cluster._nodeapi import REQUEST_TIMEOUT_S, node_event, patch_node
 from smoke.cluster._rejudge import COVERAGE
 from smoke.cluster.access import with_retries
 from smoke.cluster.run import PoolReport, RunReport
@@ -59,11 +60,8 @@ UNDO = PREFIX + "undo"
 FIELDS = ("run", "pool", "cluster", "host", "probe", "device", "figure", "threshold", "reason",
           "since")
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"  # a multi-host TPU slice is one node pool
-EVENT_NAMESPACE = "default"  # where events about cluster-scoped objects live
 COMPONENT = "accelfleet-smoke"
 FABRIC = P.FABRIC  # the pool-wide collective: names no node
-REQUEST_TIMEOUT_S = (5.0, 30.0)
-CONFLICT_RETRIES = 5
 REASON_MAX = 1000
 
 
@@ -500,40 +498,16 @@ def _quarantine_patch(node: dict[str, Any], ann: dict[str, str], unit: list[str]
 def _patch(api: CoreV1Api, name: str, change: Any) -> dict[str, Any]:
     """Read the node, patch it with `change(node)` guarded by its resourceVersion; a conflict
     (somebody changed it in between) is read again and re-applied. Returns the node."""
-    from kubernetes.client.exceptions import ApiException
-
-    for attempt in range(CONFLICT_RETRIES):
-        node = _json(with_retries(api.read_node, name, _preload_content=False,
-                                  _request_timeout=REQUEST_TIMEOUT_S))
-        body = change(node)
-        if body is None:
-            return node
-        try:
-            return _json(with_retries(api.patch_node, name, body, _preload_content=False,
-                                      _request_timeout=REQUEST_TIMEOUT_S))
-        except ApiException as exc:
-            if exc.status != 409 or attempt == CONFLICT_RETRIES - 1:
-                raise
-    raise AssertionError("unreachable")
+    return patch_node(api, name, change, _json)
 
 
 def _event(api: CoreV1Api, node: dict[str, Any], reason: str, message: str) -> str:
     """A Warning (quarantine) or Normal (release) Event on the node; '' or what went wrong."""
     from kubernetes.client.exceptions import ApiException
 
-    meta = node.get("metadata") or {}
-    now = _now().strftime("%Y-%m-%dT%H:%M:%SZ")
-    body = {"apiVersion": "v1", "kind": "Event",
-            "metadata": {"generateName": f"{meta.get('name')}.", "namespace": EVENT_NAMESPACE},
-            "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": meta.get("name"),
-                               "uid": meta.get("uid", meta.get("name"))},
-            "reason": reason, "message": message,
-            "type": "Warning" if reason == "SmokeQuarantined" else "Normal",
-            "count": 1, "firstTimestamp": now, "lastTimestamp": now,
-            "source": {"component": COMPONENT}, "reportingComponent": COMPONENT}
     try:
-        with_retries(api.create_namespaced_event, EVENT_NAMESPACE, body, _preload_content=False,
-                     _request_timeout=REQUEST_TIMEOUT_S)
+        node_event(api, node, reason, message, warning=reason == "SmokeQuarantined",
+                   component=COMPONENT)
     except ApiException as exc:
         return f"its Event was not recorded: {_api_problem(exc, 'create events')}"
     return ""

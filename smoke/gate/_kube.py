@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from fleet.labels import RUN_LABEL
+from smoke.cluster import _nodeapi as nodeapi
+from smoke.cluster._nodeapi import REQUEST_TIMEOUT_S as REQUEST_TIMEOUT_S
 from smoke.cluster.access import with_retries
 
 if TYPE_CHECKING:
     from kubernetes.client import CoreV1Api
 
-REQUEST_TIMEOUT_S = (5.0, 30.0)
-EVENT_NAMESPACE = "default"  # where events about cluster-scoped objects (nodes) live
 COMPONENT = "accelfleet-gate"
-CONFLICT_RETRIES = 5
 
 
 def raw(resp: Any) -> dict[str, Any]:
@@ -50,22 +48,21 @@ def patch_node(core: CoreV1Api, name: str,
                ) -> dict[str, Any] | None:
     """Read the node and patch it with `change(node)` (guarded by its resourceVersion); a
     conflict is read again and re-applied. None: the node is gone, or `change` said no."""
-    for attempt in range(CONFLICT_RETRIES):
-        node = read_node(core, name)
-        if node is None:
-            return None
+    declined = False
+
+    def guarded(node: dict[str, Any]) -> dict[str, Any] | None:
+        nonlocal declined
         body = change(node)
-        if body is None:
+        declined = body is None
+        return body
+
+    try:
+        patched = nodeapi.patch_node(core, name, guarded, raw)
+    except Exception as exc:
+        if status_of(exc) == 404:
             return None
-        try:
-            return raw(with_retries(core.patch_node, name, body, _preload_content=False,
-                                    _request_timeout=REQUEST_TIMEOUT_S))
-        except Exception as exc:
-            if status_of(exc) == 404:
-                return None
-            if status_of(exc) != 409 or attempt == CONFLICT_RETRIES - 1:
-                raise
-    return None
+        raise
+    return None if declined else patched
 
 
 def set_condition(core: CoreV1Api, name: str, condition: dict[str, Any]) -> None:
@@ -82,19 +79,9 @@ def set_condition(core: CoreV1Api, name: str, condition: dict[str, Any]) -> None
 def node_event(core: CoreV1Api, node: dict[str, Any], reason: str, message: str, *,
                warning: bool) -> str:
     """An Event about the node (what `kubectl describe node` shows); '' or what went wrong."""
-    meta = node.get("metadata") or {}
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    body = {"apiVersion": "v1", "kind": "Event",
-            "metadata": {"generateName": f"{meta.get('name')}.", "namespace": EVENT_NAMESPACE},
-            "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": meta.get("name"),
-                               "uid": meta.get("uid", meta.get("name"))},
-            "reason": reason, "message": message[:1000],
-            "type": "Warning" if warning else "Normal", "count": 1, "firstTimestamp": now,
-            "lastTimestamp": now, "source": {"component": COMPONENT},
-            "reportingComponent": COMPONENT}
     try:
-        with_retries(core.create_namespaced_event, EVENT_NAMESPACE, body,
-                     _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)
+        nodeapi.node_event(core, node, reason, message[:1000], warning=warning,
+                           component=COMPONENT)
     except Exception as exc:
         return f"its Event was not recorded ({status_of(exc) or type(exc).__name__})"
     return ""

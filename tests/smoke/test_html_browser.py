@@ -1,6 +1,8 @@
 """The HTML report of a recorded run, opened in headless Chromium and looked at: the
 screenshot is not blank, the verdict banner at the top is the failure red, and the failing
-node's red shows below it (its row in the failures table, its red bar in the chart).
+node's red shows below it (its row in the failures table, its red bar in the chart); and laid
+out 375, 768 and 1280 px wide and measured through the DOM: the page never scrolls sideways and
+no cell of the failures table runs into the next (issue 29: it collided below ~800 px).
 
 Skipped, saying why, where no Chromium is installed; `make browser-test` installs Debian's
 `chromium` package and runs this file.
@@ -9,11 +11,14 @@ Skipped, saying why, where no Chromium is installed; `make browser-test` install
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import struct
 import subprocess
 import zlib
+from html import escape, unescape
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -127,3 +132,87 @@ def test_the_report_of_a_recorded_run_shows_the_failure_in_a_browser(tmp_path: P
     bar = [y for y in range(max(banner) + 20, height) if red[y][1] >= 150]
     assert len(bar) >= 8, f"no failing device's red bar below the banner ({len(bar)} rows)"
     assert sum(c for c, _ in red[max(banner) + 20:]) > 2500
+
+
+# A phone (375 px), a tablet (768 px) and a laptop (1280 px). Headless Chromium lays a page
+# out at least 500 px wide whatever --window-size says (innerWidth 500 at --window-size=375,
+# Chromium 150), so the report is laid out in an iframe of each width, as a phone's viewport.
+WIDTHS = (375, 768, 1280)
+_MEASURE = """<script>
+const frame = document.getElementById('report');
+frame.addEventListener('load', () => {
+  const doc = frame.contentDocument, win = frame.contentWindow, root = doc.documentElement;
+  const out = {width: win.innerWidth, client: root.clientWidth, scroll: root.scrollWidth,
+               rows: []};
+  for (const tr of doc.querySelectorAll('#failures tbody tr')) {
+    const cells = {};
+    for (const td of tr.querySelectorAll('td')) {
+      const box = td.getBoundingClientRect(), style = win.getComputedStyle(td);
+      const key = td.dataset.label || td.textContent.trim();
+      cells[key] = {left: box.left, right: box.right, width: box.width, height: box.height,
+                    scroll: td.scrollWidth, client: td.clientWidth, shown: style.display !==
+                    'none' && style.visibility !== 'hidden', line: parseFloat(style.lineHeight),
+                    text: td.textContent};
+    }
+    out.rows.push(cells);
+  }
+  document.body.setAttribute('data-measured', JSON.stringify(out));
+});
+</script>"""
+
+
+def measure(html: str, width: int, tmp_path: Path, browser: str) -> dict[str, Any]:
+    """The report laid out `width` px wide by the real browser: the page's client and scroll
+    widths, and each failure row's cells (box, overflow, shown) as the page's script read them
+    through the DOM (`--dump-dom` prints the document after it ran)."""
+    outer = tmp_path / f"measure-{width}.html"
+    outer.write_text(
+        "<!DOCTYPE html><html><body style='margin: 0'>"
+        f"<iframe id='report' style='border: 0; width: {width}px; height: 1600px' "
+        f"srcdoc=\"{escape(html, quote=True)}\"></iframe>{_MEASURE}</body></html>",
+        encoding="utf-8")
+    argv = [browser, "--headless", "--no-sandbox", "--disable-gpu",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
+            "--window-size=1400,1000", "--virtual-time-budget=5000", "--dump-dom",
+            outer.as_uri()]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    found = re.search(r'data-measured="([^"]*)"', done.stdout)
+    assert found, f"the page recorded nothing ({done.returncode}): {done.stderr[-2000:]}"
+    measured: dict[str, Any] = json.loads(unescape(found[1]))
+    return measured
+
+
+@pytest.mark.skipif(_browser() is None, reason="no Chromium on this machine: `make "
+                    "browser-test` installs Debian's chromium package and runs this test")
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_failures_table_is_readable_at_phone_tablet_and_laptop_widths(
+        width: int, tmp_path: Path) -> None:
+    """Nothing overflows the page sideways; no failure's cell runs into the next (the pool
+    name ran under the node's below ~800 px); the device and the probe are shown inside the
+    screen; a reason wraps within it. A long unbroken cleanup error is part of the table."""
+    browser = _browser()
+    assert browser is not None
+    doc = json.loads(DATA.read_text(encoding="utf-8"))
+    doc["cleanup_errors"] = ["delete Job accelfleet-smoke-r2611221403-5e9a-h100-train-"
+                             "gke-ml-h100-train-9c1d-0123456789abcdef0123456789abcdef: "
+                             "the API server answered 500"]
+    run = RunReport.from_dict(doc)
+    page = measure(render_html(run), width, tmp_path, browser)
+    assert page["width"] == width, page["width"]
+    assert page["scroll"] <= page["client"], (
+        f"the page scrolls sideways at {width} px: {page['scroll']} > {page['client']}")
+    assert len(page["rows"]) == 3, page["rows"]  # two failures and the cleanup error
+    for row in page["rows"]:
+        for key, cell in row.items():
+            if cell["shown"]:
+                assert cell["scroll"] <= cell["client"] + 1, (
+                    f"{key!r} overflows its cell at {width} px: {cell}")
+                assert 0 <= cell["left"] and cell["right"] <= page["client"], (width, key, cell)
+    for row in page["rows"][:2]:
+        for key in ("node", "device", "probe", "reason"):
+            assert row[key]["shown"] and row[key]["width"] > 20, (width, key, row[key])
+    reason = page["rows"][0]["reason"]
+    assert "below floor" in reason["text"]
+    if width < 960:  # a card: the reason wraps onto lines of its own
+        assert reason["height"] >= 1.9 * reason["line"], (width, reason)
