@@ -16,6 +16,7 @@ from components.aws._layout import (
     managed_policy_arn,
     partition,
 )
+from components.k8s import cluster_provider
 from fleet.labels import CLUSTER_TAG
 
 TYPE = "accelfleet:aws:EksCluster"
@@ -139,8 +140,7 @@ class EksCluster(pulumi.ComponentResource):
                                    cluster.certificate_authority.data).apply(
             lambda v: kubeconfig(v[0], v[1], v[2] or "", args.region))
         self.kubeconfig = pulumi.Output.secret(config)
-        self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.kubeconfig,
-                                     opts=child)
+        self.provider = cluster_provider(f"{name}-k8s", self.kubeconfig, child)
         self.endpoint = cluster.endpoint
         self.cluster_name = cluster.name
         # Created by EKS; nodes need it to talk to the control plane (an EFA launch template

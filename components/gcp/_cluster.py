@@ -8,6 +8,7 @@ import pulumi
 import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 
+from components.k8s import cluster_provider
 from fleet.names import node_account_id
 
 IDENTITY_TYPE = "accelfleet:gcp:NodeIdentity"
@@ -130,9 +131,8 @@ class GkeCluster(pulumi.ComponentResource):
             self.cluster.name, self.cluster.endpoint,
             self.cluster.master_auth.cluster_ca_certificate,
         ).apply(lambda a: kubeconfig(str(a[0]), str(a[1]), str(a[2]))))
-        self.provider = k8s.Provider(
-            f"{args.name}-k8s", kubeconfig=self.kubeconfig, enable_server_side_apply=True,
-            opts=pulumi.ResourceOptions(parent=self))
+        self.provider = cluster_provider(f"{args.name}-k8s", self.kubeconfig,
+                                         pulumi.ResourceOptions(parent=self))
         # Without it the Kueue objects and every JobSet are refused: their webhooks time out.
         # Only to this cluster's nodes: every pool runs as the cluster's node service account
         # (a rule with no target applies to every VM of the network; GKE's own control-plane

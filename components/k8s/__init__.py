@@ -33,6 +33,7 @@ from components.k8s._kueue import (
     kueue_controller_values,
     kueue_objects,
 )
+from components.k8s._provider import cluster_provider
 from components.k8s._values import (
     GpuScheduling,
     PoolNodes,
@@ -66,6 +67,7 @@ __all__ = [
     "KueueQueues",
     "KueueQueuesArgs",
     "PoolNodes",
+    "cluster_provider",
     "cluster_routing",
     "controller_args",
     "dcgm_exporter_values",

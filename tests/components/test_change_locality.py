@@ -13,7 +13,6 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
@@ -76,29 +75,14 @@ def test_one_pool_changes_replace_nothing_else(tmp_path: Path, case: Any,
         next(p for p in after if p["name"] == target)["nodes"] += 1
     diff = diff_plans(_plan(tmp_path, "before", existing), _plan(tmp_path, "after", after))
     elsewhere = [f"{c.key} ({', '.join(f.path for f in c.fields if f.replaces)})"
-                 for c in diff.resources if c.replaced and c.pool != target
-                 and not _known(c)]
+                 for c in diff.resources if c.replaced and c.pool != target]
     assert elsewhere == [], f"{change} {target}: {elsewhere}"
 
 
-# A finding of this check, NOT fixed here (issue 27 class 3; the fix is the gate's or the
-# cluster components'): each cluster's gate inventory ConfigMap holds every pool of the
-# cluster, and pulumi-kubernetes replaces a ConfigMap whose data changes unless its provider
-# sets enableConfigMapMutable (provider/pkg/provider/diff.go, replacements.yaml), which
-# components/gcp/_cluster.py and components/aws/_eks.py do not. So adding, removing or
-# resizing any pool deletes and recreates `<cluster>-gate-configmap`. It is held out of the
-# property above by this exact match only, and the strict xfail below fails once it is fixed.
-KNOWN = ("kubernetes:core/v1:ConfigMap", "-gate-configmap", "data.inventory.json")
-
-
-def _known(c: Any) -> bool:
-    type_, suffix, path = KNOWN
-    return c.type == type_ and c.name.endswith(suffix) and \
-        [f.path for f in c.fields if f.replaces] == [path]
-
-
-@pytest.mark.xfail(strict=True, reason="finding: a pool change replaces the cluster's gate "
-                   "inventory ConfigMap (see KNOWN); remove KNOWN when this passes")
+# Each cluster's gate inventory ConfigMap holds every pool of the cluster; pulumi-kubernetes
+# replaces a ConfigMap whose data changes unless its provider sets enableConfigMapMutable,
+# which components.k8s.cluster_provider now does for GKE and EKS alike (this test was a strict
+# xfail until then: every pool added, removed or resized replaced `<cluster>-gate-configmap`).
 def test_adding_a_pool_replaces_no_cluster_object(tmp_path: Path) -> None:
     old = [{"name": "g1", "cluster": "c1", "team": "t", "accelerator": "g2-standard-24",
             "nodes": 1, "zone": "us-central1-a"}]
@@ -115,4 +99,4 @@ def test_adding_a_zone_renumbers_no_subnet(tmp_path: Path) -> None:
     new = [*old, {"name": "g2", "cluster": "e1", "team": "t", "accelerator": "g6.xlarge",
                   "nodes": 1, "zone": "us-east-1a"}]
     diff = diff_plans(_plan(tmp_path, "old", old), _plan(tmp_path, "new", new))
-    assert [c.key for c in diff.resources if c.replaced and not _known(c)] == []
+    assert [c.key for c in diff.resources if c.replaced] == []
