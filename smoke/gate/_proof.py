@@ -10,6 +10,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from fleet.gate import REPROOF_PRIORITY_CLASS
 from smoke.cluster.run import PoolStatus, RunReport
 from smoke.gate.nodes import HOSTNAME_LABEL, NODEPOOL_LABEL, gate_toleration
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from smoke.cluster.workload import RenderedRun
 
 PASS, FAIL, INFRA = "pass", "fail", "infra"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 
 
 @dataclass(frozen=True)
@@ -47,9 +49,29 @@ class Outcome:
     reasons: dict[str, str] = field(default_factory=dict)
 
 
+def reproof_queue(pool: InventoryPool, unit: Unit) -> tuple[str, str] | None:
+    """(LocalQueue, namespace) a proof goes through: a RE-proof on a pool routed through Kueue
+    (docs/gate.md: it takes quota of a node in service, at the lowest priority); None for a
+    first proof (its node is not in service: it must run before any workload can land, and
+    nothing of the pool's quota is taken) and on a pool Kueue does not route."""
+    gate = pool.gate
+    if not unit.reproof or gate is None or gate.queue is None:
+        return None
+    return gate.queue, gate.queue_namespace or gate.queue
+
+
+def proof_namespace(pool: InventoryPool, unit: Unit, namespace: str) -> str:
+    """Where the proof's objects live: its queue's namespace (a LocalQueue takes jobs of its
+    own namespace only), else the controller's `namespace`."""
+    queued = reproof_queue(pool, unit)
+    return queued[1] if queued is not None else namespace
+
+
 def proof_pool(pool: InventoryPool, unit: Unit) -> InventoryPool:
-    """The pool as one proof sees it: only the unit's hosts, the gate tolerated, no Kueue
-    queue (a gated node is not in service yet: nothing of the pool's quota is taken)."""
+    """The pool as one proof sees it: only the unit's hosts, the gate tolerated, and the Kueue
+    queue of a re-proof (`reproof_queue`), none for a first proof."""
+    queued = reproof_queue(pool, unit)
+    queue = queued[0] if queued is not None else None
     tolerations = list(pool.tolerations)
     if gate_toleration() not in tolerations:
         tolerations.append(gate_toleration())
@@ -60,11 +82,11 @@ def proof_pool(pool: InventoryPool, unit: Unit) -> InventoryPool:
         else:
             selector[HOSTNAME_LABEL] = unit.hosts[0]
         return replace(pool, slices=1, node_selector=selector, tolerations=tolerations,
-                       kueue_queue=None)
+                       kueue_queue=queue)
     if len(unit.hosts) == 1:
         selector[HOSTNAME_LABEL] = unit.hosts[0]
     return replace(pool, nodes=len(unit.hosts), node_selector=selector,
-                   tolerations=tolerations, kueue_queue=None)
+                   tolerations=tolerations, kueue_queue=queue)
 
 
 def _pod_specs(obj: dict[str, Any]) -> list[dict[str, Any]]:
@@ -100,10 +122,26 @@ def render(inventory: Inventory, pool: InventoryPool, unit: Unit, *, run_id: str
     from smoke.cluster.workload import RenderOptions, render_run
 
     one = proof_pool(pool, unit)
-    options = RenderOptions(run_id=run_id, namespace=namespace, tier=tier, timeout_s=timeout_s,
-                            images=images)
+    options = RenderOptions(run_id=run_id, namespace=proof_namespace(pool, unit, namespace),
+                            tier=tier, timeout_s=timeout_s, images=images)
     run = render_run(replace(inventory, pools=(one,)), options, expectation=expect.for_pool)
-    return pinned(run, unit)
+    return prioritized(pinned(run, unit)) if one.kueue_queue is not None else pinned(run, unit)
+
+
+def prioritized(rendered: RenderedRun) -> RenderedRun:
+    """`rendered` with its queued Job or JobSet at the gate's lowest Kueue priority (label
+    `kueue.x-k8s.io/priority-class`: kubernetes-sigs/kueue v0.19.2 pkg/controller/constants
+    WorkloadPriorityClassLabel)."""
+    pools = []
+    for w in rendered.pools:
+        objects = copy.deepcopy(w.objects)
+        for obj in objects:
+            if obj.get("kind") in ("Job", "JobSet"):
+                meta = obj.setdefault("metadata", {})
+                meta["labels"] = {**(meta.get("labels") or {}),
+                                  PRIORITY_CLASS_LABEL: REPROOF_PRIORITY_CLASS}
+        pools.append(replace(w, objects=objects))
+    return replace(rendered, pools=pools)
 
 
 def prove(client: ApiClient, cluster: str, rendered: RenderedRun, unit: Unit, *, stack: str,

@@ -426,14 +426,22 @@ class Gate:
                 runs.setdefault(n.run, []).append(n.name)
         for run_id, names in sorted(runs.items()):
             if run_id:
-                self.summary.errors += K.delete_run(self.core, self.batch, self.custom,
-                                                    self.options.namespace, run_id)
+                for ns in self._namespaces():
+                    self.summary.errors += K.delete_run(self.core, self.batch, self.custom,
+                                                        ns, run_id)
             for name in names:
                 K.patch_node(self.core, name, lambda n: N.unclaim_patch(N.GateNode.of(n)))
 
+    def _namespaces(self) -> list[str]:
+        """Where proofs run: the controller's namespace, and each queue namespace its pools'
+        re-proofs go through (`smoke.gate._proof.proof_namespace`)."""
+        queued = {p.gate.queue_namespace or p.gate.queue for p in self.pools.values()
+                  if p.gate is not None and p.gate.queue}
+        return [self.options.namespace, *sorted(queued - {self.options.namespace})]
+
     # -- one proof ----------------------------------------------------------------------
     def _prove(self, unit: Unit, pool: InventoryPool) -> None:
-        from smoke.gate._proof import prove, render
+        from smoke.gate._proof import proof_namespace, prove, render
 
         _, run_id, cancel = self.inflight[unit.nodes[0]]
         o = self.options
@@ -449,7 +457,8 @@ class Gate:
                             stack=self.inventory.stack, timeout_s=o.timeout_s, stop=cancel,
                             poll_s=o.poll_s)
         except Exception as exc:
-            K.delete_run(self.core, self.batch, self.custom, o.namespace, run_id)
+            K.delete_run(self.core, self.batch, self.custom,
+                         proof_namespace(pool, unit, o.namespace), run_id)
             why = f"the proof failed to run: {type(exc).__name__}: {str(exc)[:300]}"
             outcome = Outcome(None, dict.fromkeys(unit.nodes, INFRA),
                               dict.fromkeys(unit.nodes, why))
