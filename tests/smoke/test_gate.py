@@ -583,3 +583,79 @@ def test_an_image_that_never_pulls_is_retried_as_infrastructure_not_failed(
     assert run.gate.verdict_counts == {("h100-train", "infra"): 1, ("h100-train", "pass"): 1}
     assert not any(c["type"] == "AccelfleetProof" and c["status"] == "False"
                    for c in node(fake_cluster, n)["status"]["conditions"])
+
+
+def _hours(gate: Any, kind: str) -> float:
+    return sum(h for (_, _, k), h in gate.node_hours.items() if k == kind)
+
+
+def _lease_hours(cluster: Any) -> dict[tuple[str, str, str], float]:
+    from fleet.labels import GATE_NODE_HOURS_ANNOTATION
+    from smoke.gate.controller import LEASE_NAME
+
+    lease = cluster.get("leases", NAMESPACE, LEASE_NAME)
+    rows = json.loads(lease["metadata"]["annotations"][GATE_NODE_HOURS_ANNOTATION])
+    return {(r["pool"], r["team"], r["kind"]): r["hours"] for r in rows}
+
+
+def _hours_scenario(cluster: Any) -> tuple[Any, str, str]:
+    """A node that never turns Ready (unproven) and one that fails its proof (quarantined)."""
+    inventory = gated_inventory()
+    waiting, bad = "gke-h100-train-0", "gke-h100-train-1"
+    cluster.set_node_output(bad, h100_report(bad, 300.0))  # below the H100 floor
+    cluster.add_node_object(gke_gated_node("h100-train", waiting), ready=False)
+    return inventory, waiting, bad
+
+
+def test_node_hours_survive_a_controller_restart(fake_cluster: Any, tmp_path: Path) -> None:
+    """Issue 26 item 6: unproven and quarantined node-hours per pool and team are totals; a
+    restarted controller continues them from its Lease instead of starting from 0."""
+    from smoke.gate._metrics import render
+
+    inventory, _, bad = _hours_scenario(fake_cluster)
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke", identity="gate-a") as first:
+        fake_cluster.join([gke_gated_node("h100-train", bad)], ready_after_s=0.1)
+        wait_for(lambda: gate_state(fake_cluster, bad) == "failed")
+        # a test's patience: enough node-hours that a fresh start would be visibly behind
+        wait_for(lambda: _hours(first.gate, "unproven") > 3 / 3600
+                 and _hours(first.gate, "quarantined") > 1 / 3600)
+    before = dict(first.gate.node_hours)
+    on_lease = _lease_hours(fake_cluster)  # written as the first one released its Lease
+    assert all(on_lease[k] >= v - 1e-6 for k, v in before.items())
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke", identity="gate-b") as second:
+        wait_for(lambda: second.gate.adopted)  # leader, and its first loop begun
+        after = dict(second.gate.node_hours)
+        text = render([second.gate])
+    for key, hours in before.items():
+        assert after.get(key, 0.0) >= hours - 1e-6, key  # the total does not drop
+    labels = 'cluster="ml-gke",pool="h100-train",team="research"'
+    exported = {ln.split(" ")[0]: float(ln.split(" ")[1]) for ln in text.splitlines()
+                if "_node_hours_total" in ln}
+    assert exported[f"accelfleet_gate_unproven_node_hours_total{{{labels}}}"] >= round(
+        before[("h100-train", "research", "unproven")], 6) - 1e-6
+
+
+def test_node_hours_survive_a_controller_killed_without_releasing(fake_cluster: Any,
+                                                                  tmp_path: Path) -> None:
+    """A leader killed (no release) loses at most its last renewal's interval: the next
+    leader continues from what the Lease carries, and its standby exported the same."""
+    inventory, _, bad = _hours_scenario(fake_cluster)
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke", identity="gate-a") as first, \
+            controller(fake_cluster, tmp_path, inventory, "ml-gke",
+                       identity="gate-b") as standby:
+        fake_cluster.join([gke_gated_node("h100-train", bad)], ready_after_s=0.1)
+        wait_for(lambda: gate_state(fake_cluster, bad) == "failed")
+        leader, other = (first, standby) if first.gate.is_leader() else (standby, first)
+        wait_for(lambda: _hours(leader.gate, "unproven") > 3 / 3600)
+        wait_for(lambda: _hours(other.gate, "unproven") > 2 / 3600)  # the leader's, as read
+        assert other.gate.summary.proofs == 0  # the standby proved nothing, counted nothing
+        assert leader.gate.elector is not None
+        leader.gate.elector.release = lambda: None  # killed: it never steps down
+        leader.stop.set()
+        leader.thread.join(60)
+        kept = _lease_hours(fake_cluster)
+        wait_for(lambda: other.gate.adopted and other.gate.is_leader(), 30)
+        after = dict(other.gate.node_hours)
+    assert kept[("h100-train", "research", "unproven")] > 2 / 3600
+    for key, hours in kept.items():
+        assert after.get(key, 0.0) >= hours - 1e-6, key
