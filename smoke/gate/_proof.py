@@ -34,6 +34,9 @@ class Unit:
     peers: tuple[str, ...] = ()
     slice: str = ""  # a multi-host TPU slice: its GKE node pool
     reproof: bool = False  # proven nodes proven again (on the pool's schedule, idle only)
+    # a batch of nodes run together for speed, per-node tiers only: each node is judged on its
+    # own results, never on the batch's (a pod of another node that never ran, the deadline)
+    independent: bool = False
 
     @property
     def hosts(self) -> tuple[str, ...]:
@@ -160,8 +163,9 @@ def prove(client: ApiClient, cluster: str, rendered: RenderedRun, unit: Unit, *,
 def judge(report: RunReport, unit: Unit) -> Outcome:
     """Per node of the unit: a verdict failure (its own, or the unit's collective) fails it;
     a proof that never ran on it (unschedulable, not submitted, cancelled, an image that never
-    pulled within the deadline) or whose objects could not be cleaned up is an infrastructure
-    error; a node whose report holds judged results and no failure passes."""
+    pulled within the deadline; in a unit of several nodes, its own pod alone) or whose
+    objects could not be cleaned up is an infrastructure error; a node whose report holds
+    judged results and no failure passes."""
     pool = report.pools[0] if report.pools else None
     out = Outcome(report)
     infra = ""
@@ -180,8 +184,14 @@ def judge(report: RunReport, unit: Unit) -> Outcome:
         if infra:
             out.verdicts[node], out.reasons[node] = INFRA, infra
             continue
+        if len(unit.hosts) > 1 and node not in ran:  # a batch: its pod never ran there
+            out.verdicts[node] = INFRA
+            out.reasons[node] = ("the proof never ran on the node (its pod was not scheduled "
+                                 "or never started) while the rest of its batch did")
+            continue
         assert pool is not None
-        mine = [f for f in pool.failures if f.node in (node, None)]
+        mine = [f for f in pool.failures
+                if f.node == node or (f.node is None and not unit.independent)]
         tested = any(o.node == node and o.report is not None and o.report.results
                      for o in pool.nodes)
         if mine:

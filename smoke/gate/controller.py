@@ -11,9 +11,12 @@ The loop, on the leader only (a Lease; a standby watches and waits):
   up: its proof's objects are deleted and it goes back to unproven (proven afresh);
 - a gated node (the gate taint, a gated pool by its `accelfleet.io/pool` label) that is Ready
   is claimed (`proving` + the run id, a patch guarded by its resourceVersion, so two
-  controllers never prove it at once), then proven (`_proof`): alone, or on a fabric pool
-  with the pool's other new nodes or one proven node, or, a multi-host TPU slice, with all
-  the hosts of its slice once every one is Ready;
+  controllers never prove it at once), then proven (`_proof`): on a GPU pool without the
+  fabric check with the pool's other ready new nodes (a batch of at most `batch`, each node
+  judged on its own), on a fabric pool with the pool's other new nodes or one proven node,
+  a multi-host TPU slice with all the hosts of its slice once every one is Ready, else
+  alone; a re-proof of an idle node on a pool Kueue routes goes through the pool's queue
+  (`_proof.reproof_queue`);
 - pass: the taint lifted, `proven`, the proof recorded, condition True, an Event; fail: the
   taint kept, `failed`, condition False with the reason, a Warning Event, quarantine within
   the pool's cap; an infrastructure error (the proof could not run, an API error): back to
@@ -47,6 +50,7 @@ if TYPE_CHECKING:
     from fleet.inventory import Inventory, InventoryPool
 
 LEASE_NAME = "accelfleet-gate"
+CROSS_NODE_TIER = 3  # the agent's first tier across nodes (smoke.cluster.workload --cross-node)
 
 
 def _identity() -> str:
@@ -65,6 +69,7 @@ class GateOptions:
     tier: int | None = None  # None: each pool's gate.max_tier
     images: Mapping[str, str] = field(default_factory=dict)
     parallel: int = 16  # proofs at once
+    batch: int = 16  # a pool's ready new nodes proven together, at most this many a proof
     retry_first_s: float = 5.0  # infrastructure errors: backoff from here, doubling ...
     retry_max_s: float = 300.0  # ... up to here
     once_wait_s: float | None = None  # --once: how long a node may take to turn Ready
@@ -353,6 +358,13 @@ class Gate:
                         # node gets the cross-node fabric check, never a proof without it
                     jobs.append((Unit(name, (ready[0].name,),
                                       (peers[0].name,) if peers else ()), pool))
+            elif pool.kind == "gpu" and self._tier(pool) < CROSS_NODE_TIER:
+                # per-node tiers only: the pool's ready new nodes in one proof (one Job, a pod
+                # pinned to each), at most `batch` a proof; each node still gets its verdict
+                size = max(1, self.options.batch)
+                jobs += [(Unit(name, tuple(n.name for n in ready[i:i + size]),
+                               independent=True), pool)
+                         for i in range(0, len(ready), size)]
             else:
                 jobs += [(Unit(name, (n.name,)), pool) for n in ready]
         if not self.options.once:
@@ -530,7 +542,8 @@ class Gate:
                 proof: dict[str, Any] = {
                          "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                          "tiers": f"0-{self._tier(pool)}" + (
-                             "+fabric" if len(unit.hosts) > 1 else ""),
+                             "+fabric" if len(unit.hosts) > 1 and pool.gate is not None
+                             and pool.gate.fabric else ""),
                          "version": _version(), "run": run_id, "verdict": "pass",
                          "peers": list(unit.peers)}
                 K.patch_node(self.core, name, _passing(proof))
