@@ -503,7 +503,7 @@ class Gate:
         self.summary.proofs += 1
         try:
             assert pool.gate is not None
-            tier = pool.gate.max_tier if o.tier is None else o.tier
+            tier = self._unit_tier(pool, unit)
             rendered = render(self.inventory, pool, unit, run_id=run_id,
                               namespace=o.namespace, tier=tier, timeout_s=o.timeout_s,
                               images=dict(o.images))
@@ -541,7 +541,7 @@ class Gate:
             if verdict == PASS:
                 proof: dict[str, Any] = {
                          "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                         "tiers": f"0-{self._tier(pool)}" + (
+                         "tiers": f"0-{self._unit_tier(pool, unit)}" + (
                              "+fabric" if len(unit.hosts) > 1 and pool.gate is not None
                              and pool.gate.fabric else ""),
                          "version": _version(), "run": run_id, "verdict": "pass",
@@ -590,6 +590,16 @@ class Gate:
                 self._quarantine(report, pool)
             if o.record_history:
                 self._record(report)
+
+    def _unit_tier(self, pool: InventoryPool, unit: Unit) -> int:
+        """The tier a proof runs: the pool's per-node tiers, and on a fabric pool's unit of
+        several hosts the cross-node tier too (the fabric check: `gate.max_tier` stops at the
+        per-node tiers, fleet.spec.fields GATE_TOP_TIER)."""
+        tier = self._tier(pool)
+        if pool.gate is not None and pool.gate.fabric and len(unit.hosts) > 1 \
+                and not unit.independent:
+            return max(tier, CROSS_NODE_TIER)
+        return tier
 
     def _tier(self, pool: InventoryPool) -> int:
         assert pool.gate is not None
