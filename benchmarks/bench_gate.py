@@ -2,7 +2,7 @@
 fake cluster and turn Ready together; how long from Ready to the gate taint lifted, with the
 node's probe time (its proof pod's own run) set aside, and the controller's memory.
 
-    .venv/bin/python benchmarks/bench_gate.py [--nodes 100] [--parallel 16 32]
+    .venv/bin/python benchmarks/bench_gate.py [--nodes 100] [--parallel 16 32] [--batch 16]
 
 The fake Kubernetes API server of the tests (tests/smoke/fakekube/) runs in a process of its
 own (its controllers do not share the gate's CPU and GIL). Its nodes are the recorded real
@@ -63,7 +63,7 @@ def serve(root: str, nodes: int, conn: Any) -> None:
     cluster.stop()
 
 
-def one(nodes: int, parallel: int) -> dict[str, float]:
+def one(nodes: int, parallel: int, batch: int | None = None) -> dict[str, float]:
     from kubernetes import config
 
     from smoke.gate.controller import Gate, GateOptions
@@ -87,8 +87,10 @@ def one(nodes: int, parallel: int) -> dict[str, float]:
         inventory = gated_inventory()
         inventory = replace(inventory, pools=tuple(
             replace(p, nodes=nodes) if p.name == POOL else p for p in inventory.pools))
+        more = {} if batch is None else {"batch": batch}
         gate = Gate(client, "ml-gke", inventory, GateOptions(
-            namespace="accelfleet-gate", parallel=parallel, timeout_s=300, lease_s=15.0))
+            namespace="accelfleet-gate", parallel=parallel, timeout_s=300, lease_s=15.0,
+            **more))
         stop = threading.Event()
         tracemalloc.start()
         thread = threading.Thread(target=gate.run, args=(stop,), daemon=True)
@@ -128,11 +130,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--nodes", type=int, default=100)
     ap.add_argument("--parallel", type=int, nargs="+", default=[16, 32])
+    ap.add_argument("--batch", type=int, default=None,
+                    help="new nodes per proof (default: GateOptions.batch; 1: one proof a node)")
     args = ap.parse_args()
     print(f"{'nodes':>5} {'parallel':>8} {'wall s':>7} {'overhead median s':>17} "
           f"{'p95 s':>6} {'max s':>6} {'probe s':>7} {'peak MiB':>8} {'RSS MiB':>7}")
     for parallel in args.parallel:
-        r = one(args.nodes, parallel)
+        r = one(args.nodes, parallel, args.batch)
         print(f"{args.nodes:>5} {parallel:>8} {r['wall_s']:>7.1f} {r['median_s']:>17.2f} "
               f"{r['p95_s']:>6.2f} {r['max_s']:>6.2f} {r['probe_median_s']:>7.2f} "
               f"{r['peak_mib']:>8.1f} {r['rss_mib']:>7.0f}", flush=True)

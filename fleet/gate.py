@@ -16,7 +16,7 @@ and its resources (requests and limits: what a system pool must have room for).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fleet import __version__
 from fleet.catalog.records import Taint
@@ -31,7 +31,11 @@ class InventoryGate:
     until the gate controller proves them with tiers 0..`max_tier` (and the pool's fabric
     check when `fabric`), re-proves idle nodes every `reprove_interval_s` (None: never), and
     quarantines at most `quarantine_cap` of the pool (`3` or `10%`, as `--max-quarantine`).
-    `enabled` False: the pool opted out, `reason` says why. (Read from `fleet.inventory`.)"""
+    `enabled` False: the pool opted out, `reason` says why. `queue`, `queue_namespace`: the
+    Kueue LocalQueue (and its namespace) the pool's owner team submits to, which holds the
+    pool's flavor: a re-proof goes through it at the lowest priority (`REPROOF_PRIORITY_CLASS`);
+    None where the pool is not routed through Kueue, or is a queued-provisioning pool (Kueue
+    would ask GKE for new nodes, not admit onto the idle one). (Read from `fleet.inventory`.)"""
 
     enabled: bool = True
     reason: str | None = None
@@ -39,6 +43,8 @@ class InventoryGate:
     fabric: bool = False
     reprove_interval_s: int | None = 86_400
     quarantine_cap: str = "10%"
+    queue: str | None = None
+    queue_namespace: str | None = None
 
 
 DEFAULT_REPROVE_S = interval_s(REPROVE_DEFAULT)
@@ -63,6 +69,17 @@ def decide_gate(declared: PoolGate | None, *, kind: str, runtime: str, fabric: b
                          quarantine_cap=declared.max_quarantine)
 
 
+# The Kueue WorkloadPriorityClass a re-proof carries (label `kueue.x-k8s.io/priority-class`) on a
+# pool routed through Kueue: the lowest value a WorkloadPriorityClass takes (its `value` is an
+# int32: kubernetes-sigs/kueue v0.19.2, 8eab68778fc1b52affe165fdf5af29d1e9b4f3cb,
+# config/components/crd/bases/kueue.x-k8s.io_workloadpriorityclasses.yaml), so every team
+# workload of the queue ranks above it (a workload without a class has priority 0), and
+# Kueue preempts the proof, never the team's work, when the quota is wanted
+# (ClusterQueue preemption withinClusterQueue: LowerPriority, components/k8s/_kueue.py).
+REPROOF_PRIORITY_CLASS = "accelfleet-gate-reproof"
+REPROOF_PRIORITY = -(2**31)
+
+
 def gate_taint() -> Taint:
     """The startup taint a gated pool's nodes are created with (Kubernetes spelling)."""
     return Taint(key=GATE_TAINT_KEY, value=GATE_TAINT_VALUE, effect=GATE_TAINT_EFFECT)
@@ -80,6 +97,14 @@ def gate_summary(gate: InventoryGate | None) -> dict[str, object] | None:
     return {"enabled": gate.enabled, "reason": gate.reason, "max_tier": gate.max_tier,
             "fabric": gate.fabric, "reprove_interval_s": gate.reprove_interval_s,
             "max_quarantine": gate.quarantine_cap}
+
+
+def routed_gate(gate: InventoryGate | None, queue: str | None, namespace: str | None
+                ) -> InventoryGate | None:
+    """`gate` with the Kueue queue its re-proofs go through (None: `gate` unchanged)."""
+    if gate is None or not gate.enabled or queue is None:
+        return gate
+    return replace(gate, queue=queue, queue_namespace=namespace or queue)
 
 
 # The controller's image: this release's, as .github/workflows/release.yml publishes it on a

@@ -11,13 +11,13 @@ before them still reads, and smoke falls back to the catalog for what it lacks.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from fleet.catalog import Catalog, load_catalog
 from fleet.errors import InputError
 from fleet.gate import InventoryGate as InventoryGate
-from fleet.gate import gate_toleration
+from fleet.gate import gate_toleration, routed_gate
 from fleet.model import POOL_LABEL, Fleet, ResolvedPool
 from fleet.quarantine_cap import parse_cap
 from fleet.spec.fields import GATE_TOP_TIER, REPROVE_MAX_S, REPROVE_MIN_S
@@ -227,5 +227,23 @@ def build_inventory(fleet: Fleet, stack: str, catalog: Catalog | None = None) ->
     catalog = catalog or load_catalog()
     gcp = fleet.spec.clouds.gcp
     project = gcp.project if gcp is not None else None
-    return Inventory(stack=stack, pools=tuple(inventory_pool(p, catalog, project=project)
-                                              for p in fleet.pools))
+    pools = []
+    for p in fleet.pools:
+        entry = inventory_pool(p, catalog, project=project)
+        if entry.gate is not None and p.cluster is not None and entry.kueue_queue is None:
+            queue, namespace = _team_queue(fleet, p.cluster.name, p.name, p.team)
+            entry = replace(entry, gate=routed_gate(entry.gate, queue, namespace))
+        pools.append(entry)
+    return Inventory(stack=stack, pools=tuple(pools))
+
+
+def _team_queue(fleet: Fleet, cluster: str, pool: str, team: str
+                ) -> tuple[str | None, str | None]:
+    """The LocalQueue (and namespace) of `pool`'s owner team on `cluster` that holds the pool's
+    flavor as its own (fleet.routing); (None, None) where Kueue does not route the pool. A
+    queued-provisioning pool is left out by the caller: its queue asks GKE for new nodes."""
+    routing = fleet.cluster_routing(cluster)
+    for q in routing.queues if routing is not None else ():
+        if q.team == team and any(f.flavor == pool and not f.borrowed for f in q.flavors):
+            return q.name, q.namespace or q.name
+    return None, None

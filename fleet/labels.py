@@ -51,3 +51,6 @@ GATE_PROOF_ANNOTATION = PREFIX + "gate-proof"  # JSON: at, tiers, version, run, 
 GATE_OPEN_ANNOTATION = PREFIX + "gate-open"  # JSON: who opened the pool's gate, when, why
 GATE_CONDITION = "AccelfleetProof"  # the node condition a failed (or passed) proof sets
 GATE_RUN_ANNOTATION = PREFIX + "gate-run"  # the run id of the proof that claimed the node
+# on the controller's Lease: the running node-hours totals (JSON list of pool, team, kind,
+# hours), so a restarted or newly elected controller continues them (smoke/gate/_metrics.py)
+GATE_NODE_HOURS_ANNOTATION = PREFIX + "gate-node-hours"

@@ -13,6 +13,10 @@ schemas, strict), applied through the cluster's provider:
     Role(+Binding)      in the namespace only: Jobs, JobSets, pods, ConfigMaps
                         create/delete/get/list/watch, pods/log get, Leases get/create/update
                         (leader election): never a wildcard
+    Role(+Binding)      in each namespace whose Kueue LocalQueue a gated pool's re-proofs go
+                        through (the owner team's): what one proof does there, no Lease
+    WorkloadPriorityClass  accelfleet-gate-reproof (kueue.x-k8s.io/v1beta2), the lowest value,
+                        where some gated pool is routed through Kueue: its re-proofs carry it
     ConfigMap           accelfleet-gate-inventory: the cluster's pools of the inventory
                         (`Inventory.to_dict()`), mounted at /etc/accelfleet
     Deployment          `accelfleet gate run --in-cluster ...` on the system pool, replicas
@@ -62,6 +66,19 @@ NAMESPACE_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("autoscaling.x-k8s.io", "provisioningrequests", ("list",)),  # why Kueue holds a proof
     ("coordination.k8s.io", "leases", ("get", "create", "update")),
 )
+# In each namespace whose Kueue LocalQueue a pool's re-proofs go through (the owner team's,
+# `InventoryGate.queue_namespace`): what one proof does there, nothing else (no Lease, no
+# ProvisioningRequest: a queued-provisioning pool's re-proof does not go through Kueue).
+QUEUE_NAMESPACE_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("batch", "jobs", tuple(VERBS_OBJECTS)),
+    ("jobset.x-k8s.io", "jobsets", tuple(VERBS_OBJECTS)),
+    ("", "pods", tuple(VERBS_OBJECTS)),
+    ("", "pods/log", ("get",)),
+    ("", "configmaps", tuple(VERBS_OBJECTS)),
+    ("", "services", tuple(VERBS_OBJECTS)),
+    ("", "events", ("list",)),
+)
+KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"  # as components/k8s/_kueue.py (v0.19.2 stores it)
 
 
 @dataclass(frozen=True)
@@ -80,11 +97,41 @@ class GateControllerArgs:
     create_namespace: bool = True
 
 
-def _own_namespace(ns: str) -> list[dict[str, Any]]:
-    """Reading its own Namespace (the launcher reads it before creating it): a Namespace is
-    cluster-scoped, so a Role cannot grant it; the ClusterRole does, for that name alone."""
+def _own_namespace(ns: str, more: list[str] | None = None) -> list[dict[str, Any]]:
+    """Reading its own Namespace (the launcher reads it before creating it) and those its
+    re-proofs' queues are in: a Namespace is cluster-scoped, so a Role cannot grant it; the
+    ClusterRole does, for those names alone."""
     return [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"],
-             "resourceNames": [ns]}]
+             "resourceNames": [ns, *(more or [])]}]
+
+
+def queue_namespaces(inventory: Mapping[str, Any], namespace: str) -> list[str]:
+    """The namespaces of the Kueue queues the gated pools' re-proofs go through (sorted; the
+    controller's own left out)."""
+    out = set()
+    for p in inventory.get("pools", []):
+        gate = p.get("gate") or {}
+        if gate.get("enabled", True) and gate.get("queue"):
+            out.add(str(gate.get("queue_namespace") or gate["queue"]))
+    return sorted(out - {namespace})
+
+
+def uses_kueue(inventory: Mapping[str, Any]) -> bool:
+    """Whether a gated pool's re-proofs go through a Kueue queue (then the gate's
+    WorkloadPriorityClass is made)."""
+    return any((p.get("gate") or {}).get("enabled", True) and (p.get("gate") or {}).get("queue")
+               for p in inventory.get("pools", []))
+
+
+def priority_class(labels: Mapping[str, str]) -> dict[str, Any]:
+    """The lowest Kueue priority, for re-proofs (fleet.gate.REPROOF_PRIORITY_CLASS). A
+    WorkloadPriorityClass has `value` and `description` at the top level, no spec (kueue
+    v0.19.2 config/components/crd/bases/kueue.x-k8s.io_workloadpriorityclasses.yaml)."""
+    return {"apiVersion": KUEUE_API_VERSION, "kind": "WorkloadPriorityClass",
+            "metadata": {"name": G.REPROOF_PRIORITY_CLASS, "labels": dict(labels)},
+            "value": G.REPROOF_PRIORITY,
+            "description": "accelfleet gate re-proofs of idle nodes: below every workload, "
+                           "preempted first (docs/gate.md)"}
 
 
 def _rules(rules: tuple[tuple[str, str, tuple[str, ...]], ...]) -> list[dict[str, Any]]:
@@ -160,12 +207,13 @@ def gate_objects(args: GateControllerArgs) -> list[dict[str, Any]]:
     if args.create_namespace:
         objs.append({"apiVersion": "v1", "kind": "Namespace",
                      "metadata": {"name": ns, "labels": labels}})
+    queued = queue_namespaces(args.inventory, ns)
     objs += [
         {"apiVersion": "v1", "kind": "ServiceAccount",
          "metadata": {"name": NAME, "namespace": ns, "labels": labels}},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
          "metadata": {"name": NAME, "labels": labels},
-         "rules": [*_rules(CLUSTER_RULES), *_own_namespace(ns)]},
+         "rules": [*_rules(CLUSTER_RULES), *_own_namespace(ns, queued)]},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
          "metadata": {"name": NAME, "labels": labels},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
@@ -177,6 +225,19 @@ def gate_objects(args: GateControllerArgs) -> list[dict[str, Any]]:
          "metadata": {"name": NAME, "namespace": ns, "labels": labels},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME},
          "subjects": subject},
+    ]
+    for q in queued:  # where re-proofs go through a team's queue
+        objs += [
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+             "metadata": {"name": NAME, "namespace": q, "labels": labels},
+             "rules": _rules(QUEUE_NAMESPACE_RULES)},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+             "metadata": {"name": NAME, "namespace": q, "labels": labels},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                         "name": NAME}, "subjects": subject}]
+    if uses_kueue(args.inventory):
+        objs.append(priority_class(labels))
+    objs += [
         {"apiVersion": "v1", "kind": "ConfigMap",
          "metadata": {"name": G.INVENTORY_CONFIGMAP, "namespace": ns, "labels": labels},
          "data": {G.INVENTORY_FILE: json.dumps(args.inventory, indent=1, sort_keys=True)}},
@@ -198,6 +259,8 @@ class GateController(pulumi.ComponentResource):
         names: list[str] = []
         for obj in gate_objects(args):
             rname = f"{name}-{obj['kind'].lower()}"
+            if obj["metadata"].get("namespace", args.namespace) != args.namespace:
+                rname = f"{rname}-{obj['metadata']['namespace']}"  # a queue's namespace
             names.append(rname)
             child = pulumi.ResourceOptions(parent=self, depends_on=[*after, *made[:1]])
             meta = obj["metadata"]
@@ -219,6 +282,8 @@ class GateController(pulumi.ComponentResource):
             elif kind == "RoleBinding":
                 res = k8s.rbac.v1.RoleBinding(rname, metadata=meta, role_ref=obj["roleRef"],
                                               subjects=obj["subjects"], opts=child)
+            elif kind == "WorkloadPriorityClass":
+                res = _TopLevelCustomResource(rname, obj, child)
             elif kind == "ConfigMap":
                 res = k8s.core.v1.ConfigMap(rname, metadata=meta, data=obj["data"],
                                             opts=child)
@@ -229,6 +294,22 @@ class GateController(pulumi.ComponentResource):
             made.append(res)
         self.register_outputs({"namespace": args.namespace, "objects": names,
                                "image": args.image, "replicas": args.replicas})
+
+
+class _TopLevelCustomResource(pulumi.CustomResource):
+    """A custom resource whose fields sit beside `metadata`, not in a `spec` (a Kueue
+    WorkloadPriorityClass): `k8s.apiextensions.CustomResource` takes only `spec` in Python,
+    while the Kubernetes provider sends every input of a `kubernetes:<group>/<version>:<Kind>`
+    resource as the object."""
+
+    def __init__(self, name: str, obj: Mapping[str, Any], opts: pulumi.ResourceOptions
+                 ) -> None:
+        from pulumi_kubernetes import _utilities
+
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
+            version=_utilities.get_version()))
+        super().__init__(f"kubernetes:{obj['apiVersion']}:{obj['kind']}", name, dict(obj),
+                         opts)
 
 
 def install_gate(fleet: Fleet, cluster: str, built: ClusterOutputs,

@@ -13,7 +13,8 @@ name twice, naming both sources. The scopes:
                       networks, subnets, routers and firewalls per project
     AWS               node groups per EKS cluster (the system pool's `system` too)
     Kubernetes        per cluster: namespaces (a team queue's, the smoke queue's; the ones the
-                      cluster and its add-ons own are fleet.rules.routing's), ClusterQueues
+                      cluster and its add-ons own are fleet.rules.routing's), ClusterQueues,
+                      WorkloadPriorityClasses (the gate's, for re-proofs)
 
 A name the plan gives that this list does not know is a test failure
 (tests/fleet/test_unique_names.py runs plans and compares), so the list keeps up with the
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 
 from fleet.catalog.support import load_support
 from fleet.errors import Where
+from fleet.gate import REPROOF_PRIORITY_CLASS
 from fleet.model import ResolvedPool
 from fleet.names import (
     TPU_VMS_NAME,
@@ -112,12 +114,21 @@ def derived_names(spec: FleetSpec, pools: Sequence[ResolvedPool],
 def _gate_names(spec: FleetSpec, pools: Sequence[ResolvedPool],
                 routing: Sequence[ClusterRouting]) -> list[DerivedName]:
     """The smoke namespace the gate controller creates on a cluster with a gated pool, where
-    no Kueue smoke queue creates it already (components.k8s install_gate)."""
+    no Kueue smoke queue creates it already, and its Kueue WorkloadPriorityClass for re-proofs
+    where Kueue routes a gated pool (components.k8s install_gate)."""
     routed = {r.cluster for r in routing if r.smoke is not None}
+    queued = {r.cluster for r in routing if r.queues}
     out = []
     for c in spec.clusters:
-        if c.name in routed or not any(p.gated for p in pools if p.cluster is not None
-                                       and p.cluster.name == c.name):
+        if not any(p.gated for p in pools if p.cluster is not None
+                   and p.cluster.name == c.name):
+            continue
+        if c.name in queued:
+            out.append(DerivedName(f"Kueue WorkloadPriorityClasses of cluster {c.name!r}",
+                                   REPROOF_PRIORITY_CLASS,
+                                   "the gate controller (its re-proofs' priority)",
+                                   Where("clusters", name=c.name, field="name")))
+        if c.name in routed:
             continue
         out.append(DerivedName(f"namespaces of cluster {c.name!r}", spec.smoke.namespace,
                                "the gate controller (smoke.namespace)",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,8 @@ def _micro_now() -> str:
 
 class Elector:
     def __init__(self, client: ApiClient, namespace: str, name: str, identity: str, *,
-                 lease_s: float, stop: threading.Event) -> None:
+                 lease_s: float, stop: threading.Event,
+                 annotations: Callable[[], dict[str, str]] | None = None) -> None:
         from kubernetes import client as k
 
         self.coord, self.core = k.CoordinationV1Api(client), k.CoreV1Api(client)
@@ -34,6 +36,10 @@ class Elector:
         self.holder = ""  # who holds the lease, as last read
         self._seen: tuple[str, float] = ("", 0.0)  # (resourceVersion, when first seen)
         self._renewed = 0.0
+        # what the holder keeps on the Lease: `annotations()` is written with every renewal
+        # (and on release); `stored` is what the Lease carried when last read
+        self.annotations = annotations
+        self.stored: dict[str, str] = {}
 
     def run(self) -> None:
         while not self.stop.is_set():
@@ -56,6 +62,11 @@ class Elector:
         meta: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
         if lease is not None:
             meta["resourceVersion"] = lease["metadata"]["resourceVersion"]
+        kept = dict(((lease or {}).get("metadata") or {}).get("annotations") or {})
+        if self.annotations is not None:
+            kept.update(self.annotations())
+        if kept:
+            meta["annotations"] = kept
         return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta,
                 "spec": spec}
 
@@ -83,6 +94,7 @@ class Elector:
             self._won(now)
             return
         spec = lease.get("spec") or {}
+        self.stored = dict((lease.get("metadata") or {}).get("annotations") or {})
         self.holder = str(spec.get("holderIdentity") or "")
         rv = lease["metadata"]["resourceVersion"]
         if rv != self._seen[0]:

@@ -11,9 +11,13 @@
         the node-hours at the node's public list price (fleet.catalog.list_rate: on-demand;
         a pool without a list price has no cost sample)
 
-Node-hours are counted by the controller while it runs (each loop adds the time since the last
-one for every node in the state), so they restart from 0 with the controller: Prometheus'
-`increase()` handles the reset as for any counter. A controller that is down exports nothing:
+Node-hours are counted by the leader (each loop adds the time since the last one for every
+node in the state) and kept on the controller's Lease (`fleet.labels.GATE_NODE_HOURS_ANNOTATION`,
+written with each renewal, every third of the lease): a restarted controller, or the standby
+that takes over, continues the totals from there, so they do not drop (at most the last
+renewal's interval is lost when a leader is killed; a clean stop writes them as it releases the
+Lease). The standby exports the leader's totals as last read. A controller run without leader
+election (`elect=False`) keeps them in memory only. A controller that is down exports nothing:
 alert on `absent(accelfleet_gate_up)` or `gate status` (fail closed: its nodes stay gated).
 """
 
@@ -88,8 +92,8 @@ def render(gates: Sequence[Gate]) -> str:
                          f"{label_set(cluster=g.cluster, pool=pool)} {len(values)}")
     for what in ("unproven", "quarantined"):
         lines += [f"# TYPE {PREFIX}{what}_node_hours counter",
-                  f"# HELP {PREFIX}{what}_node_hours Node-hours {what}, while this controller "
-                  "ran.",
+                  f"# HELP {PREFIX}{what}_node_hours Node-hours {what}, kept across "
+                  "restarts on the controller's Lease.",
                   f"# TYPE {PREFIX}{what}_cost_usd counter",
                   f"# HELP {PREFIX}{what}_cost_usd Those node-hours at list price, USD."]
         for g in gates:

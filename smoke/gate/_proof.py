@@ -10,6 +10,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from fleet.gate import REPROOF_PRIORITY_CLASS
 from smoke.cluster.run import PoolStatus, RunReport
 from smoke.gate.nodes import HOSTNAME_LABEL, NODEPOOL_LABEL, gate_toleration
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from smoke.cluster.workload import RenderedRun
 
 PASS, FAIL, INFRA = "pass", "fail", "infra"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,9 @@ class Unit:
     peers: tuple[str, ...] = ()
     slice: str = ""  # a multi-host TPU slice: its GKE node pool
     reproof: bool = False  # proven nodes proven again (on the pool's schedule, idle only)
+    # a batch of nodes run together for speed, per-node tiers only: each node is judged on its
+    # own results, never on the batch's (a pod of another node that never ran, the deadline)
+    independent: bool = False
 
     @property
     def hosts(self) -> tuple[str, ...]:
@@ -47,9 +52,29 @@ class Outcome:
     reasons: dict[str, str] = field(default_factory=dict)
 
 
+def reproof_queue(pool: InventoryPool, unit: Unit) -> tuple[str, str] | None:
+    """(LocalQueue, namespace) a proof goes through: a RE-proof on a pool routed through Kueue
+    (docs/gate.md: it takes quota of a node in service, at the lowest priority); None for a
+    first proof (its node is not in service: it must run before any workload can land, and
+    nothing of the pool's quota is taken) and on a pool Kueue does not route."""
+    gate = pool.gate
+    if not unit.reproof or gate is None or gate.queue is None:
+        return None
+    return gate.queue, gate.queue_namespace or gate.queue
+
+
+def proof_namespace(pool: InventoryPool, unit: Unit, namespace: str) -> str:
+    """Where the proof's objects live: its queue's namespace (a LocalQueue takes jobs of its
+    own namespace only), else the controller's `namespace`."""
+    queued = reproof_queue(pool, unit)
+    return queued[1] if queued is not None else namespace
+
+
 def proof_pool(pool: InventoryPool, unit: Unit) -> InventoryPool:
-    """The pool as one proof sees it: only the unit's hosts, the gate tolerated, no Kueue
-    queue (a gated node is not in service yet: nothing of the pool's quota is taken)."""
+    """The pool as one proof sees it: only the unit's hosts, the gate tolerated, and the Kueue
+    queue of a re-proof (`reproof_queue`), none for a first proof."""
+    queued = reproof_queue(pool, unit)
+    queue = queued[0] if queued is not None else None
     tolerations = list(pool.tolerations)
     if gate_toleration() not in tolerations:
         tolerations.append(gate_toleration())
@@ -60,11 +85,11 @@ def proof_pool(pool: InventoryPool, unit: Unit) -> InventoryPool:
         else:
             selector[HOSTNAME_LABEL] = unit.hosts[0]
         return replace(pool, slices=1, node_selector=selector, tolerations=tolerations,
-                       kueue_queue=None)
+                       kueue_queue=queue)
     if len(unit.hosts) == 1:
         selector[HOSTNAME_LABEL] = unit.hosts[0]
     return replace(pool, nodes=len(unit.hosts), node_selector=selector,
-                   tolerations=tolerations, kueue_queue=None)
+                   tolerations=tolerations, kueue_queue=queue)
 
 
 def _pod_specs(obj: dict[str, Any]) -> list[dict[str, Any]]:
@@ -100,10 +125,26 @@ def render(inventory: Inventory, pool: InventoryPool, unit: Unit, *, run_id: str
     from smoke.cluster.workload import RenderOptions, render_run
 
     one = proof_pool(pool, unit)
-    options = RenderOptions(run_id=run_id, namespace=namespace, tier=tier, timeout_s=timeout_s,
-                            images=images)
+    options = RenderOptions(run_id=run_id, namespace=proof_namespace(pool, unit, namespace),
+                            tier=tier, timeout_s=timeout_s, images=images)
     run = render_run(replace(inventory, pools=(one,)), options, expectation=expect.for_pool)
-    return pinned(run, unit)
+    return prioritized(pinned(run, unit)) if one.kueue_queue is not None else pinned(run, unit)
+
+
+def prioritized(rendered: RenderedRun) -> RenderedRun:
+    """`rendered` with its queued Job or JobSet at the gate's lowest Kueue priority (label
+    `kueue.x-k8s.io/priority-class`: kubernetes-sigs/kueue v0.19.2 pkg/controller/constants
+    WorkloadPriorityClassLabel)."""
+    pools = []
+    for w in rendered.pools:
+        objects = copy.deepcopy(w.objects)
+        for obj in objects:
+            if obj.get("kind") in ("Job", "JobSet"):
+                meta = obj.setdefault("metadata", {})
+                meta["labels"] = {**(meta.get("labels") or {}),
+                                  PRIORITY_CLASS_LABEL: REPROOF_PRIORITY_CLASS}
+        pools.append(replace(w, objects=objects))
+    return replace(rendered, pools=pools)
 
 
 def prove(client: ApiClient, cluster: str, rendered: RenderedRun, unit: Unit, *, stack: str,
@@ -122,8 +163,9 @@ def prove(client: ApiClient, cluster: str, rendered: RenderedRun, unit: Unit, *,
 def judge(report: RunReport, unit: Unit) -> Outcome:
     """Per node of the unit: a verdict failure (its own, or the unit's collective) fails it;
     a proof that never ran on it (unschedulable, not submitted, cancelled, an image that never
-    pulled within the deadline) or whose objects could not be cleaned up is an infrastructure
-    error; a node whose report holds judged results and no failure passes."""
+    pulled within the deadline; in a unit of several nodes, its own pod alone) or whose
+    objects could not be cleaned up is an infrastructure error; a node whose report holds
+    judged results and no failure passes."""
     pool = report.pools[0] if report.pools else None
     out = Outcome(report)
     infra = ""
@@ -142,8 +184,14 @@ def judge(report: RunReport, unit: Unit) -> Outcome:
         if infra:
             out.verdicts[node], out.reasons[node] = INFRA, infra
             continue
+        if len(unit.hosts) > 1 and node not in ran:  # a batch: its pod never ran there
+            out.verdicts[node] = INFRA
+            out.reasons[node] = ("the proof never ran on the node (its pod was not scheduled "
+                                 "or never started) while the rest of its batch did")
+            continue
         assert pool is not None
-        mine = [f for f in pool.failures if f.node in (node, None)]
+        mine = [f for f in pool.failures
+                if f.node == node or (f.node is None and not unit.independent)]
         tested = any(o.node == node and o.report is not None and o.report.results
                      for o in pool.nodes)
         if mine:

@@ -11,9 +11,12 @@ The loop, on the leader only (a Lease; a standby watches and waits):
   up: its proof's objects are deleted and it goes back to unproven (proven afresh);
 - a gated node (the gate taint, a gated pool by its `accelfleet.io/pool` label) that is Ready
   is claimed (`proving` + the run id, a patch guarded by its resourceVersion, so two
-  controllers never prove it at once), then proven (`_proof`): alone, or on a fabric pool
-  with the pool's other new nodes or one proven node, or, a multi-host TPU slice, with all
-  the hosts of its slice once every one is Ready;
+  controllers never prove it at once), then proven (`_proof`): on a GPU pool without the
+  fabric check with the pool's other ready new nodes (a batch of at most `batch`, each node
+  judged on its own), on a fabric pool with the pool's other new nodes or one proven node,
+  a multi-host TPU slice with all the hosts of its slice once every one is Ready, else
+  alone; a re-proof of an idle node on a pool Kueue routes goes through the pool's queue
+  (`_proof.reproof_queue`);
 - pass: the taint lifted, `proven`, the proof recorded, condition True, an Event; fail: the
   taint kept, `failed`, condition False with the reason, a Warning Event, quarantine within
   the pool's cap; an infrastructure error (the proof could not run, an API error): back to
@@ -23,6 +26,7 @@ The loop, on the leader only (a Lease; a standby watches and waits):
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
@@ -46,6 +50,7 @@ if TYPE_CHECKING:
     from fleet.inventory import Inventory, InventoryPool
 
 LEASE_NAME = "accelfleet-gate"
+CROSS_NODE_TIER = 3  # the agent's first tier across nodes (smoke.cluster.workload --cross-node)
 
 
 def _identity() -> str:
@@ -64,6 +69,7 @@ class GateOptions:
     tier: int | None = None  # None: each pool's gate.max_tier
     images: Mapping[str, str] = field(default_factory=dict)
     parallel: int = 16  # proofs at once
+    batch: int = 16  # a pool's ready new nodes proven together, at most this many a proof
     retry_first_s: float = 5.0  # infrastructure errors: backoff from here, doubling ...
     retry_max_s: float = 300.0  # ... up to here
     once_wait_s: float | None = None  # --once: how long a node may take to turn Ready
@@ -156,6 +162,43 @@ class Gate:
                 key = (pool, team, kind)
                 self.node_hours[key] = self.node_hours.get(key, 0.0) + count * dt_s / 3600
 
+    def _stored_hours(self) -> dict[tuple[str, str, str], float]:
+        """The node-hours totals the Lease carries (what its holder last wrote)."""
+        from fleet.labels import GATE_NODE_HOURS_ANNOTATION
+
+        text = self.elector.stored.get(GATE_NODE_HOURS_ANNOTATION) if self.elector else None
+        try:
+            rows = json.loads(text) if text else []
+        except ValueError:
+            return {}
+        out: dict[tuple[str, str, str], float] = {}
+        for r in rows if isinstance(rows, list) else []:
+            try:
+                key = (str(r["pool"]), str(r["team"]), str(r["kind"]))
+                out[key] = max(out.get(key, 0.0), float(r["hours"]))
+            except (KeyError, TypeError, ValueError):
+                continue
+        return out
+
+    def _continue_hours(self) -> None:
+        """Take up the totals the Lease carries where they are ahead of ours: node-hours
+        never drop when the controller restarts or another replica takes over."""
+        for key, hours in self._stored_hours().items():
+            if hours > self.node_hours.get(key, 0.0):
+                self.node_hours[key] = hours
+
+    def _hours_record(self) -> dict[str, str]:
+        """The Lease annotation the holder writes with each renewal: its totals, never less
+        than those already on the Lease."""
+        from fleet.labels import GATE_NODE_HOURS_ANNOTATION
+
+        totals = dict(self._stored_hours())
+        for key, hours in list(self.node_hours.items()):
+            totals[key] = max(totals.get(key, 0.0), hours)
+        rows = [{"pool": p, "team": t, "kind": k, "hours": round(h, 6)}
+                for (p, t, k), h in sorted(totals.items())]
+        return {GATE_NODE_HOURS_ANNOTATION: json.dumps(rows, separators=(",", ":"))}
+
     # -- the loop ----------------------------------------------------------------------
     def _changed(self, name: str | None) -> None:
         if name is not None:
@@ -177,7 +220,8 @@ class Gate:
         threads = [threading.Thread(target=self.watch.run, daemon=True, name="gate-watch")]
         if o.elect:
             self.elector = Elector(self.client, o.namespace, o.lease_name, o.identity,
-                                   lease_s=o.lease_s, stop=inner)
+                                   lease_s=o.lease_s, stop=inner,
+                                   annotations=self._hours_record)
             threads.append(threading.Thread(target=self.elector.run, daemon=True,
                                             name="gate-lease"))
         for t in threads:
@@ -194,6 +238,7 @@ class Gate:
                 self.summary.leader = self.summary.leader or leader
                 if leader and self.watch.synced.is_set():
                     if not self.adopted:
+                        self._continue_hours()
                         self._adopt()
                         self.adopted = True
                     if o.once and self.targets is None:
@@ -214,8 +259,10 @@ class Gate:
                 with self.wake:
                     self.wake.wait(0.5)
                 now = time.monotonic()
-                if self.watch.synced.is_set():
+                if self.watch.synced.is_set() and self.is_leader():
                     self._count_hours(now - self.last_loop)
+                elif not self.is_leader():
+                    self._continue_hours()  # a standby exports the leader's totals
                 self.last_loop = now
         finally:
             for _, _, cancel in list(self.inflight.values()):
@@ -311,6 +358,13 @@ class Gate:
                         # node gets the cross-node fabric check, never a proof without it
                     jobs.append((Unit(name, (ready[0].name,),
                                       (peers[0].name,) if peers else ()), pool))
+            elif pool.kind == "gpu" and self._tier(pool) < CROSS_NODE_TIER:
+                # per-node tiers only: the pool's ready new nodes in one proof (one Job, a pod
+                # pinned to each), at most `batch` a proof; each node still gets its verdict
+                size = max(1, self.options.batch)
+                jobs += [(Unit(name, tuple(n.name for n in ready[i:i + size]),
+                               independent=True), pool)
+                         for i in range(0, len(ready), size)]
             else:
                 jobs += [(Unit(name, (n.name,)), pool) for n in ready]
         if not self.options.once:
@@ -426,14 +480,22 @@ class Gate:
                 runs.setdefault(n.run, []).append(n.name)
         for run_id, names in sorted(runs.items()):
             if run_id:
-                self.summary.errors += K.delete_run(self.core, self.batch, self.custom,
-                                                    self.options.namespace, run_id)
+                for ns in self._namespaces():
+                    self.summary.errors += K.delete_run(self.core, self.batch, self.custom,
+                                                        ns, run_id)
             for name in names:
                 K.patch_node(self.core, name, lambda n: N.unclaim_patch(N.GateNode.of(n)))
 
+    def _namespaces(self) -> list[str]:
+        """Where proofs run: the controller's namespace, and each queue namespace its pools'
+        re-proofs go through (`smoke.gate._proof.proof_namespace`)."""
+        queued = {p.gate.queue_namespace or p.gate.queue for p in self.pools.values()
+                  if p.gate is not None and p.gate.queue}
+        return [self.options.namespace, *sorted(queued - {self.options.namespace})]
+
     # -- one proof ----------------------------------------------------------------------
     def _prove(self, unit: Unit, pool: InventoryPool) -> None:
-        from smoke.gate._proof import prove, render
+        from smoke.gate._proof import proof_namespace, prove, render
 
         _, run_id, cancel = self.inflight[unit.nodes[0]]
         o = self.options
@@ -441,7 +503,7 @@ class Gate:
         self.summary.proofs += 1
         try:
             assert pool.gate is not None
-            tier = pool.gate.max_tier if o.tier is None else o.tier
+            tier = self._unit_tier(pool, unit)
             rendered = render(self.inventory, pool, unit, run_id=run_id,
                               namespace=o.namespace, tier=tier, timeout_s=o.timeout_s,
                               images=dict(o.images))
@@ -449,7 +511,8 @@ class Gate:
                             stack=self.inventory.stack, timeout_s=o.timeout_s, stop=cancel,
                             poll_s=o.poll_s)
         except Exception as exc:
-            K.delete_run(self.core, self.batch, self.custom, o.namespace, run_id)
+            K.delete_run(self.core, self.batch, self.custom,
+                         proof_namespace(pool, unit, o.namespace), run_id)
             why = f"the proof failed to run: {type(exc).__name__}: {str(exc)[:300]}"
             outcome = Outcome(None, dict.fromkeys(unit.nodes, INFRA),
                               dict.fromkeys(unit.nodes, why))
@@ -478,8 +541,9 @@ class Gate:
             if verdict == PASS:
                 proof: dict[str, Any] = {
                          "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                         "tiers": f"0-{self._tier(pool)}" + (
-                             "+fabric" if len(unit.hosts) > 1 else ""),
+                         "tiers": f"0-{self._unit_tier(pool, unit)}" + (
+                             "+fabric" if len(unit.hosts) > 1 and pool.gate is not None
+                             and pool.gate.fabric else ""),
                          "version": _version(), "run": run_id, "verdict": "pass",
                          "peers": list(unit.peers)}
                 K.patch_node(self.core, name, _passing(proof))
@@ -526,6 +590,16 @@ class Gate:
                 self._quarantine(report, pool)
             if o.record_history:
                 self._record(report)
+
+    def _unit_tier(self, pool: InventoryPool, unit: Unit) -> int:
+        """The tier a proof runs: the pool's per-node tiers, and on a fabric pool's unit of
+        several hosts the cross-node tier too (the fabric check: `gate.max_tier` stops at the
+        per-node tiers, fleet.spec.fields GATE_TOP_TIER)."""
+        tier = self._tier(pool)
+        if pool.gate is not None and pool.gate.fabric and len(unit.hosts) > 1 \
+                and not unit.independent:
+            return max(tier, CROSS_NODE_TIER)
+        return tier
 
     def _tier(self, pool: InventoryPool) -> int:
         assert pool.gate is not None

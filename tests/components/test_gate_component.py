@@ -151,7 +151,8 @@ def test_rbac_is_least_privilege_with_no_wildcard(plan: Plan) -> None:
                        ("", "nodes/status"): ["patch"], ("", "events"): ["create", "patch"],
                        ("", "pods"): ["get", "list"], ("", "namespaces"): ["get"]}
     own = next(r for r in objs["ClusterRole"]["rules"] if r["resources"] == ["namespaces"])
-    assert own["resourceNames"] == [namespace]  # its own namespace, and no other
+    # its own namespace, and that of the queue its re-proofs go through (team research's)
+    assert own["resourceNames"] == [namespace, "research"]
     ns = {(r["apiGroups"][0], r["resources"][0]): r["verbs"] for r in objs["Role"]["rules"]}
     crud = ["create", "delete", "deletecollection", "get", "list", "watch"]
     assert ns == {("batch", "jobs"): crud, ("jobset.x-k8s.io", "jobsets"): crud,
@@ -166,6 +167,77 @@ def test_rbac_is_least_privilege_with_no_wildcard(plan: Plan) -> None:
         assert objs[binding]["subjects"] == [{"kind": "ServiceAccount",
                                               "name": G.CONTROLLER_NAME,
                                               "namespace": namespace}]
+
+
+def _queue_roles(plan: Plan, cluster: str) -> dict[str, dict[str, Any]]:
+    """The gate's Roles and RoleBindings outside its namespace, by kind."""
+    return {r.inputs["kind"]: _manifest(r) for r in plan.resources
+            if f"{GATE_TYPE}$" in r.urn and r.urn.endswith((f"::{cluster}-gate-role-research",
+                                                            f"::{cluster}-gate-rolebinding-"
+                                                            "research"))}
+
+
+def test_reproofs_through_a_teams_queue_get_only_a_proofs_rights_in_its_namespace(
+        plan: Plan) -> None:
+    """A re-proof on a pool Kueue routes is a Job in the owner team's namespace (its
+    LocalQueue's): there the controller may do what one proof does, no Lease, no wildcard."""
+    for cluster in ("c1", "e1"):
+        objs = _queue_roles(plan, cluster)
+        assert set(objs) == {"Role", "RoleBinding"}, cluster
+        for obj in objs.values():
+            assert obj["metadata"]["namespace"] == "research"
+            kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+        rules = {(r["apiGroups"][0], r["resources"][0]): r["verbs"]
+                 for r in objs["Role"]["rules"]}
+        crud = ["create", "delete", "deletecollection", "get", "list", "watch"]
+        assert rules == {("batch", "jobs"): crud, ("jobset.x-k8s.io", "jobsets"): crud,
+                         ("", "pods"): crud, ("", "pods/log"): ["get"],
+                         ("", "configmaps"): crud, ("", "services"): crud,
+                         ("", "events"): ["list"]}
+        assert objs["RoleBinding"]["subjects"] == [{
+            "kind": "ServiceAccount", "name": G.CONTROLLER_NAME,
+            "namespace": "accelfleet-smoke"}]
+
+
+def test_the_reproof_priority_class_is_kueues_lowest_and_valid_against_its_crd(
+        plan: Plan) -> None:
+    import jsonschema
+
+    from tests.schemas import strict
+
+    data = json.loads((Path(__file__).parent / "data" /
+                       "kueue.x-k8s.io_workloadpriorityclasses-v0.19.2.json").read_text())
+    assert "v0.19.2" in data["source"] and "v1beta2" in data["source"]
+    check = jsonschema.Draft7Validator(strict(data["openAPIV3Schema"]),
+                                       format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER)
+    classes = plan.of_type("kubernetes:kueue.x-k8s.io/v1beta2:WorkloadPriorityClass")
+    assert sorted(r.name for r in classes) == ["c1-gate-workloadpriorityclass",
+                                               "e1-gate-workloadpriorityclass"]
+    for r in classes:
+        assert list(check.iter_errors(r.inputs)) == []
+        assert r.inputs["metadata"]["name"] == G.REPROOF_PRIORITY_CLASS
+        assert r.inputs["value"] == -(2**31)  # int32's least: below every workload
+        assert "spec" not in r.inputs  # its fields are top-level; a spec would be pruned
+    bad = {**classes[0].inputs, "spec": {"value": 1}}
+    assert list(check.iter_errors(bad))  # the schema check can fail
+
+
+def test_a_queued_pool_and_an_ungated_one_route_no_reproof_through_kueue(plan: Plan) -> None:
+    """A queued-provisioning pool's queue asks GKE for new nodes, never the idle one: its
+    re-proof stays out of Kueue; an opted-out pool has no gate to route."""
+    [cm] = [r for r in _controller(plan, "c1") if r.inputs["kind"] == "ConfigMap"]
+    pools = {p["name"]: p for p in json.loads(cm.inputs["data"][G.INVENTORY_FILE])["pools"]}
+    assert (pools["h100"]["gate"]["queue"], pools["h100"]["gate"]["queue_namespace"]) == (
+        "research", "research")
+    assert pools["l4-q"]["gate"]["queue"] is None and pools["l4-q"]["kueue_queue"]
+    assert pools["l4-open"]["gate"]["queue"] is None
+
+
+def test_a_cluster_with_no_routed_gated_pool_has_no_priority_class() -> None:
+    objs = gate_objects(GateControllerArgs(cluster="c", namespace="n", inventory={
+        "pools": [{"name": "p", "gate": {"enabled": True, "queue": None}}]}))
+    assert "WorkloadPriorityClass" not in {o["kind"] for o in objs}
+    assert [o["metadata"]["namespace"] for o in objs if o["kind"] == "Role"] == ["n"]
 
 
 def test_a_wildcard_anywhere_fails_the_check() -> None:

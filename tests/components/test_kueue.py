@@ -41,6 +41,13 @@ OCI_REF = "oci://registry.k8s.io/kueue/charts/kueue"
 K8S_VERSION = "1.33"
 
 
+def routing_objects(plan: Plan) -> list[Any]:
+    """The Kueue objects of the clusters' routing (the gate's WorkloadPriorityClass is
+    tests/components/test_gate_component.py's)."""
+    return [r for r in plan.resources if r.type.startswith(KUEUE_TYPE)
+            and "accelfleet:k8s:KueueQueues$" in r.urn]
+
+
 def validator(kind: str) -> jsonschema.Draft7Validator:
     data = json.loads((DATA / f"kueue.x-k8s.io_{KINDS[kind]}-v0.19.2.json").read_text())
     assert "v0.19.2" in data["source"] and "v1beta2" in data["source"]
@@ -135,7 +142,7 @@ def test_a_cluster_without_a_system_pool_selects_no_node(tmp_path: Path) -> None
 
 # -- the objects in the plan ----------------------------------------------------------------------
 def test_every_kueue_object_passes_its_published_crd_schema(plan: Plan) -> None:
-    objs = [manifest(r) for r in plan.resources if r.type.startswith(KUEUE_TYPE)]
+    objs = [manifest(r) for r in routing_objects(plan)]
     assert sorted({o["kind"] for o in objs}) == sorted(KINDS)
     for obj in objs:
         assert errors(obj) == [], obj["metadata"]["name"]
@@ -170,8 +177,7 @@ def test_the_schemas_arestrict() -> None:
 
 
 def test_the_plan_shows_one_flavor_per_pool_and_one_queue_per_team(plan: Plan) -> None:
-    objs = [(cluster_of(plan, r), manifest(r)) for r in plan.resources
-            if r.type.startswith(KUEUE_TYPE)]
+    objs = [(cluster_of(plan, r), manifest(r)) for r in routing_objects(plan)]
     flavors = {(c, o["metadata"]["name"]) for c, o in objs if o["kind"] == "ResourceFlavor"}
     fleet = load_fleet(str(EXAMPLE_STACK))
     assert flavors == {(p.spec.cluster, p.name) for p in fleet.pools}
@@ -231,8 +237,8 @@ def test_the_queues_follow_routing_with_the_right_quota(plan: Plan) -> None:
 def test_references_resolve_and_objects_wait_for_kueue(plan: Plan) -> None:
     by_urn = plan.by_urn()
     for cluster in ("ml-gke", "ml-eks"):
-        objs = {(o.inputs["kind"], o.inputs["metadata"]["name"]): o for o in plan.resources
-                if o.type.startswith(KUEUE_TYPE) and cluster_of(plan, o) == cluster}
+        objs = {(o.inputs["kind"], o.inputs["metadata"]["name"]): o
+                for o in routing_objects(plan) if cluster_of(plan, o) == cluster}
         for (kind, name), o in objs.items():
             spec = o.inputs["spec"]
             waits = {by_urn[d].name for d in o.dependencies if d in by_urn}

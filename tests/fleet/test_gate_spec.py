@@ -164,7 +164,9 @@ def test_inventory_carries_the_gate_and_its_toleration(spec):
     inv = build_inventory(validate_fleet(spec), "test")
     by = {p.name: p for p in inv.pools}
     assert by["h100"].gated and GATE in by["h100"].tolerations
-    assert by["h100"].gate == InventoryGate(fabric=True)
+    # routed through its owner team's Kueue queue (re-proofs go through it)
+    assert by["h100"].gate == InventoryGate(fabric=True, queue="research",
+                                            queue_namespace="research")
     assert not by["serve"].gated and GATE not in by["serve"].tolerations
     assert by["serve"].gate is not None and by["serve"].gate.reason == "canaries prove it"
     assert by["cpu"].gate is None and GATE not in by["cpu"].tolerations

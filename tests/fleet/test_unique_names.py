@@ -83,6 +83,8 @@ PLAN_NAMES = {
     "kubernetes:core/v1:Namespace": ("namespaces of cluster", "metadata.name"),
     "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": ("Kueue ClusterQueues of cluster",
                                                        "metadata.name"),
+    "kubernetes:kueue.x-k8s.io/v1beta2:WorkloadPriorityClass": (
+        "Kueue WorkloadPriorityClasses of cluster", "metadata.name"),
 }
 # GPUDirect networks (components/gcp/_network.py gpudirect_plan: `<cluster>-gpu-...`) are
 # named from the cluster alone, apart from the primary VPC's names; the check lists the

@@ -142,3 +142,62 @@ def controller(cluster: Any, tmp_path: Path, inventory: Inventory, cluster_name:
     finally:
         stop.set()
         running.thread.join(60)
+
+
+def deploy_kueue(cluster: Any, inventory: Inventory, cluster_name: str, *,
+                 priority_class: bool = True) -> None:
+    """What `pulumi up` leaves on `cluster_name` for Kueue: the example stack's routing as
+    accelfleet makes it (team namespaces, LocalQueues, ClusterQueues, flavors) and, unless
+    `priority_class` is False, the gate's WorkloadPriorityClass (components/k8s/_gate.py,
+    from the cluster's inventory)."""
+    from components.k8s import kueue_objects
+    from components.k8s._gate import GateControllerArgs, gate_objects
+    from fleet import load_fleet
+    from fleet.routing import fleet_routing
+    from tests.smoke.fakekube._api import KIND_PLURALS
+
+    for routing in fleet_routing(load_fleet(str(EXAMPLE))):
+        if routing.cluster != cluster_name:
+            continue
+        for obj in kueue_objects(routing):
+            cluster.create(KIND_PLURALS[obj["kind"]], obj["metadata"].get("namespace", ""),
+                           obj)
+    mine = {**inventory.to_dict(), "pools": [p for p in inventory.to_dict()["pools"]
+                                            if p["cluster"] == cluster_name]}
+    for obj in gate_objects(GateControllerArgs(cluster=cluster_name, namespace=NAMESPACE,
+                                               inventory=mine)):
+        if obj["kind"] == "WorkloadPriorityClass" and priority_class:
+            cluster.create("workloadpriorityclasses", "", obj)
+
+
+def routed(inventory: Inventory, pool_name: str, **gate: Any) -> Inventory:
+    """`inventory` with `pool_name`'s gate routed through its owner team's Kueue queue, as
+    `fleet.inventory.build_inventory` routes it (`gate`: more InventoryGate fields)."""
+    from fleet import load_fleet
+    from fleet.inventory import build_inventory
+
+    built = next(p for p in build_inventory(load_fleet(str(EXAMPLE)), "example").pools
+                 if p.name == pool_name)
+    assert built.gate is not None and built.gate.queue is not None
+    out = [replace(p, gate=replace(built.gate, **gate)) if p.name == pool_name else p
+           for p in inventory.pools]
+    return replace(inventory, pools=tuple(out))
+
+
+def proof_jobs(cluster: Any) -> list[dict[str, Any]]:
+    """Every proof Job as the API server first stored it (created), from its change log."""
+    from fleet.labels import RUN_LABEL
+
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
+    for _, _, (plural, ns, name), obj in cluster.changes():
+        if plural == "jobs" and RUN_LABEL in (obj["metadata"].get("labels") or {}):
+            seen.setdefault((ns, name), obj)
+    return list(seen.values())
+
+
+def admitted(cluster: Any, job: dict[str, Any]) -> bool:
+    """Whether the Job was resumed (Kueue's admission) at some point of the change log."""
+    meta = job["metadata"]
+    return any(plural == "jobs" and ns == meta["namespace"] and name == meta["name"]
+               and obj["spec"].get("suspend") is False
+               for _, _, (plural, ns, name), obj in cluster.changes())

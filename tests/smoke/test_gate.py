@@ -21,16 +21,22 @@ from fleet.labels import (
 )
 from tests.smoke.gate_cluster import (
     NAMESPACE,
+    admitted,
     controller,
+    deploy_kueue,
     eks_gated_node,
     gated_inventory,
     gke_gated_node,
     h100_report,
     pool,
+    proof_jobs,
+    routed,
     tpu_report,
 )
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 
 
 def wait_for(what: Any, timeout_s: float = 60.0, every_s: float = 0.05) -> Any:
@@ -145,8 +151,9 @@ def test_a_gke_gpu_pool_scales_up_and_each_node_is_proven_before_it_takes_work(
         assert [e["reason"] for e in events(fake_cluster, n)] == ["GateProofPassed"]
         assert fake_cluster.objects(f"{RUN_LABEL}={proof['run']}") == []
     summary = running.summary
-    assert summary is not None and summary.proofs == 3
-    assert {r.verdict for r in summary.results.values()} == {"pass"}
+    # one proof a node, or fewer where nodes turned Ready together (a batch); each proven once
+    assert summary is not None and 1 <= summary.proofs <= 3
+    assert {n: r.verdict for n, r in summary.results.items()} == dict.fromkeys(names, "pass")
 
 
 def test_a_degraded_node_stays_gated_with_its_condition_event_and_quarantine(
@@ -285,7 +292,10 @@ def test_of_two_replicas_one_leader_acts(fake_cluster: Any, tmp_path: Path) -> N
         assert lease is not None
         holder = lease["spec"]["holderIdentity"]
         leader, standby = (a, b) if holder == "replica-a" else (b, a)
-        assert leader.gate.summary.proofs == 3 and standby.gate.summary.proofs == 0
+        # the leader proved every node (one proof each, or batched as they turned Ready)
+        assert {n: r.verdict for n, r in leader.gate.summary.results.items()} == dict.fromkeys(
+            names, "pass")
+        assert standby.gate.summary.proofs == 0 and standby.gate.summary.results == {}
         assert standby.gate.is_leader() is False
         from smoke.gate.session import GateRequest, gate_status
 
@@ -385,13 +395,81 @@ def test_reproof_takes_an_idle_node_and_never_a_busy_one(fake_cluster: Any,
             GATE_PROOF_ANNOTATION])["run"] for n in (idle, busy)}
         wait_for(lambda: json.loads(node(fake_cluster, idle)["metadata"]["annotations"][
             GATE_PROOF_ANNOTATION])["run"] != first[idle], 60)
-        assert running.gate.summary.proofs >= 3
+        assert running.gate.summary.proofs >= 2  # the first proof(s), then the re-proof
     assert json.loads(node(fake_cluster, busy)["metadata"]["annotations"][
         GATE_PROOF_ANNOTATION])["run"] == first[busy]  # never re-proven while it works
     pod = fake_cluster.get("pods", "default", "user-busy")
     assert pod is not None and pod["status"]["phase"] == "Running"  # never evicted
     assert not tainted(fake_cluster, busy) and not tainted(fake_cluster, idle)
     assert gate_state(fake_cluster, idle) == "proven"
+    # a pool Kueue does not route: every proof, the re-proof too, is the controller's own Job
+    jobs = proof_jobs(fake_cluster)
+    assert len(jobs) >= 2  # the first proof(s) and the re-proof
+    for job in jobs:
+        labels = job["metadata"].get("labels") or {}
+        assert job["metadata"]["namespace"] == NAMESPACE
+        assert QUEUE_LABEL not in labels and PRIORITY_LABEL not in labels
+        assert not job["spec"].get("suspend")
+
+
+def test_a_reproof_on_a_kueue_routed_pool_goes_through_its_queue_at_the_lowest_priority(
+        fake_cluster: Any, tmp_path: Path) -> None:
+    """The first proof of a new node runs before any workload can land (no queue); the
+    re-proof of an idle proven node is a Job of the owner team's LocalQueue, in its namespace,
+    at the gate's WorkloadPriorityClass, created suspended; Kueue admits it and it runs."""
+    from fleet import gate as G
+    from fleet.inventory import InventoryGate
+
+    inventory = routed(gated_inventory({"h100-train": InventoryGate()}), "h100-train",
+                       reprove_interval_s=1)
+    gate = pool(inventory, "h100-train").gate
+    assert gate is not None and (gate.queue, gate.queue_namespace) == ("research", "research")
+    deploy_kueue(fake_cluster, inventory, "ml-gke")
+    name = "gke-h100-train-0"
+    fake_cluster.set_node_output(name, h100_report(name, 800.0))
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke"):
+        fake_cluster.add_node_object(gke_gated_node("h100-train", name))
+        wait_for(lambda: gate_state(fake_cluster, name) == "proven")
+        first = json.loads(node(fake_cluster, name)["metadata"]["annotations"][
+            GATE_PROOF_ANNOTATION])["run"]
+        wait_for(lambda: json.loads(node(fake_cluster, name)["metadata"]["annotations"][
+            GATE_PROOF_ANNOTATION])["run"] != first, 60)  # re-proven, through Kueue
+        again = json.loads(node(fake_cluster, name)["metadata"]["annotations"][
+            GATE_PROOF_ANNOTATION])["run"]
+    jobs = {j["metadata"]["labels"][RUN_LABEL]: j for j in proof_jobs(fake_cluster)}
+    new = jobs[first]  # the new node's proof: outside Kueue, in the controller's namespace
+    assert new["metadata"]["namespace"] == NAMESPACE
+    assert QUEUE_LABEL not in new["metadata"]["labels"] and not new["spec"].get("suspend")
+    reproof = jobs[again]
+    assert reproof["metadata"]["namespace"] == "research"
+    assert reproof["metadata"]["labels"][QUEUE_LABEL] == "research"
+    assert reproof["metadata"]["labels"][PRIORITY_LABEL] == G.REPROOF_PRIORITY_CLASS
+    assert reproof["spec"]["suspend"] is True  # created suspended: Kueue resumes it
+    assert admitted(fake_cluster, reproof)
+    assert gate_state(fake_cluster, name) == "proven" and not tainted(fake_cluster, name)
+    assert fake_cluster.objects(f"{RUN_LABEL}={again}") == []  # nothing left in research
+
+
+def test_a_reproof_naming_a_missing_priority_class_is_never_admitted(
+        fake_cluster: Any, tmp_path: Path) -> None:
+    """Without the WorkloadPriorityClass the stack deploys, Kueue makes no Workload for the
+    re-proof: it stays suspended and is retried as an infrastructure error, never a verdict
+    (the node keeps its pass)."""
+    from fleet.inventory import InventoryGate
+
+    inventory = routed(gated_inventory({"h100-train": InventoryGate()}), "h100-train",
+                       reprove_interval_s=1)
+    deploy_kueue(fake_cluster, inventory, "ml-gke", priority_class=False)
+    name = "gke-h100-train-0"
+    fake_cluster.set_node_output(name, h100_report(name, 800.0))
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke", timeout_s=3) as running:
+        fake_cluster.add_node_object(gke_gated_node("h100-train", name))
+        wait_for(lambda: gate_state(fake_cluster, name) == "proven")
+        wait_for(lambda: (running.gate.summary.results.get(name) or None) is not None
+                 and running.gate.summary.results[name].verdict == "infra", 60)
+    queued = [j for j in proof_jobs(fake_cluster) if j["metadata"]["namespace"] == "research"]
+    assert queued and not any(admitted(fake_cluster, j) for j in queued)
+    assert gate_state(fake_cluster, name) == "proven" and not tainted(fake_cluster, name)
 
 
 def test_metrics_and_health_after_a_scale_up(fake_cluster: Any, tmp_path: Path) -> None:
@@ -509,3 +587,173 @@ def test_an_image_that_never_pulls_is_retried_as_infrastructure_not_failed(
     assert run.gate.verdict_counts == {("h100-train", "infra"): 1, ("h100-train", "pass"): 1}
     assert not any(c["type"] == "AccelfleetProof" and c["status"] == "False"
                    for c in node(fake_cluster, n)["status"]["conditions"])
+
+
+def _hours(gate: Any, kind: str) -> float:
+    return sum(h for (_, _, k), h in gate.node_hours.items() if k == kind)
+
+
+def _lease_hours(cluster: Any) -> dict[tuple[str, str, str], float]:
+    from fleet.labels import GATE_NODE_HOURS_ANNOTATION
+    from smoke.gate.controller import LEASE_NAME
+
+    lease = cluster.get("leases", NAMESPACE, LEASE_NAME)
+    rows = json.loads(lease["metadata"]["annotations"][GATE_NODE_HOURS_ANNOTATION])
+    return {(r["pool"], r["team"], r["kind"]): r["hours"] for r in rows}
+
+
+def _hours_scenario(cluster: Any) -> tuple[Any, str, str]:
+    """A node that never turns Ready (unproven) and one that fails its proof (quarantined)."""
+    inventory = gated_inventory()
+    waiting, bad = "gke-h100-train-0", "gke-h100-train-1"
+    cluster.set_node_output(bad, h100_report(bad, 300.0))  # below the H100 floor
+    cluster.add_node_object(gke_gated_node("h100-train", waiting), ready=False)
+    return inventory, waiting, bad
+
+
+def test_node_hours_survive_a_controller_restart(fake_cluster: Any, tmp_path: Path) -> None:
+    """Issue 26 item 6: unproven and quarantined node-hours per pool and team are totals; a
+    restarted controller continues them from its Lease instead of starting from 0."""
+    from smoke.gate._metrics import render
+
+    inventory, _, bad = _hours_scenario(fake_cluster)
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke", identity="gate-a") as first:
+        fake_cluster.join([gke_gated_node("h100-train", bad)], ready_after_s=0.1)
+        wait_for(lambda: gate_state(fake_cluster, bad) == "failed")
+        # a test's patience: enough node-hours that a fresh start would be visibly behind
+        wait_for(lambda: _hours(first.gate, "unproven") > 3 / 3600
+                 and _hours(first.gate, "quarantined") > 1 / 3600)
+    before = dict(first.gate.node_hours)
+    on_lease = _lease_hours(fake_cluster)  # written as the first one released its Lease
+    assert all(on_lease[k] >= v - 1e-6 for k, v in before.items())
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke", identity="gate-b") as second:
+        wait_for(lambda: second.gate.adopted)  # leader, and its first loop begun
+        after = dict(second.gate.node_hours)
+        text = render([second.gate])
+    for key, hours in before.items():
+        assert after.get(key, 0.0) >= hours - 1e-6, key  # the total does not drop
+    labels = 'cluster="ml-gke",pool="h100-train",team="research"'
+    exported = {ln.split(" ")[0]: float(ln.split(" ")[1]) for ln in text.splitlines()
+                if "_node_hours_total" in ln}
+    assert exported[f"accelfleet_gate_unproven_node_hours_total{{{labels}}}"] >= round(
+        before[("h100-train", "research", "unproven")], 6) - 1e-6
+
+
+def test_node_hours_survive_a_controller_killed_without_releasing(fake_cluster: Any,
+                                                                  tmp_path: Path) -> None:
+    """A leader killed (no release) loses at most its last renewal's interval: the next
+    leader continues from what the Lease carries, and its standby exported the same."""
+    inventory, _, bad = _hours_scenario(fake_cluster)
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke", identity="gate-a") as first, \
+            controller(fake_cluster, tmp_path, inventory, "ml-gke",
+                       identity="gate-b") as standby:
+        fake_cluster.join([gke_gated_node("h100-train", bad)], ready_after_s=0.1)
+        wait_for(lambda: gate_state(fake_cluster, bad) == "failed")
+        leader, other = (first, standby) if first.gate.is_leader() else (standby, first)
+        wait_for(lambda: _hours(leader.gate, "unproven") > 3 / 3600)
+        wait_for(lambda: _hours(other.gate, "unproven") > 2 / 3600)  # the leader's, as read
+        assert other.gate.summary.proofs == 0  # the standby proved nothing, counted nothing
+        assert leader.gate.elector is not None
+        leader.gate.elector.release = lambda: None  # killed: it never steps down
+        leader.stop.set()
+        leader.thread.join(60)
+        kept = _lease_hours(fake_cluster)
+        wait_for(lambda: other.gate.adopted and other.gate.is_leader(), 30)
+        after = dict(other.gate.node_hours)
+    assert kept[("h100-train", "research", "unproven")] > 2 / 3600
+    for key, hours in kept.items():
+        assert after.get(key, 0.0) >= hours - 1e-6, key
+
+
+def test_a_pools_ready_nodes_are_proven_together_in_one_proof(fake_cluster: Any,
+                                                              tmp_path: Path) -> None:
+    """Per-node tiers on a pool without the fabric check: the new nodes that are Ready
+    together go into one proof (one Job, a pod pinned to each), each judged on its own."""
+    names = [f"gke-h100-train-{i}" for i in range(3)]
+    for n in names:
+        fake_cluster.set_node_output(n, h100_report(n, 800.0))
+    bad = "gke-h100-train-3"
+    fake_cluster.set_node_output(bad, h100_report(bad, 300.0))  # below the H100 floor
+    with controller(fake_cluster, tmp_path, gated_inventory(), "ml-gke") as running:
+        with fake_cluster.lock:  # they turn Ready together
+            for n in [*names, bad]:
+                fake_cluster.add_node_object(gke_gated_node("h100-train", n))
+        wait_for(lambda: all(gate_state(fake_cluster, n) == "proven" for n in names)
+                 and gate_state(fake_cluster, bad) == "failed")
+    runs = {json.loads(node(fake_cluster, n)["metadata"]["annotations"][
+        GATE_PROOF_ANNOTATION])["run"] for n in names}
+    assert len(runs) == 1 and running.gate.summary.proofs == 1
+    assert running.gate.summary.results[bad].run_id in runs  # the same proof failed it alone
+    [job] = proof_jobs(fake_cluster)
+    assert job["spec"]["parallelism"] == 4
+    terms = job["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms[0]["matchExpressions"][0]["values"] == sorted([*names, bad])
+    proof = json.loads(node(fake_cluster, names[0])["metadata"]["annotations"][
+        GATE_PROOF_ANNOTATION])
+    assert proof["tiers"] == "0-2"  # no fabric check claimed for a batch
+    assert fake_cluster.objects(RUN_LABEL) == []
+
+
+def test_a_node_of_a_batch_whose_pod_never_starts_is_retried_not_failed(
+        fake_cluster: Any, tmp_path: Path) -> None:
+    """One node's proof pod of a batch never starts (its image never pulls): that node is an
+    infrastructure error, retried; the rest of the batch passes in that proof."""
+    good, slow = "gke-h100-train-0", "gke-h100-train-1"
+    fake_cluster.set_node_output(good, h100_report(good, 800.0))
+    report = tmp_path / "report.json"
+    report.write_text(h100_report(slow, 800.0), encoding="utf-8")
+    marker = tmp_path / "starts"
+    fake_cluster.base_env.update(GATE_MARKER=str(marker), GATE_REPORT=str(report))
+    fake_cluster.set_node_command(slow, ["python", "-c", (
+        "import os, time\n"
+        "marker = os.environ['GATE_MARKER']\n"
+        "first = not os.path.exists(marker)\n"
+        "open(marker, 'a').write('x')\n"
+        "time.sleep(120 if first else 0)\n"
+        "print(open(os.environ['GATE_REPORT']).read())")])
+
+    def kubelet_cannot_pull() -> None:  # the slow node's first proof pod never pulls
+        def first() -> list[dict[str, Any]]:
+            return [p for p in fake_cluster.objects(RUN_LABEL) if p.get("kind") == "Pod"
+                    and p["spec"].get("nodeName") == slow
+                    and p["status"].get("phase") == "Running"]
+        pods = wait_for(first, 60)
+        fake_cluster.patch("pods", pods[0]["metadata"]["namespace"],
+                           pods[0]["metadata"]["name"], {"status": IMAGE_PULL})
+
+    import threading
+
+    threading.Thread(target=kubelet_cannot_pull, daemon=True).start()
+    with controller(fake_cluster, tmp_path, gated_inventory(), "ml-gke", timeout_s=4) as run:
+        with fake_cluster.lock:
+            for n in (good, slow):
+                fake_cluster.add_node_object(gke_gated_node("h100-train", n))
+        wait_for(lambda: gate_state(fake_cluster, slow) == "proven"
+                 and gate_state(fake_cluster, good) == "proven", 90)
+    assert [e["reason"] for e in events(fake_cluster, slow)] == ["GateProofRetry",
+                                                                  "GateProofPassed"]
+    assert [e["reason"] for e in events(fake_cluster, good)] == ["GateProofPassed"]
+    assert run.gate.verdict_counts == {("h100-train", "infra"): 1, ("h100-train", "pass"): 2}
+
+
+def test_a_fabric_pools_new_nodes_get_the_cross_node_check_though_max_tier_stops_at_t2(
+        fake_cluster: Any, tmp_path: Path) -> None:
+    """A stack's gate runs T0..max_tier (at most T2) per node; on a pool with the fabric
+    check, a proof of several hosts also runs the cross-node tier (T3), which is the fabric
+    check: before, the proof ran at T2, never checked the fabric, and recorded `+fabric`."""
+    from fleet.inventory import InventoryGate
+
+    names = ["gke-h100-train-0", "gke-h100-train-1"]
+    for n in names:
+        fake_cluster.set_node_output(n, h100_report(n, 800.0))
+    inventory = gated_inventory({"h100-train": InventoryGate(fabric=True)})  # max_tier 2
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke") as running:
+        with fake_cluster.lock:
+            for n in names:
+                fake_cluster.add_node_object(gke_gated_node("h100-train", n))
+        wait_for(lambda: proof_jobs(fake_cluster) and all(
+            running.gate.summary.results.get(n) is not None for n in names))
+    [job] = proof_jobs(fake_cluster)
+    args = job["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--tier") + 1] == "3" and "--cross-node" in args

@@ -11,15 +11,18 @@ import json
 from pathlib import Path
 from typing import Any
 
-from components.k8s._gate import NAME, GateControllerArgs, gate_objects
+from components.k8s._gate import NAME, GateControllerArgs, gate_objects, queue_namespaces
 from fleet.inventory import InventoryGate
 from fleet.labels import GATE_PROOF_ANNOTATION, SMOKE_KEY
 from tests.smoke.gate_cluster import (
     NAMESPACE,
     controller,
+    deploy_kueue,
     gated_inventory,
     gke_gated_node,
     h100_report,
+    proof_jobs,
+    routed,
 )
 from tests.smoke.test_gate import gate_state, node, wait_for
 
@@ -67,3 +70,36 @@ def test_a_permission_missing_from_the_rbac_is_refused_as_the_api_server_refuses
         wait_for(lambda: fake_cluster.denials)
     assert gate_state(fake_cluster, "gke-h100-train-0") != "proven"
     assert any(f'in the namespace "{NAMESPACE}"' in d for d in fake_cluster.denials)
+
+
+def test_a_reproof_through_a_teams_queue_needs_nothing_more_than_its_rbac(
+        fake_cluster: Any, tmp_path: Path) -> None:
+    """A pool Kueue routes: the re-proof is a Job in team research's namespace (its
+    LocalQueue's); the controller is bound there only to the Role the component makes for it
+    (and may read that Namespace), and nothing is refused."""
+    inventory = routed(gated_inventory({"h100-train": InventoryGate()}), "h100-train",
+                       reprove_interval_s=1)
+    mine = {**inventory.to_dict(), "pools": [p for p in inventory.to_dict()["pools"]
+                                            if p["cluster"] == "ml-gke"]}
+    objs = gate_objects(GateControllerArgs(cluster="ml-gke", namespace=NAMESPACE,
+                                           inventory=mine))
+    assert queue_namespaces(mine, NAMESPACE) == ["research", "vision"]  # the owner teams'
+    roles = {o["metadata"]["namespace"]: o["rules"] for o in objs if o["kind"] == "Role"}
+    cluster_role = next(o for o in objs if o["kind"] == "ClusterRole")["rules"]
+    fake_cluster.create("namespaces", "", {"metadata": {"name": NAMESPACE}})
+    deploy_kueue(fake_cluster, inventory, "ml-gke")
+    fake_cluster.enforce_rbac(f"system:serviceaccount:{NAMESPACE}:{NAME}", cluster_role,
+                              NAMESPACE, roles[NAMESPACE],
+                              {q: roles[q] for q in ("research", "vision")})
+    good = "gke-h100-train-0"
+    fake_cluster.set_node_output(good, h100_report(good, 800.0))
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke"):
+        fake_cluster.join([gke_gated_node("h100-train", good)])
+        wait_for(lambda: fake_cluster.denials or gate_state(fake_cluster, good) == "proven")
+        first = json.loads(node(fake_cluster, good)["metadata"]["annotations"][
+            GATE_PROOF_ANNOTATION])["run"]
+        wait_for(lambda: fake_cluster.denials or json.loads(node(
+            fake_cluster, good)["metadata"]["annotations"][GATE_PROOF_ANNOTATION])["run"]
+            != first, 60)
+    assert fake_cluster.denials == [], "\n".join(sorted(set(fake_cluster.denials)))
+    assert any(j["metadata"]["namespace"] == "research" for j in proof_jobs(fake_cluster))

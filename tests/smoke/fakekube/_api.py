@@ -28,13 +28,14 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "provisioningrequestconfigs": ("ProvisioningRequestConfig", "kueue.x-k8s.io/v1beta2",
                                    False),
     "cohorts": ("Cohort", "kueue.x-k8s.io/v1beta2", False),
+    "workloadpriorityclasses": ("WorkloadPriorityClass", "kueue.x-k8s.io/v1beta2", False),
     "provisioningrequests": ("ProvisioningRequest", "autoscaling.x-k8s.io/v1", True),
     "leases": ("Lease", "coordination.k8s.io/v1", True),
 }
 GROUPS = {"batch/v1": {"jobs"}, "jobset.x-k8s.io/v1alpha2": {"jobsets"},
           "kueue.x-k8s.io/v1beta2": {"resourceflavors", "clusterqueues", "localqueues",
                                      "admissionchecks", "provisioningrequestconfigs",
-                                     "cohorts"},
+                                     "cohorts", "workloadpriorityclasses"},
           "autoscaling.x-k8s.io/v1": {"provisioningrequests"},
           "coordination.k8s.io/v1": {"leases"}}
 # kind -> kinds it may own (Kueue's ProvisioningRequest and its PodTemplate go with the job

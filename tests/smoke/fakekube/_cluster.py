@@ -296,12 +296,14 @@ class FakeCluster(_KueueControllers):
             self._lies.append([method, path_contains, rule, times])
 
     def enforce_rbac(self, user: str, cluster_rules: list[dict[str, Any]],
-                     namespace: str, namespace_rules: list[dict[str, Any]]) -> None:
+                     namespace: str, namespace_rules: list[dict[str, Any]],
+                     more: dict[str, list[dict[str, Any]]] | None = None) -> None:
         """Answer every request as the API server's RBAC authorizer would for `user` bound to a
-        ClusterRole of `cluster_rules` and a Role of `namespace_rules` in `namespace`: a
-        request no rule allows gets the real 403 Forbidden (recorded in `denials`)."""
+        ClusterRole of `cluster_rules`, a Role of `namespace_rules` in `namespace` and, `more`,
+        a Role of those rules in each such namespace: a request no rule allows gets the real
+        403 Forbidden (recorded in `denials`)."""
         with self.lock:
-            self._rbac = (user, cluster_rules, namespace, namespace_rules)
+            self._rbac = (user, cluster_rules, {**(more or {}), namespace: namespace_rules})
 
     def denied(self, method: str, path: str, query: dict[str, str]) -> str:
         """'' when the request is allowed (or no RBAC is enforced); else the API server's
@@ -312,7 +314,7 @@ class FakeCluster(_KueueControllers):
         rbac = getattr(self, "_rbac", None)
         if rbac is None:
             return ""
-        user, cluster_rules, role_ns, ns_rules = rbac
+        user, cluster_rules, roles = rbac
         parts = path.rstrip("/").split("/")[1:]
         if parts[:2] == ["api", "v1"]:
             group, rest = "", parts[2:]
@@ -342,7 +344,7 @@ class FakeCluster(_KueueControllers):
                                                            name in r["resourceNames"])
                        for r in rules)
 
-        if allows(cluster_rules) or (ns and ns == role_ns and allows(ns_rules)):
+        if allows(cluster_rules) or (ns and ns in roles and allows(roles[ns])):
             return ""
         where = f'in the namespace "{ns}"' if ns else "at the cluster scope"
         what = f'{rest[0]} "{name}"' if name else rest[0]

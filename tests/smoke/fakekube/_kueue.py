@@ -5,7 +5,9 @@ components/k8s/_kueue.py makes):
 - Kueue: a suspended Job or JobSet labelled `kueue.x-k8s.io/queue-name` is admitted through
   its LocalQueue's ClusterQueue to the first flavor whose node labels its pods' nodeSelector
   allows. Without an admission check on that flavor it is resumed at once, with the flavor's
-  node labels and tolerations added to its pods. With Kueue's ProvisioningRequest check
+  node labels and tolerations added to its pods; one naming a WorkloadPriorityClass
+  (`kueue.x-k8s.io/priority-class`) that does not exist stays suspended, as Kueue makes no
+  Workload for it. With Kueue's ProvisioningRequest check
   (`kueue.x-k8s.io/provisioning-request`), Kueue makes a PodTemplate and a ProvisioningRequest
   (`autoscaling.x-k8s.io/v1`: the config's class and parameters, the job's
   `provreq.kueue.x-k8s.io/*` annotations as parameters, one pod set of all its pods) and
@@ -16,7 +18,7 @@ components/k8s/_kueue.py makes):
   accepted, and the pool's nodes are added (count: the pod set's) carrying the request's
   label; a request no pool fits stays unprovisioned, as a queued request waits; with
   `accept_requests = False` every request is Accepted and never Provisioned (no capacity).
-Quota is not modelled. Read from kubernetes-sigs/kueue v0.19.2
+Quota and priorities (preemption) are not modelled. Read from kubernetes-sigs/kueue v0.19.2
 (8eab68778fc1b52affe165fdf5af29d1e9b4f3cb): pkg/controller/admissionchecks/provisioning/
 controller.go (a PodTemplate per pod set, the request's class and parameters from the config)
 and provisioning.go `passProvReqParams` (the Workload's `provreq.kueue.x-k8s.io/` annotations,
@@ -34,6 +36,7 @@ from tests.smoke.fakekube._api import _tolerates
 from tests.smoke.fakekube._controllers import _Controllers
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 PROVREQ_PREFIX = "provreq.kueue.x-k8s.io/"
 CHECK_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 QUEUED_CLASS = "queued-provisioning.gke.io"
@@ -88,6 +91,10 @@ class _KueueControllers(_Controllers):
             cq = lq and self.store.get(("clusterqueues", "", lq["spec"]["clusterQueue"]))
             if not cq:
                 return  # no such queue: the job stays suspended, as Kueue leaves it
+            priority = (obj["metadata"].get("labels") or {}).get(PRIORITY_CLASS_LABEL)
+            if priority and not self.store.get(("workloadpriorityclasses", "", priority)):
+                return  # no Workload is made for a class that does not exist (jobframework
+                # ExtractPriority -> GetPriorityFromWorkloadPriorityClass errors): suspended
             flavor = self._flavor(cq, obj)
             if flavor is None:
                 return
@@ -168,7 +175,7 @@ class _KueueControllers(_Controllers):
             spec["tolerations"] = [*(spec.get("tolerations") or []),
                                    *(fspec.get("tolerations") or [])]
         obj["spec"]["suspend"] = False
-        obj["metadata"]["resourceVersion"] = str(int(obj["metadata"]["resourceVersion"]) + 1)
+        self._touched(obj["kind"].lower() + "s", obj)  # a change watchers (and tests) see
 
     # -- the autoscaler -------------------------------------------------------------------------
     def _autoscaler(self) -> None:
