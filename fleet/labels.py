@@ -54,3 +54,7 @@ GATE_RUN_ANNOTATION = PREFIX + "gate-run"  # the run id of the proof that claime
 # on the controller's Lease: the running node-hours totals (JSON list of pool, team, kind,
 # hours), so a restarted or newly elected controller continues them (smoke/gate/_metrics.py)
 GATE_NODE_HOURS_ANNOTATION = PREFIX + "gate-node-hours"
+# On the gate controller's pod template: the SHA-256 of the inventory it mounts, so a pool
+# added, removed or resized rolls the Deployment (the ConfigMap is updated in place) and the
+# controller reads the new inventory
+GATE_INVENTORY_DIGEST_ANNOTATION = PREFIX + "gate-inventory-sha256"

@@ -27,6 +27,7 @@ schemas, strict), applied through the cluster's provider:
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ import pulumi_kubernetes as k8s
 
 from components.outputs import ClusterOutputs
 from fleet import gate as G
+from fleet.labels import GATE_INVENTORY_DIGEST_ANNOTATION
 from fleet.model import POOL_LABEL, SYSTEM_POOL, Fleet
 
 TYPE = "accelfleet:k8s:GateController"
@@ -195,7 +197,16 @@ def _deployment(args: GateControllerArgs) -> dict[str, Any]:
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
             "spec": {"replicas": args.replicas,
                      "selector": {"matchLabels": dict(APP_LABELS)},
-                     "template": {"metadata": {"labels": dict(APP_LABELS)}, "spec": pod}}}
+                     "template": {"metadata": {
+                         "labels": dict(APP_LABELS),
+                         "annotations": {GATE_INVENTORY_DIGEST_ANNOTATION: hashlib.sha256(
+                             _inventory_text(args).encode()).hexdigest()}},
+                         "spec": pod}}}
+
+
+def _inventory_text(args: GateControllerArgs) -> str:
+    """The mounted inventory file's text (its digest is on the pod template)."""
+    return json.dumps(args.inventory, indent=1, sort_keys=True)
 
 
 def gate_objects(args: GateControllerArgs) -> list[dict[str, Any]]:
@@ -240,7 +251,7 @@ def gate_objects(args: GateControllerArgs) -> list[dict[str, Any]]:
     objs += [
         {"apiVersion": "v1", "kind": "ConfigMap",
          "metadata": {"name": G.INVENTORY_CONFIGMAP, "namespace": ns, "labels": labels},
-         "data": {G.INVENTORY_FILE: json.dumps(args.inventory, indent=1, sort_keys=True)}},
+         "data": {G.INVENTORY_FILE: _inventory_text(args)}},
         _deployment(args),
     ]
     return objs

@@ -292,6 +292,24 @@ def test_the_configmap_holds_the_clusters_part_of_the_inventory(plan: Plan) -> N
             assert by["l4-open"].gate.reason == "inference canaries prove it"
 
 
+def test_the_controller_rolls_when_its_inventory_changes(plan: Plan) -> None:
+    """The ConfigMap is updated in place (the clusters' provider sets enableConfigMapMutable,
+    tests/components/test_change_locality.py); the controller reads its inventory at start,
+    so the pod template carries the file's digest and a changed inventory rolls it."""
+    import hashlib
+
+    from fleet.labels import GATE_INVENTORY_DIGEST_ANNOTATION
+
+    digests = {}
+    for cluster in ("c1", "e1"):
+        objs = _by_kind(plan, cluster)
+        text = objs["ConfigMap"]["data"]["inventory.json"]
+        note = objs["Deployment"]["spec"]["template"]["metadata"]["annotations"]
+        assert note[GATE_INVENTORY_DIGEST_ANNOTATION] == hashlib.sha256(text.encode()).hexdigest()
+        digests[cluster] = note[GATE_INVENTORY_DIGEST_ANNOTATION]
+    assert digests["c1"] != digests["e1"]  # each cluster's own part of the inventory
+
+
 def test_the_namespace_is_made_once(plan: Plan) -> None:
     """c1 has a queued pool: Kueue's routing makes the smoke namespace (its LocalQueue lives
     there), and the gate does not make it again; e1 has none, and the gate makes it."""
