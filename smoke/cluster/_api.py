@@ -58,6 +58,10 @@ class ApiTimeout(SetupError):
         super().__init__(message, hint=hint)
 
 
+class NoTimeLeft(ApiTimeout):
+    """A call not made: its deadline had passed already."""
+
+
 class ApiStopped(Exception):
     """A call cut short because its caller was stopped (Ctrl-C, SIGTERM)."""
 
@@ -235,7 +239,7 @@ def bounded(fn: Callable[..., T], *args: Any, budget_s: float = CALL_CAP_S,
     if stop is not None and stop.is_set():
         raise ApiStopped("the run was stopped")
     if budget_s <= 0:
-        raise ApiTimeout("its deadline had passed: the call was not made")
+        raise NoTimeLeft("its deadline had passed: the call was not made")
     _track_owner(fn)
     timeout = kwargs.get("_request_timeout")
     if isinstance(timeout, tuple) and len(timeout) == 2:

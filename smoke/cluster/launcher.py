@@ -37,6 +37,7 @@ from smoke.cluster._api import (
     ApiStopped,
     ApiTimeout,
     Body,
+    NoTimeLeft,
     TooLong,
     track,
     words,
@@ -287,7 +288,7 @@ class _ClusterRun:
     def _list_failed(self, exc: Exception) -> None:
         """A pod list that failed (after its retries), said once per distinct cause on every
         pool still followed: a WARN (the pools' own deadlines judge what did not finish)."""
-        if time.monotonic() >= self.deadline:
+        if isinstance(exc, NoTimeLeft):
             return  # the run is over: its pools expire now, each saying so
         problem = f"listing the run's pods failed: {words(exc)}"
         for p in self.pools:
@@ -409,9 +410,9 @@ class _ClusterRun:
                               _request_timeout=REQUEST_TIMEOUT_S)
             log = _raw(resp).decode("utf-8", "replace")
             if isinstance(resp, Body) and resp.truncated:
-                tail = log[-300:].strip().splitlines()
+                lines = log[-300:].strip().splitlines()
                 api = (f"its log ran past {LOG_MAX_BYTES} bytes, the most a log read takes: "
-                       f"read no further (last line read: {(tail[-1] if tail else '')[:200]})")
+                       f"read no further (last line read: {(lines[-1] if lines else '')[:200]})")
         except (ApiTimeout, ApiStopped) as exc:
             log, api = "", f"its log could not be read: {words(exc)}"
         except Exception as exc:

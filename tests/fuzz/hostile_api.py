@@ -276,7 +276,7 @@ def run_api_case(case: ApiCase, workdir: Path) -> ApiOutcome:
     run_doc = _read_json(out / "run.json")
     late = seconds - case.deadline_s()
     return ApiOutcome(code, CRASH.search(text) is not None, _untested_pass(code, run_doc, nodes),
-                      _lost(code, run_doc, out, history), seconds, text[-2000:],
+                      _lost(code, run_doc, out, history), seconds, text[-8000:],
                       f"{late:.1f} s past its deadline" if late > 0 else "")
 
 

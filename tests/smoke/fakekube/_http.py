@@ -190,7 +190,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self.wfile.write(head)
             prefix, again = _endless_parts(result)
-            self.wfile.write(f"{len(prefix):x}\r\n".encode() + prefix + b"\r\n")
+            if prefix:  # (a chunk of no bytes would end the body)
+                self.wfile.write(f"{len(prefix):x}\r\n".encode() + prefix + b"\r\n")
             block = again * max(1, 65536 // max(1, len(again)))
             framed = f"{len(block):x}\r\n".encode() + block + b"\r\n"
             while not c._stop.is_set():
