@@ -340,3 +340,31 @@ class TooLong(SetupError):
 
     def __init__(self, message: str, *, hint: str = SLOW_HINT) -> None:
         super().__init__(message, hint=hint)
+
+
+MAX_PAGES = 100  # pages of one list (of up to 500 items each, for the gate's node lists)
+
+
+def pages(fetch: Callable[[str | None], dict[str, Any]], *, what: str,
+          max_pages: int = MAX_PAGES) -> tuple[list[Any], dict[str, Any]]:
+    """Every item of a paged list, `fetch(token)` giving one page, and the last page's
+    metadata; TooLong past `max_pages` pages or on a `continue` token given twice (a list
+    that never ends)."""
+    items: list[Any] = []
+    token: str | None = None
+    seen: set[str] = set()
+    for _ in range(max_pages):
+        page = fetch(token)
+        got = page.get("items") if isinstance(page, dict) else None
+        items += got if isinstance(got, list) else []
+        meta = page.get("metadata") if isinstance(page, dict) else None
+        meta = meta if isinstance(meta, dict) else {}
+        token = meta.get("continue") or None
+        if not isinstance(token, str):
+            return items, meta
+        if token in seen:
+            raise TooLong(f"{what}: the API server gave the same continue token twice (a "
+                          "list that never ends)")
+        seen.add(token)
+    raise TooLong(f"{what} did not end within {max_pages} pages: its continue token was "
+                  "followed no further")

@@ -20,13 +20,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fleet.errors import InputError, SetupError
-from smoke.cluster._api import RETRY_STATUSES, ApiTimeout, bounded, track, transient, with_retries
+from smoke.cluster._api import (
+    RETRY_STATUSES,
+    ApiTimeout,
+    TooLong,
+    bounded,
+    pages,
+    track,
+    transient,
+    with_retries,
+)
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
-__all__ = ["RETRY_STATUSES", "ClusterRef", "connect", "preflight", "transient",
-           "with_retries"]  # the bounded calls live in smoke.cluster._api
+__all__ = ["RETRY_STATUSES", "ClusterRef", "TooLong", "connect", "pages", "preflight",
+           "transient", "with_retries"]  # the bounded calls live in smoke.cluster._api
 PREFLIGHT_TIMEOUT_S = (3.0, 10.0)  # (connect, read); 10 s is also the whole answer's bound
 
 

@@ -168,3 +168,26 @@ def test_the_fake_honours_limit_bytes(fake_cluster: FakeCluster, tmp_path: Path)
         assert time.monotonic() < end, "the pod never printed"
         time.sleep(0.05)
     assert core.read_namespaced_pod_log("p", "default", limit_bytes=100) == "x" * 100
+
+
+def test_a_list_that_pages_for_ever_stops_at_its_bound(fake_cluster: FakeCluster,
+                                                       tmp_path: Path) -> None:
+    """The gate's node lists (smoke.cluster.access.pages): the fake's `continue` token never
+    runs out; the list stops at its pages and says so, an exit 2 where it ends a command."""
+    import json
+
+    from smoke.cluster.access import TooLong, pages
+
+    core = _client(fake_cluster, tmp_path)
+    fake_cluster.endless_pages("/api/v1/nodes")
+
+    def fetch(token: str | None) -> dict[str, Any]:
+        body = with_retries(core.list_node, limit=5, _continue=token, _preload_content=False,
+                            _request_timeout=(5.0, 30.0))
+        return json.loads(body.data)  # type: ignore[no-any-return]
+
+    got = _outcome(lambda: pages(fetch, what="the node list", max_pages=7))
+    assert isinstance(got, TooLong), got
+    assert "the node list did not end within 7 pages" in str(got) and got.exit_code == 2
+    gets = [p for m, p in fake_cluster.requests if m == "GET" and p == "/api/v1/nodes"]
+    assert len(gets) == 7
