@@ -307,11 +307,15 @@ class _ClusterRun:
         states: list[_PodState] = []
         token: str | None = None
         tokens: set[str] = set()
+        # no list goes past the first deadline of a pool it follows: a slow answer does not
+        # keep a pool from expiring on time
+        deadline = min([self.deadline, *(p.deadline for p in self.pools
+                                          if p.status is None and p.deadline)])
         for _ in range(MAX_POD_PAGES):
-            body = self._call(self.core.list_namespaced_pod, self.ns,
-                              label_selector=self.selector, limit=PAGE_PODS,
-                              _continue=token, _preload_content=False,
-                              max_bytes=PAGE_MAX_BYTES, _request_timeout=REQUEST_TIMEOUT_S)
+            body = with_retries(self.core.list_namespaced_pod, self.ns, deadline=deadline,
+                                stop=self.stop, label_selector=self.selector, limit=PAGE_PODS,
+                                _continue=token, _preload_content=False,
+                                max_bytes=PAGE_MAX_BYTES, _request_timeout=REQUEST_TIMEOUT_S)
             if isinstance(body, Body) and body.truncated:
                 raise TooLong(f"a page of the pod list ran past {len(body.data)} bytes "
                               "(read no further)")
