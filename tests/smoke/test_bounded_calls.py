@@ -191,3 +191,27 @@ def test_a_list_that_pages_for_ever_stops_at_its_bound(fake_cluster: FakeCluster
     assert "the node list did not end within 7 pages" in str(got) and got.exit_code == 2
     gets = [p for m, p in fake_cluster.requests if m == "GET" and p == "/api/v1/nodes"]
     assert len(gets) == 7
+
+
+@pytest.mark.parametrize("command", ["status", "release"])
+def test_status_and_release_against_a_drip_exit_2_naming_it(
+        command: str, fake_cluster: FakeCluster, stack: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`smoke status` and `smoke release` read the quarantined nodes with a bounded call: a
+    drip is exit 2 with its words and hint, never a hang or an internal error. (Every call
+    without a deadline of its own has RETRIES_CAP_S in all; 2 s here, so that the test is
+    quick.)"""
+    from typer.testing import CliRunner
+
+    import smoke.cluster._api as api
+    from cli.main import app
+
+    monkeypatch.setattr(api, "RETRIES_CAP_S", 2.0)
+    fake_cluster.hostile("GET", "/api/v1/nodes", "drip", delay_s=DRIP_S)
+    kc = fake_cluster.kubeconfig(tmp_path / "kubeconfig", context="fake")
+    args = ["smoke", command, *(["gpu-a-node-0", "--stack"] if command == "release" else []),
+            str(stack), "--kubeconfig", str(kc), "--context", "c1=fake"]
+    result = _outcome(lambda: CliRunner().invoke(app, args))
+    assert result.exit_code == 2, result.output
+    assert "did not finish its answer within" in result.output
+    assert "internal error" not in result.output
