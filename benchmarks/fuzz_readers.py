@@ -9,7 +9,11 @@ an alarm), cases that changed a file, cases over the 2 s budget, and time per re
 `--api-cases N` adds the hostile-API angle (issue 30, tests/fuzz/hostile_api.py): N seeded
 runs of `smoke run --quarantine` against the fake API server with lying rules in front of it
 (some on every answer), each counted as exit 3, traceback, hang, a pass of a node that was not
-judged, or measurements lost.
+judged, or measurements lost. Since issue 29 most of them also meet a server that never
+finishes (hostile_api.ANGLES: drips, endless answers, endless pages, endless logs, on the
+run's calls and its cleanup's; counted past their deadline when they end late), and every
+INTERRUPT_EVERY-th case is SIGINT or SIGTERM to a console process while the pod list drips in
+(it must exit 130 within seconds and leave nothing behind).
 
 Exit 0 when no case gave exit 3, a traceback, a hang or a changed file; 1 otherwise (each
 such case is listed with its reader, seed file and mutations, to replay).
@@ -115,11 +119,15 @@ def main() -> int:
         print("CASE", json.dumps(b)[:400])
     if args.out is not None:
         args.out.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
-    untested_or_lost = int(api.get("passed_untested", 0)) + int(api.get("lost", 0))
+    untested_or_lost = int(api.get("passed_untested", 0)) + int(api.get("lost", 0)) + int(
+        api.get("past_deadline", 0)) + int(api.get("interrupts_not_130", 0)) + int(
+        api.get("interrupts_left_objects", 0))
     return 1 if exit3 or tracebacks or hangs or changed or untested_or_lost else 0
 
 
-API_HANG_S = 120  # a hostile-API run past its own deadline (30 s + grace) and cleanup
+API_HANG_S = 150  # a hostile-API run past its own deadline (hostile_api.ApiCase.deadline_s,
+# at most ~110 s) by far
+INTERRUPT_EVERY = 10
 
 
 def _api_angle(cases: int, rng: random.Random, bad: list[dict[str, object]]
@@ -128,11 +136,16 @@ def _api_angle(cases: int, rng: random.Random, bad: list[dict[str, object]]
     from tests.fuzz.hostile_api import random_case, run_api_case
 
     counts = {"cases": cases, "exit3": 0, "tracebacks": 0, "hangs": 0, "passed_untested": 0,
-              "lost": 0, "exit_codes": {}}
+              "lost": 0, "past_deadline": 0, "with_angles": 0, "interrupts": 0,
+              "interrupts_not_130": 0, "interrupts_left_objects": 0, "exit_codes": {}}
     seconds: list[float] = []
     started = time.perf_counter()
     for case_no in range(cases):
-        case = random_case(rng)
+        if case_no % INTERRUPT_EVERY == INTERRUPT_EVERY - 1:
+            _interrupt_case(case_no, rng, counts, bad)
+            continue
+        case = random_case(rng, angles=True)
+        counts["with_angles"] += bool(case.angles)  # type: ignore[operator]
         with tempfile.TemporaryDirectory(prefix="accelfleet-api-") as tmp:
             signal.alarm(API_HANG_S)
             try:
@@ -150,7 +163,9 @@ def _api_angle(cases: int, rng: random.Random, bad: list[dict[str, object]]
         problem = [p for p, hit in (("exit 3", o.code not in (0, 1, 2)),
                                     ("traceback", o.traceback),
                                     (o.passed_untested, bool(o.passed_untested)),
-                                    (o.lost, bool(o.lost))) if hit]
+                                    (o.lost, bool(o.lost)),
+                                    (o.past_deadline, bool(o.past_deadline))) if hit]
+        counts["past_deadline"] += bool(o.past_deadline)  # type: ignore[operator]
         counts["exit3"] += o.code not in (0, 1, 2)  # type: ignore[operator]
         counts["tracebacks"] += o.traceback  # type: ignore[operator]
         counts["passed_untested"] += bool(o.passed_untested)  # type: ignore[operator]
@@ -162,6 +177,37 @@ def _api_angle(cases: int, rng: random.Random, bad: list[dict[str, object]]
     counts["median_s"] = round(statistics.median(seconds), 2) if seconds else None
     counts["max_s"] = round(max(seconds), 1) if seconds else None
     return counts
+
+
+def _interrupt_case(case_no: int, rng: random.Random, counts: dict[str, object],
+                    bad: list[dict[str, object]]) -> None:
+    """SIGINT or SIGTERM to a console `smoke run` while its pod list drips in."""
+    from tests.fuzz.hostile_api import run_interrupt_case
+
+    sig = rng.choice((signal.SIGINT, signal.SIGTERM))
+    with tempfile.TemporaryDirectory(prefix="accelfleet-api-") as tmp:
+        o = run_interrupt_case(sig, "drip-pod-list", Path(tmp))
+    counts["interrupts"] += 1  # type: ignore[operator]
+    codes = counts["exit_codes"]
+    assert isinstance(codes, dict)
+    codes[o.code] = codes.get(o.code, 0) + 1
+    problem = []
+    if o.code is None:
+        counts["hangs"] += 1  # type: ignore[operator]
+        problem.append("hang after the signal")
+    elif o.code != 130:
+        counts["interrupts_not_130"] += 1  # type: ignore[operator]
+        problem.append(f"exit {o.code}")
+    if "Traceback" in o.output:
+        counts["tracebacks"] += 1  # type: ignore[operator]
+        problem.append("traceback")
+    if o.left:
+        counts["interrupts_left_objects"] += 1  # type: ignore[operator]
+        problem.append(f"left {o.left[:5]}")
+    if problem:
+        bad.append({"api_case": case_no, "signal": signal.Signals(sig).name,
+                    "problem": problem, "seconds_after_signal":
+                    round(o.seconds_after_signal, 1), "output": o.output[-600:]})
 
 
 if __name__ == "__main__":

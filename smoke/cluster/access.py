@@ -14,20 +14,29 @@ the command that fixes it.
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 from fleet.errors import InputError, SetupError
+from smoke.cluster._api import (
+    RETRY_STATUSES,
+    ApiTimeout,
+    TooLong,
+    bounded,
+    pages,
+    track,
+    transient,
+    with_retries,
+)
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
-T = TypeVar("T")
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-PREFLIGHT_TIMEOUT_S = (3.0, 10.0)  # (connect, read)
+__all__ = ["RETRY_STATUSES", "ClusterRef", "TooLong", "connect", "pages", "preflight",
+           "transient", "with_retries"]  # the bounded calls live in smoke.cluster._api
+PREFLIGHT_TIMEOUT_S = (3.0, 10.0)  # (connect, read); 10 s is also the whole answer's bound
 
 
 @dataclass(frozen=True)
@@ -115,7 +124,7 @@ def connect(refs: list[ClusterRef], *, kubeconfig: Path | None = None,
     failed: list[SetupError] = []
     for ref in refs:  # every cluster tried: all that cannot be reached are named at once
         try:
-            clients[ref.name] = _client(ref, path, names, wanted, outputs_kubeconfigs)
+            clients[ref.name] = track(_client(ref, path, names, wanted, outputs_kubeconfigs))
             if check:
                 preflight(ref, clients[ref.name])
         except SetupError as exc:
@@ -173,8 +182,14 @@ def preflight(ref: ClusterRef, client: ApiClient) -> None:
     from kubernetes.client.exceptions import ApiException
 
     host = client.configuration.host
-    try:
-        VersionApi(client).get_code(_request_timeout=PREFLIGHT_TIMEOUT_S)
+    try:  # the whole answer within the read timeout: a drip does not hold it (issue 29)
+        bounded(VersionApi(client).get_code, budget_s=PREFLIGHT_TIMEOUT_S[1],
+                _request_timeout=PREFLIGHT_TIMEOUT_S)
+    except ApiTimeout:
+        raise SetupError(f"cluster {ref.name}: the API server at {host} did not answer "
+                         f"GET /version within {PREFLIGHT_TIMEOUT_S[1]:g} s",
+                         hint="check the network path to the control plane (a proxy in "
+                         "front of it that holds answers, a VPN); " + ref.fix()) from None
     except ApiException as exc:
         if exc.status in (401, 403):
             raise SetupError(f"cluster {ref.name}: the API server at {host} refused the "
@@ -187,29 +202,3 @@ def preflight(ref: ClusterRef, client: ApiClient) -> None:
                          f"({type(exc).__name__})",
                          hint="check the network path to the control plane (a private "
                          "endpoint needs a VPN or bastion); " + ref.fix()) from None
-
-
-def transient(exc: BaseException) -> bool:
-    """Whether an API error is worth retrying: 429, 5xx, or a dropped connection."""
-    from kubernetes.client.exceptions import ApiException
-    from urllib3.exceptions import HTTPError
-
-    if isinstance(exc, ApiException):
-        return exc.status in RETRY_STATUSES
-    return isinstance(exc, HTTPError | ConnectionError | TimeoutError)
-
-
-def with_retries(fn: Callable[..., T], *args: Any, attempts: int = 6, first_delay_s: float = 0.2,
-                 max_delay_s: float = 5.0, sleep: Callable[[float], None] = time.sleep,
-                 **kwargs: Any) -> T:
-    """Call `fn`, retrying transient API errors with exponential backoff, `attempts` in all."""
-    delay = first_delay_s
-    for attempt in range(1, attempts + 1):
-        try:
-            return fn(*args, **kwargs)
-        except Exception as exc:
-            if attempt == attempts or not transient(exc):
-                raise
-            sleep(delay)
-            delay = min(max_delay_s, delay * 2)
-    raise AssertionError("unreachable")

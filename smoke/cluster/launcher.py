@@ -12,11 +12,19 @@ a fabric pool whose collective missed its floor then runs its pair rounds
 (smoke.cluster._pairs), which name the slow node. Transient API errors are retried with
 backoff. Whatever happens, ctrl-C included, every object the run created is deleted
 (foreground propagation) before `launch` returns.
+
+Every API call is bounded in wall time and bytes (`smoke.cluster._api`): the run's deadline
+(its timeout plus RUN_GRACE_S, moved by a timeout for each pair round a failing fabric pool
+runs, two at most) bounds each call whatever the API server does (a drip, an
+answer that never ends), pod lists take at most MAX_POD_PAGES pages and pod logs at most
+LOG_MAX_BYTES, each saying so when it hits the bound; the cleanup then gets CLEANUP_S of its
+own and names what it could not delete. A stop (ctrl-C, SIGTERM) cuts the call in flight.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import threading
 import time
@@ -29,6 +37,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 from fleet.labels import RUN_LABEL, SLICE_STARTED_ANNOTATION
 from smoke.cluster import _pairs as PR
 from smoke.cluster import _stalls as S
+from smoke.cluster._api import (
+    API_PROBLEM,
+    ApiStopped,
+    ApiTimeout,
+    Body,
+    NoTimeLeft,
+    TooLong,
+    track,
+    words,
+)
 from smoke.cluster._pods import _PodState
 from smoke.cluster._podtime import slice_start
 from smoke.cluster._queue import PROVISIONING_REQUEST, held_by_kueue, is_queued
@@ -57,8 +75,16 @@ JOB_NAME_LABEL = "job-name"
 JOBSET = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
 LOG_TAIL_LINES = 5000  # the report line, any second one, and the crash tail all in reach
 CRASH_LINES = 6
-REQUEST_TIMEOUT_S = (5.0, 30.0)
+REQUEST_TIMEOUT_S = (5.0, 30.0)  # (connect, read); the whole call within _api.CALL_CAP_S
+RUN_GRACE_S = 20.0  # the run's deadline past its timeout: a pool's finishing grace (15 s)
+# and its submission; no API call of the run goes past it
+CLEANUP_S = 15.0  # the cleanup's own budget, after the run (deadline or interrupt)
+MAX_POD_PAGES = 100  # pages of a pod list (PAGE_PODS each): a `continue` token past it is not
+# followed
+LOG_MAX_BYTES = 8 * 2**20  # of a pod's log (the API server's limitBytes, and read no further)
+LAST_LINE_BYTES = 64 * 2**10
 PAGE_PODS = 200  # pods per list request
+PAGE_MAX_BYTES = 16 * 2**20  # of one page of pods (a real page of 200 is 1-2 MiB)
 SUBMIT_WORKERS = 8  # pools submitted at once, per cluster
 FIRST_POLL_S = 0.05
 
@@ -134,6 +160,14 @@ def _pod_state(pod: Any) -> _PodState | None:
         return None
 
 
+def _obj(resp: Any) -> Any:
+    """An answer read as bytes, as JSON ({} when it is none)."""
+    try:
+        return json.loads(_raw(resp) or b"{}")
+    except (ValueError, RecursionError):
+        return {}
+
+
 def _raw(resp: Any) -> bytes:
     data = getattr(resp, "data", None)
     if data is None and hasattr(resp, "read"):
@@ -146,7 +180,7 @@ class _ClusterRun:
 
     def __init__(self, name: str, client: ApiClient, run: RenderedRun, pools: list[_Pool],
                  *, timeout_s: int, poll_s: float, stop: threading.Event,
-                 display: Display) -> None:
+                 display: Display, deadline: float = math.inf) -> None:
         from kubernetes import client as k
 
         self.name, self.run, self.pools = name, run, pools
@@ -155,6 +189,12 @@ class _ClusterRun:
         self.timeout_s, self.poll_s, self.stop, self.display = timeout_s, poll_s, stop, display
         self.ns = run.namespace
         self.selector = f"{RUN_LABEL}={run.run_id}"
+        self.deadline = deadline  # monotonic: no call of the run goes past it
+        self.list_problems: set[str] = set()
+
+    def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """One API call of the run, retried, bounded by the run's deadline and cut by stop."""
+        return with_retries(fn, *args, deadline=self.deadline, stop=self.stop, **kwargs)
 
     # -- submit ------------------------------------------------------------------------
     def _create(self, obj: dict[str, Any]) -> None:
@@ -165,38 +205,40 @@ class _ClusterRun:
 
         kind, name = obj["kind"], obj["metadata"]["name"]
         body: Any = obj  # the client takes its models or plain dicts alike
-        t = REQUEST_TIMEOUT_S
         group, version, plural = JOBSET
+        # the answers are read as bytes (bounded), the objects are not needed but to check
+        # whose they are
+        kw: dict[str, Any] = {"_request_timeout": REQUEST_TIMEOUT_S, "_preload_content": False}
         calls: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {
-            "Namespace": (lambda: self.core.create_namespace(body, _request_timeout=t),
-                          lambda: self.core.read_namespace(name, _request_timeout=t)),
+            "Namespace": (lambda: self.core.create_namespace(body, **kw),
+                          lambda: self.core.read_namespace(name, **kw)),
             "ConfigMap": (lambda: self.core.create_namespaced_config_map(
-                self.ns, body, _request_timeout=t), lambda: self.core.read_namespaced_config_map(
-                name, self.ns, _request_timeout=t)),
+                self.ns, body, **kw), lambda: self.core.read_namespaced_config_map(
+                name, self.ns, **kw)),
             "Service": (lambda: self.core.create_namespaced_service(
-                self.ns, body, _request_timeout=t), lambda: self.core.read_namespaced_service(
-                name, self.ns, _request_timeout=t)),
-            "Job": (lambda: self.batch.create_namespaced_job(self.ns, body, _request_timeout=t),
-                    lambda: self.batch.read_namespaced_job(name, self.ns, _request_timeout=t)),
+                self.ns, body, **kw), lambda: self.core.read_namespaced_service(
+                name, self.ns, **kw)),
+            "Job": (lambda: self.batch.create_namespaced_job(self.ns, body, **kw),
+                    lambda: self.batch.read_namespaced_job(name, self.ns, **kw)),
             "JobSet": (lambda: self.custom.create_namespaced_custom_object(
-                group, version, self.ns, plural, body, _request_timeout=t),
+                group, version, self.ns, plural, body, **kw),
                 lambda: self.custom.get_namespaced_custom_object(
-                group, version, self.ns, plural, name, _request_timeout=t)),
+                group, version, self.ns, plural, name, **kw)),
         }
         if kind not in calls:
             raise ValueError(f"the launcher cannot create a {kind}")
         create, read = calls[kind]
         if kind == "Namespace":
             try:
-                with_retries(read)
+                self._call(read)
                 return
             except ApiException as exc:
                 if exc.status != 404:
                     raise
         try:
-            with_retries(create)
+            self._call(create)
         except ApiException as exc:
-            if exc.status != 409 or not self._ours(kind, with_retries(read)):
+            if exc.status != 409 or not self._ours(kind, _obj(self._call(read))):
                 raise
 
     def _ours(self, kind: str, existing: Any) -> bool:
@@ -217,10 +259,10 @@ class _ClusterRun:
         try:
             for obj in self.run.shared[self.name]:
                 self._create(obj)
-        except ApiException as exc:
+        except (ApiException, ApiTimeout, ApiStopped) as exc:
             for p in self.pools:
                 p.finish(PoolStatus.ERROR, f"cluster {self.name}: creating the run's "
-                         f"namespace objects failed: {exc.status} {exc.reason}")
+                         f"namespace objects failed: {words(exc)}")
             return False
         with ThreadPoolExecutor(max_workers=SUBMIT_WORKERS) as pool_submits:
             list(pool_submits.map(self._submit_pool, self.pools))
@@ -237,13 +279,14 @@ class _ClusterRun:
         try:
             for obj in p.workload.objects:
                 self._create(obj)
-        except ApiException as exc:
+        except (ApiException, ApiTimeout, ApiStopped) as exc:
             hint = ""
-            if exc.status == 404 and p.workload.kind == "jobset":
+            if isinstance(exc, ApiException) and exc.status == 404 and \
+                    p.workload.kind == "jobset":
                 hint = " (the JobSet CRD is not installed: `pulumi up` installs the JobSet " \
                        "controller on clusters with TPU pools)"
             p.finish(PoolStatus.ERROR, f"submitting {p.workload.name} failed: "
-                     f"{exc.status} {exc.reason}{hint}")
+                     f"{words(exc)}{hint}")
             self.display.update(p.name, "failed", 0, p.workload.pods, p.reason[:80])
             return
         self.display.update(p.name, "pending", 0, p.workload.pods, "submitted")
@@ -257,35 +300,67 @@ class _ClusterRun:
             while not self.stop.is_set() and any(p.status is None for p in self.pools):
                 try:
                     pods = self._pods()
+                except ApiStopped:
+                    break  # ctrl-C or SIGTERM: the pools left are cancelled
                 except Exception as exc:  # retried already; keep following until deadlines
                     pods = None
-                    for p in self.pools:
-                        if p.status is None:
-                            p.reason = f"listing pods failed: {type(exc).__name__}"
+                    self._list_failed(exc)
                 if pods is not None:
                     self._tick(pods, logs)
                 self._deadlines()
                 self.stop.wait(wait_s)
                 wait_s = min(self.poll_s, wait_s * 2)
 
+    def _list_failed(self, exc: Exception) -> None:
+        """A pod list that failed (after its retries), said once per distinct cause on every
+        pool still followed: a WARN (the pools' own deadlines judge what did not finish)."""
+        if isinstance(exc, NoTimeLeft):
+            return  # the run is over: its pools expire now, each saying so
+        problem = f"listing the run's pods failed: {words(exc)}"
+        for p in self.pools:
+            if p.status is None:
+                p.reason = problem
+                if problem not in self.list_problems:
+                    p.checks.append(Check(None, ProbeResult(V.HOST, WORKLOAD, 0,
+                                                            Verdict.WARN, problem)))
+        self.list_problems.add(problem)
+
     def _pods(self) -> list[_PodState]:
         """The run's pods, a page at a time, each kept only as what the launcher reads of it:
-        memory stays flat however many pools and nodes the run has."""
+        memory stays flat however many pools and nodes the run has. At most MAX_POD_PAGES
+        pages, and a `continue` token never followed twice (TooLong: a list that never
+        ends)."""
         states: list[_PodState] = []
         token: str | None = None
-        while True:
-            resp = with_retries(self.core.list_namespaced_pod, self.ns,
-                                label_selector=self.selector, limit=PAGE_PODS,
+        tokens: set[str] = set()
+        # no list goes past the first deadline of a pool it follows: a slow answer does not
+        # keep a pool from expiring on time
+        deadline = min([self.deadline, *(p.deadline for p in self.pools
+                                          if p.status is None and p.deadline)])
+        for _ in range(MAX_POD_PAGES):
+            body = with_retries(self.core.list_namespaced_pod, self.ns, deadline=deadline,
+                                stop=self.stop, label_selector=self.selector, limit=PAGE_PODS,
                                 _continue=token, _preload_content=False,
-                                _request_timeout=REQUEST_TIMEOUT_S)
-            page = json.loads(_raw(resp))
+                                max_bytes=PAGE_MAX_BYTES, _request_timeout=REQUEST_TIMEOUT_S)
+            if isinstance(body, Body) and body.truncated:
+                raise TooLong(f"a page of the pod list ran past {len(body.data)} bytes "
+                              "(read no further)")
+            page = json.loads(_raw(body))
             if not isinstance(page, dict):
                 raise ValueError("the pod list is not a PodList")
-            states += [s for s in map(_pod_state, page.get("items") or []) if s is not None]
+            items = page.get("items")
+            states += [s for s in map(_pod_state, items if isinstance(items, list) else [])
+                       if s is not None]
             meta = page.get("metadata")
             token = (meta.get("continue") if isinstance(meta, dict) else None) or None
-            if token is None:
+            if not isinstance(token, str):
                 return states
+            if token in tokens:
+                raise TooLong("the pod list gave the same continue token twice (a list that "
+                              "never ends)")
+            tokens.add(token)
+        raise TooLong(f"the pod list did not end within {MAX_POD_PAGES} pages of "
+                      f"{PAGE_PODS} pods: its continue token was followed no further")
 
     def _tick(self, pods: list[_PodState], logs: ThreadPoolExecutor) -> None:
         by_pool: dict[str, list[_PodState]] = {}
@@ -362,8 +437,8 @@ class _ClusterRun:
             if pod.phase not in ("Pending", "Running"):
                 continue
             try:
-                with_retries(self.core.patch_namespaced_pod, pod.name, self.ns, body,
-                             _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)
+                self._call(self.core.patch_namespaced_pod, pod.name, self.ns, body,
+                           _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)
             except Exception as exc:  # the host falls back to its bounded wait
                 unsaid.append(f"{pod.name} ({type(exc).__name__})")
         hosts = ", ".join(f"{h} {'?' if s is None else f'{s:.1f}'} s"
@@ -421,6 +496,9 @@ class _ClusterRun:
             p.checks.extend(PR.pair_checks(pr.busbw, pr.errors, th))
             self._close(p)
             return
+        # a round gets the pool's timeout of its own: the run's deadline moves with it (the
+        # collective may have used the first timeout whole)
+        self.deadline = max(self.deadline, time.monotonic() + self.timeout_s + RUN_GRACE_S)
         for i, pair in enumerate(pr.rounds[pr.index]):
             name = PR.pair_name(p.workload.name, pr.index, i)
             try:
@@ -476,22 +554,37 @@ class _ClusterRun:
 
     def _last_line(self, pod: str) -> str:
         try:
-            resp = with_retries(self.core.read_namespaced_pod_log, pod, self.ns, tail_lines=3,
-                                _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)
+            resp = self._call(self.core.read_namespaced_pod_log, pod, self.ns, tail_lines=3,
+                              limit_bytes=LAST_LINE_BYTES, max_bytes=LAST_LINE_BYTES,
+                              _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)
             lines = _raw(resp).decode("utf-8", "replace").strip().splitlines()
         except Exception as exc:
-            return f"(log unreadable: {type(exc).__name__})"
+            return f"(log unreadable: {words(exc)})"
         return lines[-1].strip()[:200] if lines else ""
 
     def _outcome(self, pod: _PodState) -> tuple[NodeOutcome, ProbeResult | None]:
         name, node, index, code = pod.name, pod.node, pod.index, pod.exit_code
+        api = ""  # what the API server did wrong reading the log (not the node's doing)
         try:
-            resp = with_retries(self.core.read_namespaced_pod_log, name, self.ns,
-                                tail_lines=LOG_TAIL_LINES, _preload_content=False,
-                                _request_timeout=REQUEST_TIMEOUT_S)
+            resp = self._call(self.core.read_namespaced_pod_log, name, self.ns,
+                              tail_lines=LOG_TAIL_LINES, limit_bytes=LOG_MAX_BYTES,
+                              max_bytes=LOG_MAX_BYTES, _preload_content=False,
+                              _request_timeout=REQUEST_TIMEOUT_S)
             log = _raw(resp).decode("utf-8", "replace")
+            if isinstance(resp, Body) and resp.truncated:
+                lines = log[-300:].strip().splitlines()
+                api = (f"its log ran past {LOG_MAX_BYTES} bytes, the most a log read takes: "
+                       f"read no further (last line read: {(lines[-1] if lines else '')[:200]})")
+        except (ApiTimeout, ApiStopped) as exc:
+            log, api = "", f"its log could not be read: {words(exc)}"
         except Exception as exc:
-            log = f"(log unreadable: {type(exc).__name__})"
+            log = f"(log unreadable: {words(exc)})"
+        if api and code in (0, None):  # no report taken from it, and no fault of the node's
+            return (NodeOutcome(index=index, pod=name, node=node, exit_code=code,
+                                slice=pod.slice, timing=pod.timing),
+                    ProbeResult(V.HOST, POD, 0, Verdict.FAIL, f"pod {name}: {api}",
+                                details={"exit_code": code, "log_tail": log[-4000:],
+                                         API_PROBLEM: api}))
         report = parse_host_report(log)
         outcome = NodeOutcome(index=index, pod=name, node=node, report=report, exit_code=code,
                               slice=pod.slice, timing=pod.timing)
@@ -528,7 +621,7 @@ class _ClusterRun:
                                 if name not in p.outcomes and pod.phase == "Running"}
             stuck = (p.pending and not p.running and not p.outcomes
                      and now >= p.started + self.timeout_s)
-            if p.status is None and (now >= p.deadline or stuck):
+            if p.status is None and (now >= p.deadline or stuck or now >= self.deadline):
                 self._expire(p)
 
     def _expire(self, p: _Pool) -> None:
@@ -547,6 +640,8 @@ class _ClusterRun:
                 self._done(p, state, S.unfinished(name, state.node, self.timeout_s, last))
         reason = (f"{missing} of {p.workload.pods} pods did not finish within "
                   f"{self.timeout_s} s")
+        if self.list_problems:  # what kept the run from seeing them (an API past its bounds)
+            reason += f" ({'; '.join(sorted(self.list_problems))})"
         if not p.seen and is_queued(p.workload.objects):
             reason = self._held_by_kueue(p) or reason
         p.checks.append(Check(None, ProbeResult(V.HOST, WORKLOAD, 0, Verdict.FAIL, reason)))
@@ -558,21 +653,23 @@ class _ClusterRun:
         t = REQUEST_TIMEOUT_S
         try:
             if obj["kind"] == "Job":
-                job = json.loads(_raw(with_retries(
+                job = json.loads(_raw(self._call(
                     self.batch.read_namespaced_job, p.workload.name, self.ns,
                     _preload_content=False, _request_timeout=t)))
             else:
                 group, version, plural = JOBSET
-                job = with_retries(self.custom.get_namespaced_custom_object, group, version,
-                                   self.ns, plural, p.workload.name, _request_timeout=t)
+                job = json.loads(_raw(self._call(
+                    self.custom.get_namespaced_custom_object, group, version, self.ns, plural,
+                    p.workload.name, _preload_content=False, _request_timeout=t)))
             if not isinstance(job, dict):
                 return None
         except Exception:
             return None
         try:
             group, version, plural = PROVISIONING_REQUEST
-            listed = with_retries(self.custom.list_namespaced_custom_object, group, version,
-                                  self.ns, plural, _request_timeout=t)
+            listed = _obj(self._call(self.custom.list_namespaced_custom_object, group,
+                                     version, self.ns, plural, _preload_content=False,
+                                     _request_timeout=t))
             reqs = [r for r in (listed.get("items") or []) if isinstance(r, dict)] if \
                 isinstance(listed, dict) else []
         except Exception:
@@ -581,9 +678,9 @@ class _ClusterRun:
 
     def _scheduler_event(self, pod: str) -> str:
         try:
-            resp = with_retries(self.core.list_namespaced_event, self.ns,
-                                field_selector=f"involvedObject.name={pod}",
-                                _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)
+            resp = self._call(self.core.list_namespaced_event, self.ns,
+                              field_selector=f"involvedObject.name={pod}",
+                              _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)
             events = json.loads(_raw(resp)).get("items") or []
         except Exception:
             return ""
@@ -610,34 +707,37 @@ class _ClusterRun:
 
     # -- clean up ----------------------------------------------------------------------
     def cleanup(self) -> list[str]:
-        """Delete every object of the run in this cluster; returns what could not be."""
+        """Delete every object of the run in this cluster, within CLEANUP_S from now (its own
+        budget, whether the run ended, ran out of time or was stopped); returns what could not
+        be deleted."""
         errors = []
         group, version, plural = JOBSET
         sel, fg = self.selector, "Foreground"
+        kw: dict[str, Any] = {"_request_timeout": REQUEST_TIMEOUT_S, "_preload_content": False}
+        end = time.monotonic() + CLEANUP_S
         steps: list[tuple[str, Callable[[], Any]]] = [
             ("jobsets", lambda: self.custom.delete_collection_namespaced_custom_object(
                 group, version, self.ns, plural, label_selector=sel, propagation_policy=fg,
-                _request_timeout=REQUEST_TIMEOUT_S)),
+                **kw)),
             ("jobs", lambda: self.batch.delete_collection_namespaced_job(
-                self.ns, label_selector=sel, propagation_policy=fg,
-                _request_timeout=REQUEST_TIMEOUT_S)),
+                self.ns, label_selector=sel, propagation_policy=fg, **kw)),
             ("pods", lambda: self.core.delete_collection_namespaced_pod(
-                self.ns, label_selector=sel, grace_period_seconds=0,
-                _request_timeout=REQUEST_TIMEOUT_S)),
+                self.ns, label_selector=sel, grace_period_seconds=0, **kw)),
             ("services", lambda: self.core.delete_collection_namespaced_service(
-                self.ns, label_selector=sel, _request_timeout=REQUEST_TIMEOUT_S)),
+                self.ns, label_selector=sel, **kw)),
             ("configmaps", lambda: self.core.delete_collection_namespaced_config_map(
-                self.ns, label_selector=sel, _request_timeout=REQUEST_TIMEOUT_S)),
+                self.ns, label_selector=sel, **kw)),
         ]
-        wants_jobsets = any(p.workload.kind == "jobset" for p in self.pools)
-        for what, call in steps:
-            if what == "jobsets" and not wants_jobsets:
-                continue
-            try:
-                with_retries(call, attempts=4)
+        if not any(p.workload.kind == "jobset" for p in self.pools):
+            steps = steps[1:]
+        for i, (what, call) in enumerate(steps):
+            try:  # each step its share of what is left: one held answer does not take all
+                now = time.monotonic()
+                with_retries(call, attempts=4, deadline=min(end, now + (end - now) /
+                                                                 (len(steps) - i)))
             except Exception as exc:
                 errors.append(f"cluster {self.name}: deleting the run's {what} failed "
-                              f"({type(exc).__name__}); delete them with `kubectl delete "
+                              f"({words(exc)}); delete them with `kubectl delete "
                               f"{what} -n {self.ns} -l {sel}`")
         return errors
 
@@ -658,6 +758,9 @@ def launch(run: RenderedRun, clients: Mapping[str, ApiClient], *, stack: str, ti
     stop = stop or threading.Event()
     shown = display or _NoDisplay()
     started, t0 = datetime.now(UTC).isoformat(timespec="seconds"), time.monotonic()
+    deadline = t0 + timeout_s + RUN_GRACE_S  # no API call of the run goes past it
+    for client in clients.values():
+        track(client)  # its calls can be cut at their budget (smoke.cluster._api)
     pools = [_Pool(w, checks=list((notes or {}).get(w.pool.name, ())),
                    targets=tuple((targets or {})[w.pool.name])
                    if w.pool.name in (targets or {}) else None) for w in run.pools]
@@ -668,7 +771,8 @@ def launch(run: RenderedRun, clients: Mapping[str, ApiClient], *, stack: str, ti
     clusters = sorted({w.cluster for w in run.pools if w.kind != "skipped"})
     runs = [_ClusterRun(c, clients[c], run, [p for p in pools if p.workload.cluster == c
                                             and p.status is None],
-                        timeout_s=timeout_s, poll_s=poll_s, stop=stop, display=shown)
+                        timeout_s=timeout_s, poll_s=poll_s, stop=stop, display=shown,
+                        deadline=deadline)
             for c in clusters]
     cleanup_errors: list[str] = []
 
@@ -676,6 +780,11 @@ def launch(run: RenderedRun, clients: Mapping[str, ApiClient], *, stack: str, ti
         try:
             if cr.submit():
                 cr.follow()
+        except (ApiTimeout, ApiStopped, TooLong, OSError) as exc:  # a call past its bounds
+            # (or cut by a stop) outside the places that name it: every pool left says so
+            for p in cr.pools:
+                if p.status is None:
+                    p.finish(PoolStatus.ERROR, f"cluster {cr.name}: {words(exc)}")
         finally:
             cleanup_errors.extend(cr.cleanup())
 

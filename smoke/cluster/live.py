@@ -10,10 +10,13 @@ node keeps its declared size: its pods wait for the autoscaler, or the scheduler
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fleet.errors import SetupError
+from smoke.cluster._api import CALL_CAP_S, ApiTimeout, TooLong
 from smoke.cluster.access import with_retries
 from smoke.cluster.run import WORKLOAD, Check
 from smoke.probes.results import ProbeResult, Verdict
@@ -71,9 +74,19 @@ def live_pool(client: ApiClient, w: PoolWorkload) -> LivePool:
 
     selector = ",".join(f"{key}={value}" for key, value in sorted(
         w.pool.node_selector.items()))
-    resp = with_retries(k.CoreV1Api(client).list_node, label_selector=selector,
-                        _preload_content=False, _request_timeout=(5.0, 30.0))
+    try:  # one attempt's bound in all (retries of quick errors fit in it)
+        resp = with_retries(k.CoreV1Api(client).list_node, label_selector=selector,
+                            deadline=time.monotonic() + CALL_CAP_S, _preload_content=False,
+                            _request_timeout=(5.0, 30.0))
+    except (ApiTimeout, TooLong) as exc:
+        raise SetupError(f"cluster {w.cluster}: listing the nodes of pool {w.pool.name} "
+                         f"failed: {exc.message}; the run tested nothing",
+                         hint=exc.hint) from None
     data = getattr(resp, "data", None)
+    if getattr(resp, "truncated", False):
+        raise TooLong(f"cluster {w.cluster}: the API server's node list for pool {w.pool.name} "
+                      f"ran past {len(data or b'')} bytes: read no further; the run tested "
+                      "nothing")
     try:
         answer = json.loads(data if isinstance(data, bytes) else b"{}")
     except ValueError:
@@ -82,8 +95,6 @@ def live_pool(client: ApiClient, w: PoolWorkload) -> LivePool:
     if not isinstance(items, list | None):
         items = None
     if not isinstance(answer, dict) or (items is None and "items" in answer):
-        from fleet.errors import SetupError
-
         raise SetupError(f"cluster {w.cluster}: the API server's node list for pool "
                          f"{w.pool.name} is not a NodeList", hint="check the API server (or "
                          "a proxy in front of it) with `kubectl get nodes -l "

@@ -39,6 +39,7 @@ from fleet.quarantine_cap import DEFAULT_CAP as DEFAULT_CAP
 from fleet.quarantine_cap import parse_cap
 from fleet.taints import NO_SCHEDULE
 from fleet.words import precise
+from smoke.cluster._api import API_PROBLEM
 from smoke.cluster._nodeapi import REQUEST_TIMEOUT_S, node_event, patch_node
 from smoke.cluster._rejudge import COVERAGE
 from smoke.cluster.access import with_retries
@@ -246,12 +247,13 @@ def failing_nodes(pool: PoolReport) -> dict[str, list[ProbeResult]]:
     """Each node's own failures: its devices', its pod's, its outlier verdict (never warn or
     skipped, never the pool-wide collective, never a pod that no node ran, never the run's
     coverage of the pool: two pods on one node, or a node no pod reported from, is the
-    run's failure, not the node's)."""
+    run's failure, not the node's; nor what the API server did wrong: a log it never finished
+    sending, or sent without end)."""
     known = {o.node for o in pool.nodes if o.node}
     out: dict[str, list[ProbeResult]] = {}
     for node, r in pool.verdicts():
         if node in known and r.verdict is Verdict.FAIL and r.probe != FABRIC and \
-                COVERAGE not in r.details:
+                COVERAGE not in r.details and API_PROBLEM not in r.details:
             out.setdefault(node, []).append(r)
     return out
 
@@ -293,8 +295,12 @@ def _stopped(exc: Exception) -> str:
     Node as the API defines it."""
     from kubernetes.client.exceptions import ApiException
 
+    from fleet.errors import SetupError
+
     if isinstance(exc, ApiException):
         return _api_problem(exc, "read or patch nodes")
+    if isinstance(exc, SetupError):  # an answer past its bounds (smoke.cluster._api)
+        return exc.message
     return (f"the API server's answer was malformed ({type(exc).__name__}: "
             f"{str(exc)[:120]}); check the API server or a proxy in front of it")
 

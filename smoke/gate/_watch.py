@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from smoke.cluster.access import transient, with_retries
+from smoke.cluster.access import pages, transient, with_retries
 from smoke.gate._kube import REQUEST_TIMEOUT_S, raw
 
 if TYPE_CHECKING:
@@ -71,18 +71,10 @@ class NodeWatch:
                 delay = min(5.0, delay * 2)
 
     def _list(self) -> str:
-        items: list[dict[str, Any]] = []
-        token: str | None = None
-        while True:
-            page = raw(with_retries(self.core.list_node, limit=PAGE, _continue=token,
-                                    _preload_content=False,
-                                    _request_timeout=REQUEST_TIMEOUT_S))
-            items += page.get("items") or []
-            meta = page.get("metadata") or {}
-            token = meta.get("continue") or None
-            if token is None:
-                rv = str(meta.get("resourceVersion", ""))
-                break
+        items, meta = pages(lambda token: raw(with_retries(
+            self.core.list_node, limit=PAGE, _continue=token, _preload_content=False,
+            _request_timeout=REQUEST_TIMEOUT_S)), what="the node list")  # bounded (issue 29)
+        rv = str(meta.get("resourceVersion", ""))
         with self.lock:
             self.nodes = {n["metadata"]["name"]: n for n in items}
             self.resource_version = rv

@@ -233,21 +233,16 @@ def _nodes_of(client: ApiClient, pools: set[str]) -> list[dict[str, Any]]:
     from kubernetes import client as k
 
     from fleet.labels import POOL_LABEL
-    from smoke.cluster.access import with_retries
+    from smoke.cluster.access import pages, with_retries
     from smoke.gate._kube import REQUEST_TIMEOUT_S, raw
 
     core = k.CoreV1Api(client)
     selector = f"{POOL_LABEL} in ({','.join(sorted(pools))})"
-    items: list[dict[str, Any]] = []
-    token = None
-    while True:
-        page = raw(with_retries(core.list_node, label_selector=selector, limit=500,
-                                _continue=token, _preload_content=False,
-                                _request_timeout=REQUEST_TIMEOUT_S))
-        items += page.get("items") or []
-        token = (page.get("metadata") or {}).get("continue") or None
-        if token is None:
-            return items
+    items, _ = pages(lambda token: raw(with_retries(
+        core.list_node, label_selector=selector, limit=500, _continue=token,
+        _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)),
+        what="the node list")  # bounded (issue 29)
+    return items
 
 
 def _controller(client: ApiClient, cluster: str, namespace: str) -> ControllerRow:

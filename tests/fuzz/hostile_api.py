@@ -3,6 +3,13 @@ tests' fake API server with lying rules in front of it (`FakeCluster.lie`): answ
 pods ran where they did not, that lack metadata or hold the wrong types, refusals (403, 409,
 503) where the real server may give them, a namespace another run made meanwhile.
 
+Issue 29 adds the server that never finishes (ANGLES, `FakeCluster.hostile` and
+`endless_pages`): an answer dripped byte by byte, an answer that never ends, a list that pages
+for ever, a pod log without end, on the run's calls and on its cleanup's. Such a case holds
+when the run also ends by its deadline (its timeout, the run's grace, the cleanup's budget:
+`deadline_s`), never hangs. `run_interrupt_case` sends SIGINT or SIGTERM to the console
+process while an answer drips in: it exits 130 within seconds and leaves nothing behind.
+
 The real server's answers are the fake's; each rule changes one answer as a broken or hostile
 server (or a proxy in front of one) would. A case holds when the run
 - exits 0, 1 or 2 (never 3, never a traceback), within its deadline;
@@ -137,20 +144,64 @@ LIES: dict[str, tuple[str, str, Callable[[Any], Any]]] = {
 }
 
 
+DRIP_S = 0.05  # between two bytes of a dripped answer: a pod list takes minutes so
+# (urllib3's read timeout, which restarts with each byte, never fires)
+# name -> how the fake sends the answers the run needs wrong (issue 29); `times` as for lies
+ANGLES: dict[str, Callable[[Any, int], None]] = {
+    "drip-pod-list": lambda c, n: c.hostile("GET", f"/namespaces/{NAMESPACE}/pods", "drip",
+                                            delay_s=DRIP_S, times=n),
+    "endless-pod-list": lambda c, n: c.hostile("GET", f"/namespaces/{NAMESPACE}/pods",
+                                               "endless", times=n),
+    "endless-pages": lambda c, n: c.endless_pages(f"/namespaces/{NAMESPACE}/pods", times=n),
+    "endless-log": lambda c, n: c.hostile("GET", "/log", "endless", times=n),
+    "drip-log": lambda c, n: c.hostile("GET", "/log", "drip", delay_s=DRIP_S, times=n),
+    "drip-node-list": lambda c, n: c.hostile("GET", "/api/v1/nodes", "drip", delay_s=DRIP_S,
+                                             times=n),
+    "drip-create": lambda c, n: c.hostile("POST", f"/namespaces/{NAMESPACE}/", "drip",
+                                          delay_s=DRIP_S, times=n),
+    "drip-cleanup": lambda c, n: c.hostile("DELETE", f"/namespaces/{NAMESPACE}/", "drip",
+                                           delay_s=DRIP_S, times=n),
+}
+HOSTILE_TIMEOUT_S = 5  # `--timeout-s` of a case with an angle: its deadline comes soon
+RUN_GRACE_S = 2.0  # the run's grace past its timeout, in such a case (launcher.RUN_GRACE_S)
+CLEANUP_S = 5.0  # the cleanup's budget, in such a case (launcher.CLEANUP_S)
+
+
 @dataclass(frozen=True)
 class ApiCase:
     lies: tuple[tuple[str, int], ...]  # (lie, times: -1 always)
     slow_node: bool  # one node's figure below its peers (so quarantine acts)
+    angles: tuple[tuple[str, int], ...] = ()  # (angle, times: -1 always)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"lies": [list(x) for x in self.lies], "slow_node": self.slow_node}
+        return {"lies": [list(x) for x in self.lies], "slow_node": self.slow_node,
+                "angles": [list(x) for x in self.angles]}
+
+    @property
+    def timeout_s(self) -> int:
+        return HOSTILE_TIMEOUT_S if self.angles else 30
+
+    def deadline_s(self) -> float:
+        """How long the run may take at most: before the run, each call's bound (the
+        preflight's 10 s, a node list's 30 s twice, with retries); the run's timeout and
+        grace; the cleanup's budget. A case past it (plus a margin for a loaded machine) is
+        a hang."""
+        from smoke.cluster._api import CALL_CAP_S
+
+        grace, cleanup = (RUN_GRACE_S, CLEANUP_S) if self.angles else (20.0, 15.0)
+        return 10.0 + 2 * CALL_CAP_S + self.timeout_s + grace + cleanup
 
 
-def random_case(rng: random.Random) -> ApiCase:
+def random_case(rng: random.Random, *, angles: bool = False) -> ApiCase:
     names = sorted(LIES)
     lies = tuple((rng.choice(names), rng.choice((1, 2, -1)))
                  for _ in range(rng.randint(1, 2)))
-    return ApiCase(lies, rng.random() < 0.7)
+    case = ApiCase(lies, rng.random() < 0.7)
+    if angles and rng.random() < 0.6:
+        hostile = tuple((rng.choice(sorted(ANGLES)), rng.choice((1, 2, -1)))
+                        for _ in range(rng.randint(1, 2)))
+        case = ApiCase(lies if rng.random() < 0.3 else (), case.slow_node, hostile)
+    return case
 
 
 @dataclass(frozen=True)
@@ -161,6 +212,7 @@ class ApiOutcome:
     lost: str  # what was measured but not kept
     seconds: float
     output: str
+    past_deadline: str = ""  # how far past its deadline the run ended ("" when it did not)
 
 
 STACK = ONE_GKE_CLUSTER + """\
@@ -184,8 +236,13 @@ def run_api_case(case: ApiCase, workdir: Path) -> ApiOutcome:
     stack = workdir / "Pulumi.fuzz.yaml"
     stack.write_text(STACK, encoding="utf-8")
     cluster = FakeCluster(workdir / "cluster").start()
+    from smoke.cluster import launcher
+
     real_for_pool = smoke.expectations.for_pool
     smoke.expectations.for_pool = lambda pool, backend: Expectation()  # type: ignore
+    bounds = launcher.RUN_GRACE_S, launcher.CLEANUP_S
+    if case.angles:  # a near deadline, so that a bounded case ends in seconds
+        launcher.RUN_GRACE_S, launcher.CLEANUP_S = RUN_GRACE_S, CLEANUP_S
     try:
         pool = stack_pools(STACK)["gpu-a"]
         nodes = [f"gpu-a-node-{i}" for i in range(NODES)]
@@ -202,20 +259,112 @@ def run_api_case(case: ApiCase, workdir: Path) -> ApiOutcome:
                     cluster.create("namespaces", "", {"metadata": {"name": NAMESPACE}})
                 times = 1
             cluster.lie(method, path, rule, times=times)
+        for angle, times in case.angles:
+            ANGLES[angle](cluster, times)
         out = workdir / "out"
         history = workdir / "history.sqlite"
         kc = cluster.kubeconfig(workdir / "kubeconfig", context="fake")
         started = time.perf_counter()
         code, text = _invoke("smoke", "run", str(stack), "--kubeconfig", str(kc), "--context",
                              "c1=fake", "--quarantine", "--out", str(out), "--history",
-                             str(history), "--timeout-s", "30")
+                             str(history), "--timeout-s", str(case.timeout_s))
         seconds = time.perf_counter() - started
     finally:
         smoke.expectations.for_pool = real_for_pool  # type: ignore[assignment]
+        launcher.RUN_GRACE_S, launcher.CLEANUP_S = bounds
         cluster.stop()
     run_doc = _read_json(out / "run.json")
+    late = seconds - case.deadline_s()
     return ApiOutcome(code, CRASH.search(text) is not None, _untested_pass(code, run_doc, nodes),
-                      _lost(code, run_doc, out, history), seconds, text[-2000:])
+                      _lost(code, run_doc, out, history), seconds, text[-8000:],
+                      f"{late:.1f} s past its deadline" if late > 0 else "")
+
+
+@dataclass(frozen=True)
+class InterruptOutcome:
+    code: int | None  # None: still running at the hang guard (killed then)
+    seconds_after_signal: float
+    left: list[str]  # the run's objects still on the server after it ended
+    output: str
+
+
+INTERRUPT_HANG_S = 60.0  # after the signal: the run ends within seconds, the cleanup's
+# budget (CLEANUP_S) included; past this it is a hang
+PULL_S = 0.05
+
+
+def run_interrupt_case(sig: int, angle: str, workdir: Path) -> InterruptOutcome:
+    """`accelfleet smoke run` as a console process (`python -m cli`) against the fake on
+    loopback, the pool's pods running, `angle` holding the run's next answers; `sig` once a
+    dripped answer is under way. The run must end within seconds, exit 130, and delete what it
+    made."""
+    import os
+    import signal as signals
+    import subprocess
+    import sys
+
+    from tests.smoke.fakekube import FakeCluster
+    from tests.smoke.nodes import pool_node
+    from tests.smoke.test_cluster_run import RUN_LABEL, stack_pools
+
+    root = Path(__file__).resolve().parents[2]
+    stack = workdir / "Pulumi.fuzz.yaml"
+    stack.write_text(STACK, encoding="utf-8")
+    cluster = FakeCluster(workdir / "cluster").start()
+    try:
+        pool = stack_pools(STACK)["gpu-a"]
+        for i in range(NODES):
+            name = f"gpu-a-node-{i}"
+            cluster.add_node_object(pool_node(pool, name))
+            cluster.set_node_command(name, [sys.executable, "-c",
+                                            "import time; time.sleep(600)"])
+        kc = cluster.kubeconfig(workdir / "kubeconfig", context="fake")
+        previous = signals.signal(signals.SIGINT, signals.default_int_handler)
+        try:  # the child gets the default SIGINT, as a shell gives a command it runs
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "cli", "smoke", "run", str(stack), "--kubeconfig",
+                 str(kc), "--context", "c1=fake", "--timeout-s", "300"], cwd=root,
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                env={**os.environ, "PYTHONPATH": str(root), "COLUMNS": "200"})
+        finally:
+            signals.signal(signals.SIGINT, previous)
+        try:
+            _until(lambda: len([o for o in cluster.objects(RUN_LABEL) if o.get("kind") == "Pod"
+                                and (o.get("status") or {}).get("phase") == "Running"])
+                   == NODES, proc)
+            seen = len(cluster.requests)
+            ANGLES[angle](cluster, -1)
+            _until(lambda: any(m == "GET" and "/pods" in path
+                               for m, path in cluster.requests[seen:]), proc)
+            time.sleep(4 * DRIP_S)  # a few bytes of the answer are out: it drips now
+            proc.send_signal(sig)
+            sent = time.monotonic()
+            try:
+                _, err = proc.communicate(timeout=INTERRUPT_HANG_S)
+                code: int | None = proc.returncode
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
+                code = None
+            after = time.monotonic() - sent
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        left = [f"{o.get('kind')}/{o['metadata'].get('name')}"
+                for o in cluster.objects(RUN_LABEL)]
+    finally:
+        cluster.stop()
+    return InterruptOutcome(code, after, left, err[-2000:])
+
+
+def _until(done: Callable[[], bool], proc: Any, limit_s: float = 60.0) -> None:
+    end = time.monotonic() + limit_s
+    while not done():
+        if proc.poll() is not None or time.monotonic() > end:
+            raise AssertionError("the run ended, or never got there: "
+                                 + (proc.communicate()[1] or "")[-2000:])
+        time.sleep(PULL_S)
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

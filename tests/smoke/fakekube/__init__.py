@@ -47,7 +47,10 @@ then turn Ready), `add_node` (a bare node: labels and taints as given), `compact
 `add_autoscaled_pool` (a pool the autoscaler grows), `set_node_command` (run this argv
 instead on a node), `set_node_output` (no process at all: the pod prints this and exits; for
 benchmarks), `fail_next` (answer the next N matching requests with an error), `objects`
-(everything left, by label selector).
+(everything left, by label selector). A hostile or broken server (issue 29): `lie` (change an
+answer), `hostile` (send it as a drip, byte by byte, status line and headers included, or as
+a chunked body that never ends: a list's items or a pod log's lines over and over) and
+`endless_pages` (a `continue` token on every page, for ever).
 """
 
 from tests.smoke.fakekube._api import ApiError, selector_matches

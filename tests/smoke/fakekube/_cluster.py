@@ -28,7 +28,7 @@ from tests.smoke.fakekube._api import (
     selector_matches,
 )
 from tests.smoke.fakekube._controllers import _Proc
-from tests.smoke.fakekube._http import _Handler
+from tests.smoke.fakekube._http import Hostile, _Handler
 from tests.smoke.fakekube._kueue import _KueueControllers
 
 # -- the store -------------------------------------------------------------------------------------
@@ -89,6 +89,7 @@ class FakeCluster(_KueueControllers):
         self._downward: dict[Key, list[tuple[Path, str]]] = {}
         self._failures: list[_Failure] = []
         self._lies: list[list[Any]] = []  # [method, path part, rule, times left]
+        self._hostile: list[list[Any]] = []  # [method, path part, Hostile, times left]
         self.denials: list[str] = []  # requests RBAC refused (enforce_rbac), as answered
         self.server_errors: list[str] = []  # exceptions while serving a request (tracebacks)
         self._stop = threading.Event()
@@ -294,6 +295,41 @@ class FakeCluster(_KueueControllers):
         ApiError), `times` times (-1: every time). What a hostile or broken API server says."""
         with self.lock:
             self._lies.append([method, path_contains, rule, times])
+
+    def hostile(self, method: str, path_contains: str, how: str, *, delay_s: float = 0.0,
+                times: int = -1) -> None:
+        """Send the answer to each `method` request whose path contains `path_contains` as a
+        hostile or broken server would, `times` times (-1: every time): "drip" (every byte of
+        the answer, status line and headers included, after `delay_s`: a read timeout that
+        restarts with each byte never fires), "endless" (a chunked body that never ends: a
+        list's items again and again, a pod log's lines again and again; `delay_s` between
+        64 KiB chunks). Over real HTTP/1.1, chunked transfer encoding."""
+        if how not in ("drip", "endless"):
+            raise ValueError(f"no hostile answer {how!r}")
+        with self.lock:
+            self._hostile.append([method, path_contains, Hostile(how, delay_s), times])
+
+    def endless_pages(self, path_contains: str, *, times: int = -1) -> None:
+        """Lists whose path contains `path_contains` never end: every page carries a new
+        `continue` token (the same items again), as a server whose paging is broken would."""
+        offsets = itertools.count(10**9)  # this fake's tokens are offsets: past the end,
+        # each page is empty, and still says there is more
+
+        def rule(answer: Any) -> Any:
+            if isinstance(answer, dict) and isinstance(answer.get("metadata"), dict):
+                answer["metadata"]["continue"] = str(next(offsets))
+            return answer
+
+        self.lie("GET", path_contains, rule, times=times)
+
+    def take_hostile(self, method: str, path: str) -> Hostile | None:
+        """How the answer to this request is sent wrong (None: as the real server sends it)."""
+        with self.lock:
+            for h in self._hostile:
+                if h[0] == method and h[1] in path and h[3] != 0:
+                    h[3] -= 1 if h[3] > 0 else 0
+                    return h[2]  # type: ignore[no-any-return]
+        return None
 
     def enforce_rbac(self, user: str, cluster_rules: list[dict[str, Any]],
                      namespace: str, namespace_rules: list[dict[str, Any]],
@@ -532,7 +568,8 @@ class FakeCluster(_KueueControllers):
             self._record("MODIFIED", key, obj)
             return copy.deepcopy(obj)
 
-    def pod_log(self, namespace: str, name: str, tail_lines: int | None) -> str:
+    def pod_log(self, namespace: str, name: str, tail_lines: int | None,
+                limit_bytes: int | None = None) -> str:
         with self.lock:
             if ("pods", namespace, name) not in self.store:
                 raise ApiError(404, "NotFound", f'pods "{name}" not found')
@@ -542,6 +579,9 @@ class FakeCluster(_KueueControllers):
         text = proc.log.read_text(encoding="utf-8", errors="replace")
         if tail_lines is not None:
             text = "".join(text.splitlines(keepends=True)[-tail_lines:]) if tail_lines else ""
+        if limit_bytes is not None:  # the API server's limitBytes: the first bytes of what
+            # tailLines kept (kubernetes: "may not display a complete final line")
+            text = text.encode()[:limit_bytes].decode("utf-8", "ignore")
         return text
 
     def take_failure(self, path: str) -> int | None:

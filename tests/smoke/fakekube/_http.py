@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
@@ -84,6 +85,10 @@ class _Handler(BaseHTTPRequestHandler):
         except ApiError as exc:
             self._send(exc.code, exc.status())
             return
+        hostile = c.take_hostile(method, url.path)
+        if hostile is not None:
+            self._hostile(hostile, 201 if method == "POST" else 200, result)
+            return
         if isinstance(result, str):
             self._send(200, result, "text/plain")
         else:
@@ -116,8 +121,9 @@ class _Handler(BaseHTTPRequestHandler):
         propagation = q.get("propagationPolicy") or (
             body.get("propagationPolicy") if isinstance(body, dict) else None)
         if sub == ["log"] and plural == "pods" and method == "GET":
-            tail = q.get("tailLines")
-            return c.pod_log(ns, name, int(tail) if tail is not None else None)
+            tail, limit = q.get("tailLines"), q.get("limitBytes")
+            return c.pod_log(ns, name, int(tail) if tail is not None else None,
+                             int(limit) if limit is not None else None)
         if sub == ["status"] and plural in ("nodes", "pods") and name:
             if method == "GET":
                 return c.read(plural, ns, name)
@@ -158,6 +164,43 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(415, "UnsupportedMediaType", f"the fake server takes JSON, merge and "
                            f"strategic merge patches, not {kind or 'no content type'}")
         return kind
+
+    # -- hostile answers (FakeCluster.hostile) ------------------------------------------------
+    def _hostile(self, how: Hostile, code: int, result: Any) -> None:
+        """The answer as a hostile or broken server (or a proxy) sends it, over real HTTP/1.1
+        with chunked transfer encoding: "drip", every byte of it (status line and headers
+        too) on its own after `delay_s`; "endless", a body that never ends (a list's items
+        over and over, a log's lines over and over, else JSON whitespace)."""
+        text = isinstance(result, str)
+        data = result.encode() if text else json.dumps(result).encode()
+        head = (f"HTTP/1.1 {code} {self.responses.get(code, ('OK',))[0]}\r\n"
+                f"Content-Type: {'text/plain' if text else 'application/json'}\r\n"
+                f"Date: {self.date_time_string()}\r\nTransfer-Encoding: chunked\r\n"
+                "\r\n").encode()
+        self.close_connection = True
+        c = self.cluster
+        try:
+            if how.how == "drip":
+                wire = head + f"{len(data):x}\r\n".encode() + data + b"\r\n0\r\n\r\n"
+                for i in range(len(wire)):
+                    if c._stop.wait(how.delay_s):
+                        return
+                    self.wfile.write(wire[i:i + 1])
+                    self.wfile.flush()
+                return
+            self.wfile.write(head)
+            prefix, again = _endless_parts(result)
+            if prefix:  # (a chunk of no bytes would end the body)
+                self.wfile.write(f"{len(prefix):x}\r\n".encode() + prefix + b"\r\n")
+            block = again * max(1, 65536 // max(1, len(again)))
+            framed = f"{len(block):x}\r\n".encode() + block + b"\r\n"
+            while not c._stop.is_set():
+                self.wfile.write(framed)
+                self.wfile.flush()
+                if how.delay_s:
+                    time.sleep(how.delay_s)
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            return
 
     # -- watch -------------------------------------------------------------------------------
     def _chunk(self, payload: dict[str, Any]) -> None:
@@ -219,6 +262,27 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.close_connection = True
+
+
+def _endless_parts(result: Any) -> tuple[bytes, bytes]:
+    """(what is sent first, what is sent again and again) for an answer that never ends."""
+    if isinstance(result, str):
+        lines = result or "still running\n"
+        return b"", (lines if lines.endswith("\n") else lines + "\n").encode()
+    items = result.get("items") if isinstance(result, dict) else None
+    if isinstance(items, list) and items:
+        head = {k: v for k, v in result.items() if k != "items"}
+        prefix = json.dumps(head).encode()[:-1] + b', "items": ['
+        return prefix, b"".join(json.dumps(item).encode() + b", " for item in items)
+    return json.dumps(result).encode()[:-1], b" " * 1024
+
+
+@dataclass
+class Hostile:
+    """How one answer is sent wrong (FakeCluster.hostile)."""
+
+    how: str  # "drip" | "endless"
+    delay_s: float = 0.0
 
 
 class _Watch:
