@@ -301,11 +301,11 @@ def test_git_runs_from_one_place() -> None:
 
 def test_one_guarded_node_patch_and_one_node_event_writer() -> None:
     """The patch guarded by a node's resourceVersion (read the node, patch, read again on a
-    409) and the Event about a node are written once, in smoke/cluster/_nodeapi.py: smoke's
+    409) and the Event about a node are written once, in smoke/cluster/nodeapi.py: smoke's
     quarantine and release and the gate controller call them. (A function that reads a node
     and patches it through the API itself, or builds an Event body, is a second copy.)"""
-    home = "smoke/cluster/_nodeapi.py"
-    ours = {"nodeapi", "K"}  # smoke.cluster._nodeapi, and the gate's smoke.gate._kube
+    home = "smoke/cluster/nodeapi.py"
+    ours = {"nodeapi", "K"}  # smoke.cluster.nodeapi, and the gate's smoke.gate._kube
     copies = []
     for rel, tree in _sources("smoke"):
         for fn in ast.walk(tree):
@@ -318,4 +318,4 @@ def test_one_guarded_node_patch_and_one_node_event_writer() -> None:
                 copies.append(f"{rel}:{fn.lineno} {fn.name}")
     copies += [f"{rel}:{line}" for rel, line, text in literals("smoke")
                if text == "involvedObject" and rel != home]
-    assert copies == [], "call smoke.cluster._nodeapi instead:\n" + "\n".join(copies)
+    assert copies == [], "call smoke.cluster.nodeapi instead:\n" + "\n".join(copies)

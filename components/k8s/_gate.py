@@ -315,10 +315,10 @@ class _TopLevelCustomResource(pulumi.CustomResource):
 
     def __init__(self, name: str, obj: Mapping[str, Any], opts: pulumi.ResourceOptions
                  ) -> None:
-        from pulumi_kubernetes import _utilities
+        from importlib.metadata import version
 
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
-            version=_utilities.get_version()))
+            version=version("pulumi_kubernetes")))  # the plugin the SDK's own resources ask
         super().__init__(f"kubernetes:{obj['apiVersion']}:{obj['kind']}", name, dict(obj),
                          opts)
 

@@ -40,9 +40,9 @@ from fleet.quarantine_cap import parse_cap
 from fleet.taints import NO_SCHEDULE
 from fleet.words import precise
 from smoke.cluster._api import API_PROBLEM
-from smoke.cluster._nodeapi import REQUEST_TIMEOUT_S, node_event, patch_node
 from smoke.cluster._rejudge import COVERAGE
 from smoke.cluster.access import with_retries
+from smoke.cluster.nodeapi import REQUEST_TIMEOUT_S, node_event, patch_node
 from smoke.cluster.run import PoolReport, RunReport
 from smoke.probes import names as P
 from smoke.probes.results import ProbeResult, Verdict

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fleet.errors import InputError
-from smoke.cluster._nodeapi import REQUEST_TIMEOUT_S
 from smoke.cluster._podtime import aware_time
 from smoke.cluster.access import with_retries
+from smoke.cluster.nodeapi import REQUEST_TIMEOUT_S
 from smoke.cluster.quarantine import (
     EFFECT,
     KEY,

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fleet.labels import RUN_LABEL
-from smoke.cluster import _nodeapi as nodeapi
-from smoke.cluster._nodeapi import REQUEST_TIMEOUT_S as REQUEST_TIMEOUT_S
+from smoke.cluster import nodeapi
 from smoke.cluster.access import with_retries
+from smoke.cluster.nodeapi import REQUEST_TIMEOUT_S as REQUEST_TIMEOUT_S
 
 if TYPE_CHECKING:
     from kubernetes.client import CoreV1Api

@@ -67,11 +67,13 @@ def test_example_v2_diff_added_resized_and_replaced(plans: tuple[dict[str, Any],
     node_count = next(f for f in slice_.fields if f.path == "nodeCount")
     assert node_count.replaces is None  # resizing alone never replaces
     assert [r.key for r in d.node_replacements] == [f"{NODE_POOL}::v5p-slice-pool"]
-    # the others: the gate's inventory ConfigMap, whose data lists the pools (pulumi-kubernetes
-    # replaces a ConfigMap on a data change: a finding, tests/components/test_change_locality)
-    others = [r for r in d.replacements if not r.destroys_nodes]
-    assert [(r.type, [f.path for f in r.fields if f.replaces]) for r in others] == \
-        [("kubernetes:core/v1:ConfigMap", ["data.inventory.json"])]
+    # nothing else: the gate's inventory ConfigMap, whose data lists the pools, is updated in
+    # place (its provider sets enableConfigMapMutable; it was replaced before)
+    assert [r.key for r in d.replacements if not r.destroys_nodes] == []
+    cm = next(c for c in d.resources if c.type == "kubernetes:core/v1:ConfigMap"
+              and c.name.endswith("-gate-configmap"))
+    assert cm.action == "change" and not cm.replaced
+    assert [f.path for f in cm.fields] == ["data.inventory.json"]
     assert not d.of("remove")
     # cost deltas: each pool's own new minus old, and teams sum them
     pools = {p.name: p for p in d.pools}
