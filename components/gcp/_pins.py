@@ -135,14 +135,12 @@ cp -r /var/lib/gib/. /usr/local/home/kubernetes/bin/gib
 }
 
 # Cloud TPU VM software versions (Cloud TPU docs, "TPU software versions"), per generation.
-# TPU7x is offered on Compute Engine too (https://docs.cloud.google.com/tpu/docs/tpu7x, read
-# 2026-11-23: "you can use Google Kubernetes Engine (GKE) or Compute Engine"); its version is
-# the one AI-Hypercomputer/accelerator-microbenchmarks Ironwood/Ironwood_Microbenchmarks_readme.md
-# creates a tpu7x-8 VM with.
+# No tpu7x: the Cloud TPU API does not take it (fleet/catalog/data/support.yaml
+# `runtime_refusals`, Google's create-tpu-vm page, read 2026-11-27), so the rules refuse a tpu7x
+# TPU VM before a plan is made.
 TPU_VM_RUNTIME: dict[str, str] = {
     "v4": "tpu-ubuntu2204-base",
     "v5e": "v2-alpha-tpuv5-lite",
     "v5p": "v2-alpha-tpuv5",
     "v6e": "v2-alpha-tpuv6e",
-    "tpu7x": "v2-alpha-tpu7-ubuntu2404",
 }

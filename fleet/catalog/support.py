@@ -12,6 +12,7 @@ from fleet.errors import CatalogError
 
 OPTIONS = ("on-demand", "spot", "flex-start", "queued", "reservation", "capacity-block")
 KINDS = ("gpu", "tpu")
+RUNTIMES = ("gke", "eks", "tpu-vm")  # fleet.spec.fields PoolSpec.runtime
 # The AMI family an EKS node group of GPUs gets when its pool names none (`ami:`).
 DEFAULT_EKS_AMI = "al2023"
 # GKE: 1.34 | 1.34.0 | 1.34.0-gke.2201000; EKS: 1.33
@@ -65,6 +66,14 @@ class OptionRefusal:
 
 
 @dataclass(frozen=True)
+class RuntimeRefusal:
+    cloud: str
+    runtime: str  # gke | eks | tpu-vm
+    accelerator: str  # a TPU generation key, machine family or machine type
+    source: str
+
+
+@dataclass(frozen=True)
 class Ami:
     cloud: str
     ami: str
@@ -82,6 +91,13 @@ class Support:
     option_min_versions: tuple[OptionMinVersion, ...] = ()
     option_refusals: tuple[OptionRefusal, ...] = ()
     amis: tuple[Ami, ...] = ()
+    runtime_refusals: tuple[RuntimeRefusal, ...] = ()
+
+    def runtime_refusal(self, cloud: str, runtime: str,
+                        keys: tuple[str, ...]) -> RuntimeRefusal | None:
+        """The entry refusing `runtime` to the first of `keys` (family keys) it names."""
+        return next((r for key in keys for r in self.runtime_refusals
+                     if (r.cloud, r.runtime, r.accelerator) == (cloud, runtime, key)), None)
 
     def option_min_version(self, cloud: str, option: str, kind: str) -> OptionMinVersion | None:
         return next((m for m in self.option_min_versions
@@ -177,5 +193,13 @@ def load_support() -> Support:
         amis.append(Ami(str(raw.get("cloud")), str(raw.get("ami")),
                         tuple(str(f) for f in raw["families"]),
                         str(floor) if floor is not None else None, str(raw["source"])))
+    runtimes = []
+    for raw in data.get("runtime_refusals") or []:
+        if raw.get("runtime") not in RUNTIMES or not raw.get("accelerator") \
+                or not raw.get("source"):
+            raise CatalogError(f"support.yaml runtime_refusals {raw!r}: a runtime of "
+                               f"{RUNTIMES}, an accelerator and a source")
+        runtimes.append(RuntimeRefusal(str(raw.get("cloud")), str(raw["runtime"]),
+                                       str(raw["accelerator"]), str(raw["source"])))
     return Support(tuple(consumption), tuple(mins), tuple(second), tuple(option_mins),
-                   tuple(refusals), tuple(amis))
+                   tuple(refusals), tuple(amis), tuple(runtimes))

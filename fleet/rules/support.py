@@ -67,6 +67,11 @@ def check_support(r: RuleProblems, pools: Sequence[ResolvedPool]) -> None:
                 r.add(at.dot("capacity"), f"{refused.accelerator} cannot be obtained as "
                       f"{option} (catalog support.yaml: {refused.source})",
                       f"use another capacity: {', '.join(left)}", left)
+        if (no := support.runtime_refusal(p.cloud, p.runtime, keys)) is not None:
+            r.add(at.dot("runtime"), f"{no.accelerator} cannot run as `runtime: {p.runtime}` "
+                  f"(catalog support.yaml: {_first_clause(no.source)})",
+                  "run the slice in a GKE cluster: give the pool a `cluster:` and leave "
+                  "`runtime` out")
         _ami(r, support, p, at)
         _versions(r, support, p, option, keys)
 

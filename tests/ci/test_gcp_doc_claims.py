@@ -84,7 +84,7 @@ def test_tpu_vms_of_the_second_network_generations_have_two_nics() -> None:
     from components.gcp._build import TPU_VM_CIDR
     from components.gcp._tpu_network import TPU_VM_SECOND_CIDR, wants_second_network
 
-    assert "A v6e or tpu7x VM has two NICs: `networkConfigs`" in DOC
+    assert "A v6e VM has two NICs: `networkConfigs`" in DOC
     assert f"(`tpu-vms-tpu-net-1`, subnet {TPU_VM_SECOND_CIDR})" in DOC
     assert f"the TPU VMs' own {TPU_VM_CIDR}" in DOC
     (vm,) = _pools({"name": "v", "runtime": "tpu-vm", "team": "t", "accelerator": "v6e 2x4",

@@ -1,14 +1,13 @@
 """Cloud TPU VMs (`runtime: tpu-vm`): shapes as the Cloud TPU API makes them, capacity the
-pulumi-gcp provider can express, and TPU7x on Compute Engine.
+pulumi-gcp provider can express; TPU7x refused (the Cloud TPU API does not take it).
 
 References (read 2026-11-23):
 - https://docs.cloud.google.com/tpu/docs/v6e and /v5e: an 8-chip slice (v6e-8, v5litepod-8,
   topology 2x4) is one VM with 8 chips (ct6e-standard-8t, ct5lp-hightpu-8t); larger slices use
   4-chip VMs.
-- https://docs.cloud.google.com/tpu/docs/tpu7x: "To use TPU7x, you can use Google Kubernetes
-  Engine (GKE) or Compute Engine"; runtime version `v2-alpha-tpu7-ubuntu2404` and accelerator
-  type `tpu7x-8`: AI-Hypercomputer/accelerator-microbenchmarks
-  Ironwood/Ironwood_Microbenchmarks_readme.md (`gcloud compute tpus tpu-vm create`).
+- https://docs.cloud.google.com/tpu/docs/create-tpu-vm (read 2026-11-27): "The Cloud TPU API
+  is not supported on TPU7x and later TPU versions" (tpu.V2Vm is that API), so a tpu7x TPU VM
+  is refused with the fix (fleet/catalog/data/support.yaml `runtime_refusals`).
 - Flex-start and queued TPU VMs are queued resources; `gcloud alpha compute tpus
   queued-resources create` takes --provisioning-model, --max-run-duration, --service-account,
   --shielded-secure-boot, --labels and --node-count, but pulumi-gcp's tpu.V2QueuedResource
@@ -41,8 +40,6 @@ STACK = """config:
       - {name: v6e8, runtime: tpu-vm, team: ml, accelerator: v6e 2x4, zone: us-central1-b}
       - {name: v5e8, runtime: tpu-vm, team: ml, accelerator: v5e, topology: 2x4,
          zone: us-central1-a, capacity: spot}
-      - {name: ironwood, runtime: tpu-vm, team: ml, accelerator: tpu7x, topology: 2x2x1,
-         zone: us-central1-a}
 """
 
 
@@ -83,6 +80,15 @@ def test_flex_start_and_queued_tpu_vms_are_refused_with_the_fix(spec, capacity: 
     assert "runtime: tpu-vm" in p.hint
 
 
+def test_a_tpu7x_tpu_vm_is_refused_with_googles_words_and_the_fix(spec) -> None:
+    spec["pools"] = [vm_spec(name="iw", accelerator="tpu7x", topology="2x2x1", nodes=None)]
+    p = only(spec, "pools 'iw'.runtime")
+    assert "tpu7x cannot run as `runtime: tpu-vm`" in p.message
+    assert "The Cloud TPU API is not supported on TPU7x" in p.message
+    assert "docs.cloud.google.com/tpu/docs/create-tpu-vm" in p.message
+    assert "GKE cluster" in p.hint
+
+
 def test_tpu_vms_in_the_plan(tmp_path: Path) -> None:
     stack = tmp_path / "Pulumi.vms.yaml"
     stack.write_text(STACK)
@@ -92,8 +98,6 @@ def test_tpu_vms_in_the_plan(tmp_path: Path) -> None:
     assert (vms["v6e8"]["acceleratorType"], vms["v6e8"]["runtimeVersion"]) == (
         "v6e-8", "v2-alpha-tpuv6e")
     assert vms["v5e8"]["acceleratorType"] == "v5litepod-8"
-    assert (vms["ironwood"]["acceleratorType"], vms["ironwood"]["runtimeVersion"]) == (
-        "tpu7x-8", "v2-alpha-tpu7-ubuntu2404")
     for vm in vms.values():
         assert vm["serviceAccount"]["email"] == "<computed>"  # the dedicated node identity
         assert vm["shieldedInstanceConfig"] == {"enableSecureBoot": True}
