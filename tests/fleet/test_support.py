@@ -87,6 +87,8 @@ def test_every_entry_has_a_source_and_names_a_catalog_family() -> None:
         assert om.source and om.option in OPTIONS and om.kind in KINDS
     for refusal in support.option_refusals:
         assert refusal.source and refusal.accelerator in families, refusal.accelerator
+    for no in support.runtime_refusals:
+        assert no.source and no.accelerator in families, no.accelerator
     aws_families = {m.family for m in catalog.machines.values() if m.cloud == "aws"}
     for ami in support.amis:
         assert ami.source and set(ami.families) <= aws_families, ami.ami
