@@ -110,3 +110,38 @@ def test_a_healthy_fabric_pool_runs_no_pair_round(fake_cluster: Any, tmp_path: P
     assert _pair_checks(doc) == []
     assert not [o for o in fake_cluster.objects() if o["metadata"].get("labels", {}).get(
         "accelfleet.io/pair")]
+
+
+def test_a_pair_round_gets_a_timeout_of_its_own_past_the_runs_first_deadline(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's deadline bounds every API call (issue 29); a pair round starts after the
+    pool's collective, which may have spent the first timeout whole. So before a round
+    submits its Jobs the deadline moves to a timeout (plus the run's grace) from then: a
+    round's calls are not cut at the first deadline. Checked on the launcher's own round
+    step, with the Jobs' creation recorded instead of sent."""
+    import threading
+    import time
+
+    from smoke.cluster import _pairs as PR
+    from smoke.cluster import launcher as L
+
+    cr = L._ClusterRun.__new__(L._ClusterRun)
+    cr.timeout_s, cr.stop, cr.display = 600, threading.Event(), L._NoDisplay()
+    cr.deadline = time.monotonic() + 1.0  # the first deadline: about spent
+    seen: list[float] = []
+    monkeypatch.setattr(cr, "_create", lambda obj: seen.append(cr.deadline), raising=False)
+    monkeypatch.setattr(PR, "pair_objects",
+                        lambda w, name, pair: [{"kind": "Job", "metadata": {"name": name}}])
+
+    class _Workload:
+        name = "smoke-p5"
+        pool = type("Pool", (), {"name": "p5"})
+
+    pool = L._Pool.__new__(L._Pool)
+    pool.workload = _Workload()  # type: ignore[assignment]
+    pool.pairs = L._PairRounds([[("a", "b"), ("c", "d")], [("b", "c"), ("d", "a")]])
+    before = time.monotonic()
+    cr._next_round(pool)
+    assert len(seen) == 2  # both pairs of the first round submitted
+    assert all(d >= before + 600 for d in seen)  # each under the moved deadline
+    assert pool.pairs.deadline >= before + 600
