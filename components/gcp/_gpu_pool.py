@@ -14,6 +14,7 @@ from components.gcp._nodes import (
     management,
     node_config,
     node_counts,
+    node_network,
 )
 from components.outputs import node_pool_outputs
 from fleet.catalog import Catalog
@@ -64,12 +65,7 @@ class GpuNodePool(pulumi.ComponentResource):
             if pool.placement == "compact" else None,
             queued_provisioning=C.NodePoolQueuedProvisioningArgs(enabled=True)
             if spec.capacity.queued else None,
-            network_config=C.NodePoolNetworkConfigArgs(
-                enable_private_nodes=True,
-                additional_node_network_configs=[
-                    C.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs(
-                        network=e.vpc, subnetwork=e.subnet) for e in args.extra_networks
-                ] or None),
+            network_config=node_network(args.extra_networks),
             node_config=node_config(pool, args.catalog, args.service_account,
                                     guest_accelerators=[accel]),
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]

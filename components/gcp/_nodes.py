@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 import pulumi_gcp as gcp
@@ -13,6 +14,9 @@ from fleet.gate import gate_taint
 from fleet.labels import POOL_RESOURCE_LABEL, TEAM_RESOURCE_LABEL
 from fleet.model import ResolvedPool
 from fleet.taints import api_effect
+
+if TYPE_CHECKING:
+    from components.gcp._network import ExtraNetwork
 
 C = gcp.container
 DRIVER_VERSIONS = {"default": "DEFAULT", "latest": "LATEST", "disabled": "INSTALLATION_DISABLED"}
@@ -87,6 +91,17 @@ def node_config(pool: ResolvedPool, catalog: Catalog, service_account: pulumi.In
         metadata={"disable-legacy-endpoints": "true"},
         **extra,
     )
+
+
+def node_network(extra: Sequence[ExtraNetwork]) -> gcp.container.NodePoolNetworkConfigArgs:
+    """Private nodes, and each extra network (GPUDirect NICs, a TPU second network) attached
+    as an additional node network."""
+    return C.NodePoolNetworkConfigArgs(
+        enable_private_nodes=True,
+        additional_node_network_configs=[
+            C.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs(network=e.vpc,
+                                                                   subnetwork=e.subnet)
+            for e in extra] or None)
 
 
 def management(pool: ResolvedPool | None = None) -> gcp.container.NodePoolManagementArgs:

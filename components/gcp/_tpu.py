@@ -14,6 +14,7 @@ from components.gcp._nodes import (
     management,
     node_config,
     node_counts,
+    node_network,
     reservation_affinity,
 )
 from components.gcp._pins import TPU_VM_RUNTIME
@@ -80,12 +81,7 @@ class TpuSlice(pulumi.ComponentResource):
                 placement_policy=placement(shape, policy_name),
                 queued_provisioning=C.NodePoolQueuedProvisioningArgs(enabled=True)
                 if pool.spec.capacity.queued else None,
-                network_config=C.NodePoolNetworkConfigArgs(
-                    enable_private_nodes=True,
-                    additional_node_network_configs=[
-                        C.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs(
-                            network=e.vpc, subnetwork=e.subnet) for e in args.extra_networks
-                    ] or None),
+                network_config=node_network(args.extra_networks),
                 node_config=node_config(pool, args.catalog, args.service_account),
                 # a slice's topology has no in-place update (the provider ignores it): replace
                 # (components/engine/data/replacements.yaml, no_update_path)
