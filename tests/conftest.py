@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.controlplane.fixtures"]
+
 
 @pytest.fixture(autouse=True)
 def _smoke_history_in_tmp(tmp_path_factory: pytest.TempPathFactory,

@@ -1,8 +1,19 @@
-"""Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection does it:
-the holder renews `renewTime` every third of the lease; a candidate takes the lease over only
-once it has seen no change to it for a whole lease duration (its own clock, never the
-holder's); every write carries the resourceVersion read, so of two candidates one wins (the
-other gets 409 Conflict)."""
+"""Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection does it
+(k8s.io/client-go/tools/leaderelection/leaderelection.go, read 2026-11-28):
+
+- three durations, LeaseDuration > RenewDeadline > RetryPeriod (client-go's defaults for
+  controllers: 15 s, 10 s, 2 s; here `lease_s`, 2/3 of it and 2/15 of it);
+- the holder tries to renew every RetryPeriod; when no renewal has succeeded for
+  RenewDeadline it steps down (`is_leader()` is false from that instant, whatever the
+  renewing thread is doing: a hung call, a stopped process resumed, a slow machine), and every
+  Lease call is bounded by the time left to that deadline;
+- a candidate takes the lease over only once it has seen no change to it for a whole
+  LeaseDuration (its own clock, never the holder's renewTime);
+- every write carries the resourceVersion read, so of two candidates one wins (the other
+  gets 409 Conflict).
+
+Because RenewDeadline < LeaseDuration, a leader that cannot renew stops acting before any
+candidate can take over: never two leaders at once."""
 
 from __future__ import annotations
 
@@ -31,6 +42,8 @@ class Elector:
         self.coord, self.core = k.CoordinationV1Api(client), k.CoreV1Api(client)
         self.namespace, self.name, self.identity = namespace, name, identity
         self.lease_s, self.stop = lease_s, stop
+        self.renew_deadline_s = lease_s * 2 / 3
+        self.retry_s = lease_s * 2 / 15
         self.leader = threading.Event()
         self.transitions = 0
         self.holder = ""  # who holds the lease, as last read
@@ -41,14 +54,33 @@ class Elector:
         self.annotations = annotations
         self.stored: dict[str, str] = {}
 
+    def is_leader(self) -> bool:
+        """Leader now: the last renewal succeeded less than RenewDeadline ago (by this
+        process's monotonic clock, which runs on while the process is stopped)."""
+        if not self.leader.is_set():
+            return False
+        if time.monotonic() - self._renewed >= self.renew_deadline_s:
+            self.leader.clear()  # step down: a candidate may take over after LeaseDuration
+            return False
+        return True
+
+    def _timeout_s(self) -> tuple[float, float]:
+        """A Lease call's (connect, read) bound: the request timeout, and for the holder no
+        later than its renew deadline (client-go renews under a context of RenewDeadline)."""
+        connect_s, read_s = REQUEST_TIMEOUT_S
+        if not self.is_leader():
+            return connect_s, read_s
+        left = max(0.05, self._renewed + self.renew_deadline_s - time.monotonic())
+        return min(connect_s, left), min(read_s, left)
+
     def run(self) -> None:
         while not self.stop.is_set():
             try:
                 self.step()
-            except Exception:  # an API error: we are leader only until the lease runs out
-                if self.leader.is_set() and time.monotonic() - self._renewed > self.lease_s:
-                    self.leader.clear()
-            self.stop.wait(self.lease_s / 3)
+            except Exception:  # an API error: leader only until the renew deadline
+                pass
+            self.is_leader()  # steps down once the renew deadline has passed
+            self.stop.wait(self.retry_s)
         self.release()
 
     def _body(self, lease: dict[str, Any] | None, *, take: bool) -> dict[str, Any]:
@@ -72,7 +104,7 @@ class Elector:
 
     def step(self) -> None:
         """One round: create, renew or (once expired) take over the lease."""
-        t = REQUEST_TIMEOUT_S
+        t = self._timeout_s()
         try:
             lease: dict[str, Any] | None = raw(self.coord.read_namespaced_lease(
                 self.name, self.namespace, _preload_content=False, _request_timeout=t))
@@ -105,6 +137,7 @@ class Elector:
         if not mine and not expired:
             self.leader.clear()
             return
+        t = self._timeout_s()
         try:
             self.coord.replace_namespaced_lease(self.name, self.namespace,
                                                 self._body(lease, take=not mine),  # type: ignore[arg-type]

@@ -140,7 +140,7 @@ class Gate:
         self.node_hours: dict[tuple[str, str, str], float] = {}  # (pool, team, kind) -> h
 
     def is_leader(self) -> bool:
-        return self.elector is None or bool(self.elector.leader.is_set())
+        return self.elector is None or bool(self.elector.is_leader())
 
     def state_counts(self) -> dict[tuple[str, str, str], int]:
         """(pool, team, state) -> nodes, over the gated pools (quarantined: its own state)."""
@@ -234,7 +234,7 @@ class Gate:
             self.ready.set()
             deadline = None if o.once_wait_s is None else time.monotonic() + o.once_wait_s
             while not stop.is_set():
-                leader = self.elector is None or self.elector.leader.is_set()
+                leader = self.elector is None or self.elector.is_leader()
                 self.summary.leader = self.summary.leader or leader
                 if leader and self.watch.synced.is_set():
                     if not self.adopted:

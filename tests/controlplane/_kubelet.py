@@ -1,0 +1,541 @@
+"""The node stand-in: what a kubelet does for the nodes of a test, against the real API server.
+
+For each node it stands in for:
+- registers the Node (a recorded real node's labels, taints and allocatable; the address the
+  API server reaches it at is this machine's loopback, and its kubelet port is this stand-in's
+  log server), reports it Ready through the status subresource and renews its
+  `kube-node-lease` Lease every few seconds, so the node lifecycle controller treats it as
+  alive (and lifts the `node.kubernetes.io/not-ready` taint the API server's
+  TaintNodesByCondition admission put on it at registration);
+- runs each pod the scheduler bound to it as a local process: the pod's own command
+  (`python` is this interpreter; ConfigMap and downward API volumes written to a folder of the
+  pod and the container's paths under a mount rewritten to it; env `fieldRef`s resolved), or
+  the node's recorded output (`set_output`) or command (`set_command`);
+- writes the pod's status as a kubelet does (Running with the container running; Succeeded
+  or Failed with the container terminated, its exit code and reason), through `pods/status`;
+- serves container logs on its kubelet endpoint (`/containerLogs/{ns}/{pod}/{container}`,
+  HTTPS, `tailLines`, `limitBytes`, `follow`), so the code under test reads them through the
+  API's own `pods/log`;
+- honours deletion: a pod given a deletionTimestamp has its process killed and is then
+  deleted for good (`gracePeriodSeconds: 0`, guarded by its uid), as the kubelet finishes a
+  graceful deletion.
+
+Stopping a node's stand-in (`forget`) stops its heartbeats and its pods' processes, as a
+machine that went away: the node lifecycle controller then marks it Unknown, and once the Node
+is deleted the pod garbage collector collects its pods.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from tests.controlplane._rest import Rest, RestError
+
+TERMINAL = ("Succeeded", "Failed")
+NODE_LEASE_NS = "kube-node-lease"
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def micro_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def field_ref(pod: dict[str, Any], path: str | None) -> str:
+    m = re.fullmatch(r"metadata\.(labels|annotations)\['([^']+)'\]", path or "")
+    if m:
+        return str((pod["metadata"].get(m.group(1)) or {}).get(m.group(2), ""))
+    table = {"metadata.name": pod["metadata"]["name"],
+             "metadata.namespace": pod["metadata"].get("namespace", ""),
+             "metadata.uid": pod["metadata"]["uid"],
+             "spec.nodeName": pod["spec"].get("nodeName", ""),
+             "spec.serviceAccountName": pod["spec"].get("serviceAccountName", ""),
+             "status.podIP": "127.0.0.1", "status.hostIP": "127.0.0.1"}
+    return str(table.get(path or "", ""))
+
+
+def remap(value: str, mounts: dict[str, Path]) -> str:
+    for mount_path, local in sorted(mounts.items(), key=lambda kv: -len(kv[0])):
+        if value == mount_path or value.startswith(mount_path.rstrip("/") + "/"):
+            return str(local) + value[len(mount_path.rstrip("/")):]
+    return value
+
+
+@dataclass
+class _Run:
+    popen: subprocess.Popen[bytes] | None
+    log: Path
+    workdir: Path
+    uid: str
+    started: str
+    reported: str = ""  # the phase last written
+    downward: list[tuple[Path, str]] = field(default_factory=list)
+
+
+class Kubelet:
+    """The kubelet of every stand-in node of one control plane (one process, one log server)."""
+
+    def __init__(self, rest: Rest, root: Path, pki: Path, *, poll_s: float = 0.1,
+                 heartbeat_s: float = 4.0) -> None:
+        self.rest, self.root, self.poll_s, self.heartbeat_s = rest, root, poll_s, heartbeat_s
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.nodes: dict[str, str] = {}  # node -> uid of the Node object we registered
+        self.outputs: dict[str, tuple[str, int]] = {}
+        self.commands: dict[str, list[str]] = {}
+        self.runs: dict[tuple[str, str], _Run] = {}  # (namespace, pod) -> its process
+        self._node_of: dict[tuple[str, str], str] = {}  # (namespace, pod) -> its node
+        self.base_env = {k: v for k, v in os.environ.items()
+                         if k in ("PATH", "LANG", "LC_ALL", "PYTHONPATH", "SYSTEMROOT")}
+        self.lock = threading.RLock()
+        self.stop_event = threading.Event()
+        self.errors: list[str] = []
+        self._server = _LogServer(("127.0.0.1", 0), _LogHandler)
+        self._server.kubelet = self
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(str(pki / "kubelet.crt"), str(pki / "kubelet.key"))
+        self._server.socket = ctx.wrap_socket(self._server.socket, server_side=True)
+        self.port = int(self._server.server_address[1])
+        self._threads = [
+            threading.Thread(target=self._server.serve_forever, daemon=True,
+                             name="kubelet-logs"),
+            threading.Thread(target=self._loop, daemon=True, name="kubelet-pods"),
+            threading.Thread(target=self._beat, daemon=True, name="kubelet-heartbeat")]
+        for t in self._threads:
+            t.start()
+
+    # -- nodes -------------------------------------------------------------------------------
+    def register(self, node: dict[str, Any], *, ready: bool = True) -> dict[str, Any]:
+        """Register `node` (a Node object) and stand in for it; `ready` False: it registers
+        NotReady (its network not up yet) until `set_ready`."""
+        node = copy.deepcopy(node)
+        name = node["metadata"]["name"]
+        status = node.setdefault("status", {})
+        status.pop("conditions", None)
+        status["addresses"] = [{"type": "InternalIP", "address": "127.0.0.1"},
+                               {"type": "Hostname", "address": name}]
+        status["daemonEndpoints"] = {"kubeletEndpoint": {"Port": self.port}}
+        status.setdefault("capacity", dict(status.get("allocatable") or {}))
+        status.setdefault("nodeInfo", {
+            "machineID": "", "systemUUID": "", "bootID": os.urandom(8).hex(),
+            "kernelVersion": "6.6.0", "osImage": "Container-Optimized OS",
+            "containerRuntimeVersion": "containerd://2.0.0", "kubeletVersion": "v1.36.2",
+            "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": "amd64"})
+        node.pop("apiVersion", None)
+        node.pop("kind", None)
+        node["metadata"].pop("resourceVersion", None)
+        node["metadata"].pop("uid", None)
+        created = self.rest.create("nodes", "", node)
+        # the API server keeps what the kubelet registers with, conditions aside; the kubelet
+        # then reports its conditions through the status subresource
+        with self.lock:
+            self.nodes[name] = created["metadata"]["uid"]
+        self._status(name, ready=ready)
+        self._lease(name)
+        return self.rest.get("nodes", "", name) or created
+
+    def set_ready(self, name: str) -> dict[str, Any]:
+        self._status(name, ready=True)
+        return self.rest.get("nodes", "", name) or {}
+
+    def forget(self, name: str) -> None:
+        """Stop standing in for `name`: no heartbeats, its pods' processes killed."""
+        with self.lock:
+            self.nodes.pop(name, None)
+            keys = [k for k, r in self.runs.items() if self._node_of.get(k) == name]
+        for key in keys:
+            self._kill(key)
+
+    def _status(self, name: str, *, ready: bool) -> None:
+        t = now()
+        cond = ({"type": "Ready", "status": "True", "reason": "KubeletReady",
+                 "message": "kubelet is posting ready status"} if ready else
+                {"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+                 "message": "container runtime network not ready: NetworkReady=false "
+                            "reason:NetworkPluginNotReady message:Network plugin returns "
+                            "error: cni plugin not initialized"})
+        conditions = [{**c, "lastHeartbeatTime": t, "lastTransitionTime": t} for c in (
+            {"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory",
+             "message": "kubelet has sufficient memory available"},
+            {"type": "DiskPressure", "status": "False", "reason": "KubeletHasNoDiskPressure",
+             "message": "kubelet has no disk pressure"},
+            {"type": "PIDPressure", "status": "False", "reason": "KubeletHasSufficientPID",
+             "message": "kubelet has sufficient PID available"}, cond)]
+        self.rest.patch("nodes", "", name, {"status": {"conditions": conditions}},
+                        subresource="status")
+
+    def _lease(self, name: str) -> None:
+        uid = self.nodes.get(name)
+        if uid is None:
+            return
+        body = {"metadata": {"name": name, "namespace": NODE_LEASE_NS, "ownerReferences": [
+            {"apiVersion": "v1", "kind": "Node", "name": name, "uid": uid}]},
+                "spec": {"holderIdentity": name, "leaseDurationSeconds": 40,
+                         "renewTime": micro_now()}}
+        try:
+            lease = self.rest.get("leases", NODE_LEASE_NS, name)
+            if lease is None:
+                self.rest.create("leases", NODE_LEASE_NS, body)
+            else:
+                lease["spec"]["renewTime"] = micro_now()
+                lease["spec"]["holderIdentity"] = name
+                self.rest.replace("leases", NODE_LEASE_NS, name, lease)
+        except RestError as exc:
+            if exc.status not in (404, 409):
+                raise
+
+    def _beat(self) -> None:
+        last_status = 0.0
+        while not self.stop_event.wait(self.heartbeat_s):
+            with self.lock:
+                names = list(self.nodes)
+            status_due = time.monotonic() - last_status > 10
+            for name in names:
+                try:
+                    self._lease(name)
+                    if status_due:
+                        node = self.rest.get("nodes", "", name)
+                        if node is None or node["metadata"]["uid"] != self.nodes.get(name):
+                            continue
+                        ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                                    for c in node.get("status", {}).get("conditions") or [])
+                        self._status(name, ready=ready)
+                except Exception as exc:  # a heartbeat missed; the next one may land
+                    self.errors.append(f"heartbeat {name}: {exc}")
+            if status_due:
+                last_status = time.monotonic()
+
+    # -- pods --------------------------------------------------------------------------------
+    def _loop(self) -> None:
+        while not self.stop_event.is_set():
+            try:
+                self._sync()
+            except Exception as exc:  # keep going, as a kubelet does
+                self.errors.append(f"sync: {type(exc).__name__}: {exc}")
+            self.stop_event.wait(self.poll_s)
+
+    def _sync(self) -> None:
+        with self.lock:
+            mine = dict(self.nodes)
+        if not mine and not self.runs:
+            return
+        pods = self.rest.list("pods", None)["items"]
+        seen: set[tuple[str, str]] = set()
+        for pod in pods:
+            node = pod["spec"].get("nodeName")
+            if node not in mine:
+                continue
+            key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+            seen.add(key)
+            run = self.runs.get(key)
+            if run is not None and run.uid != pod["metadata"]["uid"]:
+                self._kill(key)  # a new pod of the same name
+                run = None
+            if pod["metadata"].get("deletionTimestamp"):
+                self._kill(key)
+                self._finish_delete(pod)
+                continue
+            phase = (pod.get("status") or {}).get("phase")
+            if run is None:
+                if phase in TERMINAL:
+                    continue
+                self._start(key, pod)
+                continue
+            self._refresh_downward(run, pod)
+            code = run.popen.poll() if run.popen is not None else run_code(run)
+            if code is not None and run.reported != "done":
+                self._terminated(pod, run, code)
+        for key in [k for k in self.runs if k not in seen]:
+            self._kill(key)  # the pod is gone
+
+    def _finish_delete(self, pod: dict[str, Any]) -> None:
+        try:
+            self.rest.delete("pods", pod["metadata"]["namespace"], pod["metadata"]["name"],
+                             grace_period_s=0, uid=pod["metadata"]["uid"])
+        except RestError as exc:
+            if exc.status not in (404, 409):
+                raise
+
+    def _start(self, key: tuple[str, str], pod: dict[str, Any]) -> None:
+        node = pod["spec"]["nodeName"]
+        workdir = self.root / "pods" / key[0] / f"{key[1]}-{pod['metadata']['uid'][:8]}"
+        workdir.mkdir(parents=True, exist_ok=True)
+        log = workdir / "log"
+        container = pod["spec"]["containers"][0]
+        started = now()
+        canned = None if node in self.commands else self.outputs.get(
+            node, self.outputs.get("*") if "*" not in self.commands else None)
+        self._node_of[key] = node
+        if canned is not None:
+            text = canned[0] if canned[0].endswith("\n") else canned[0] + "\n"
+            log.write_text(text, encoding="utf-8")
+            (workdir / "exit").write_text(str(canned[1]), encoding="utf-8")
+            run = _Run(None, log, workdir, pod["metadata"]["uid"], started)
+            self.runs[key] = run
+            self._running(pod, run)
+            return
+        mounts, downward = self._volumes(pod, container, workdir)
+        argv = list(self.commands.get(node) or self.commands.get("*") or [
+            *(container.get("command") or []), *(container.get("args") or [])])
+        argv = [remap(a, mounts) for a in argv]
+        if argv and argv[0] in ("python", "python3"):
+            argv[0] = sys.executable
+        env = {**self.base_env, "HOME": str(workdir), "TMPDIR": str(workdir),
+               "HOSTNAME": pod["spec"].get("hostname") or pod["metadata"]["name"],
+               "KUBERNETES_SERVICE_HOST": "127.0.0.1"}
+        for var in container.get("env") or []:
+            value = var.get("value")
+            if value is None and "valueFrom" in var:
+                value = field_ref(pod, (var["valueFrom"].get("fieldRef") or {}).get(
+                    "fieldPath"))
+            env[var["name"]] = self._resolve(key[0], remap(value or "", mounts))
+        run = _Run(None, log, workdir, pod["metadata"]["uid"], started, downward=downward)
+        with log.open("wb") as out:
+            try:
+                run.popen = subprocess.Popen(argv, cwd=workdir, env=env, stdout=out,
+                                             stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL, start_new_session=True)
+            except OSError as exc:
+                out.write(f"failed to start {argv[:1]}: {exc}\n".encode())
+                (workdir / "exit").write_text("128", encoding="utf-8")
+        self.runs[key] = run
+        self._running(pod, run)
+
+    def _volumes(self, pod: dict[str, Any], container: dict[str, Any],
+                 workdir: Path) -> tuple[dict[str, Path], list[tuple[Path, str]]]:
+        volumes = {v["name"]: v for v in pod["spec"].get("volumes") or []}
+        mounts: dict[str, Path] = {}
+        ns = pod["metadata"]["namespace"]
+        run_downward: list[tuple[Path, str]] = []
+        for m in container.get("volumeMounts") or []:
+            vol = volumes.get(m["name"], {})
+            target = workdir / "volumes" / m["name"]
+            target.mkdir(parents=True, exist_ok=True)
+            if "configMap" in vol:
+                cm = self.rest.get("configmaps", ns, vol["configMap"]["name"])
+                data = (cm or {}).get("data") or {}
+                items = vol["configMap"].get("items") or [{"key": k, "path": k} for k in data]
+                for item in items:
+                    dest = target / item["path"]
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    dest.write_text(data.get(item["key"], ""), encoding="utf-8")
+            for item in (vol.get("downwardAPI") or {}).get("items") or []:
+                fp = (item.get("fieldRef") or {}).get("fieldPath", "")
+                dest = target / item["path"]
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_text(field_ref(pod, fp), encoding="utf-8")
+                run_downward.append((dest, fp))
+            mounts[m["mountPath"]] = target
+        return mounts, run_downward
+
+    def _refresh_downward(self, run: _Run, pod: dict[str, Any]) -> None:
+        for path, fp in run.downward:
+            value = field_ref(pod, fp)
+            try:
+                if path.read_text(encoding="utf-8") == value:
+                    continue
+            except OSError:
+                continue
+            tmp = path.with_name(f".{path.name}.tmp")
+            tmp.write_text(value, encoding="utf-8")
+            tmp.replace(path)
+
+    def _resolve(self, ns: str, value: str) -> str:
+        """Cluster DNS for `<hostname>.<subdomain>[.<ns>.svc[.cluster.local]]`: loopback
+        when a Service named like the subdomain exists (every pod runs on this machine)."""
+        parts = value.split(".")
+        if len(parts) < 2 or parts[2:] not in ([], [ns, "svc"], [ns, "svc", "cluster", "local"]):
+            return value
+        if not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", parts[0]):
+            return value
+        try:
+            if self.rest.get("services", ns, parts[1]) is None:
+                return value
+        except RestError:
+            return value
+        return "127.0.0.1"
+
+    def _running(self, pod: dict[str, Any], run: _Run) -> None:
+        t = run.started
+        containers = pod["spec"]["containers"]
+        status = {"phase": "Running", "hostIP": "127.0.0.1", "hostIPs": [{"ip": "127.0.0.1"}],
+                  "podIP": "127.0.0.1", "podIPs": [{"ip": "127.0.0.1"}], "startTime": t,
+                  "conditions": _conditions(t, ready=True),
+                  "containerStatuses": [{
+                      "name": c["name"], "ready": True, "restartCount": 0, "started": True,
+                      "image": c.get("image", ""), "imageID": c.get("image", ""),
+                      "containerID": f"containerd://{run.uid.replace('-', '')}",
+                      "state": {"running": {"startedAt": t}}} for c in containers]}
+        self._write_status(pod, status)
+        run.reported = "running"
+
+    def _terminated(self, pod: dict[str, Any], run: _Run, code: int) -> None:
+        if code < 0:  # killed by a signal, as the kubelet reports it
+            code = 128 - code
+        t = now()
+        containers = pod["spec"]["containers"]
+        status = {"phase": "Succeeded" if code == 0 else "Failed",
+                  "conditions": _conditions(t, ready=False),
+                  "containerStatuses": [{
+                      "name": c["name"], "ready": False, "restartCount": 0, "started": False,
+                      "image": c.get("image", ""), "imageID": c.get("image", ""),
+                      "containerID": f"containerd://{run.uid.replace('-', '')}",
+                      "state": {"terminated": {
+                          "exitCode": code, "reason": "Completed" if code == 0 else "Error",
+                          "startedAt": run.started, "finishedAt": t,
+                          "containerID": f"containerd://{run.uid.replace('-', '')}"}}}
+                      for c in containers]}
+        self._write_status(pod, status)
+        run.reported = "done"
+
+    def _write_status(self, pod: dict[str, Any], status: dict[str, Any]) -> None:
+        ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+        try:
+            self.rest.patch("pods", ns, name, {
+                "metadata": {"uid": pod["metadata"]["uid"]}, "status": status},
+                subresource="status", kind="application/merge-patch+json")
+        except RestError as exc:
+            if exc.status not in (404, 409):
+                raise
+
+    def _kill(self, key: tuple[str, str]) -> None:
+        run = self.runs.pop(key, None)
+        self._node_of.pop(key, None)
+        if run is None:
+            return
+        if run.popen is not None and run.popen.poll() is None:
+            try:
+                os.killpg(run.popen.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            run.popen.wait(10)
+        shutil.rmtree(run.workdir, ignore_errors=True)
+
+    def log_of(self, namespace: str, pod: str) -> tuple[Path, _Run] | None:
+        run = self.runs.get((namespace, pod))
+        return (run.log, run) if run is not None else None
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self._server.shutdown()
+        self._server.server_close()
+        for key in list(self.runs):
+            self._kill(key)
+        for t in self._threads:
+            t.join(10)
+
+
+def run_code(run: _Run) -> int | None:
+    try:
+        return int((run.workdir / "exit").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _conditions(t: str, *, ready: bool) -> list[dict[str, Any]]:
+    flag = "True" if ready else "False"
+    out = [{"type": "PodReadyToStartContainers", "status": "True", "lastTransitionTime": t},
+           {"type": "Initialized", "status": "True", "lastTransitionTime": t},
+           {"type": "Ready", "status": flag, "lastTransitionTime": t},
+           {"type": "ContainersReady", "status": flag, "lastTransitionTime": t}]
+    if not ready:
+        for c in out[2:]:
+            c["reason"] = "PodCompleted"
+    return out
+
+
+class _LogServer(ThreadingHTTPServer):
+    daemon_threads = True
+    kubelet: Kubelet
+
+
+class _LogHandler(BaseHTTPRequestHandler):
+    """The kubelet's `/containerLogs/{namespace}/{pod}/{container}` (what `pods/log` fetches)."""
+
+    server: _LogServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        return
+
+    def do_GET(self) -> None:
+        url = urllib.parse.urlsplit(self.path)
+        query = dict(urllib.parse.parse_qsl(url.query))
+        parts = url.path.strip("/").split("/")
+        if len(parts) != 4 or parts[0] != "containerLogs":
+            self._send(404, b"404 page not found\n")
+            return
+        found = self.server.kubelet.log_of(parts[1], parts[2])
+        if found is None:
+            self._send(404, f"container {parts[3]!r} in pod {parts[2]!r} is not available\n"
+                       .encode())
+            return
+        path, run = found
+        follow = query.get("follow") == "true"
+        tail = int(query["tailLines"]) if "tailLines" in query else None
+        limit = int(query["limitBytes"]) if "limitBytes" in query else None
+        data = _read(path)
+        if tail is not None:
+            lines = data.splitlines(keepends=True)
+            data = b"".join(lines[-tail:]) if tail > 0 else b""
+        if not follow:
+            self._send(200, data[:limit] if limit is not None else data)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        sent, offset = 0, len(_read(path))
+        chunk = data
+        while True:
+            if limit is not None:
+                chunk = chunk[:max(0, limit - sent)]
+            if chunk:
+                self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                self.wfile.flush()
+                sent += len(chunk)
+            if limit is not None and sent >= limit:
+                break
+            done = (run.popen.poll() is not None) if run.popen is not None else True
+            if done and len(_read(path)) == offset:
+                break
+            time.sleep(0.05)
+            now_data = _read(path)
+            chunk, offset = now_data[offset:], len(now_data)
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _send(self, code: int, body: bytes) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True)
