@@ -21,6 +21,14 @@ def _smoke_history_in_tmp(tmp_path_factory: pytest.TempPathFactory,
 
 
 @pytest.fixture(autouse=True)
+def _no_terminal_width_from_outside(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI fits its output to $COLUMNS when set (cli._output): a test sees the width it
+    asks for (`env={"COLUMNS": ...}`) or none, never the developer's shell's, nor the
+    COLUMNS pytest-xdist sets in its workers."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
+@pytest.fixture(autouse=True)
 def _no_stack_chosen_outside(tmp_path_factory: pytest.TempPathFactory,
                              monkeypatch: pytest.MonkeyPatch) -> Path:
     """Which stack a command works on depends on the shell ($ACCELFLEET_STACK,

@@ -96,7 +96,8 @@ def test_markup_in_a_stack_value_is_shown_as_written(command: tuple[str, ...], c
         flat = _squeezed(out)
         for who in MARKUP:
             assert _squeezed(who) in flat, (who, out[-3000:])
-    assert "Pulumi.brackets.yaml" in out
+    # the title names the file; at 90 columns a long temporary path wraps inside it
+    assert "Pulumi.brackets.yaml" in _squeezed(out)
 
 
 def test_a_title_with_brackets_in_the_key_value_blocks_is_shown_as_written(
