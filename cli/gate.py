@@ -36,8 +36,8 @@ app = App(rich_markup_mode="markdown",
           "gate by hand).", no_args_is_help=True)
 
 InventoryOpt = Annotated[Path | None, typer.Option(
-    "--inventory", metavar="FILE", help="A saved inventory (JSON, `accelfleet plan "
-    "--inventory FILE`): the pools and their gates, instead of the stack's.",
+    "--inventory", metavar="FILE", help="A saved inventory (JSON, `pulumi stack "
+    "output inventory --json > FILE`): the pools and their gates, instead of the stack's.",
     show_default=False)]
 ClusterOpt = Annotated[str | None, typer.Option(
     "--cluster", metavar="NAME", help="Only this cluster of the inventory (with "

@@ -113,8 +113,8 @@ class Inventory:
         if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
             raise InputError(
                 "not an accelfleet inventory (schema_version 1 expected)",
-                hint="export it with `pulumi stack output inventory --json` or "
-                "`accelfleet plan --inventory FILE`",
+                hint="export it with `pulumi stack output inventory --json > FILE`, or give "
+                "the stack file instead of an inventory",
             )
         from pydantic import TypeAdapter, ValidationError
 

@@ -66,7 +66,8 @@ def _inventory_file(path: Path) -> Inventory:
     from fleet.inventory import Inventory
 
     data = load_json(path, what="inventory file", max_bytes=MAX_INVENTORY_BYTES,
-                     hint="export it with `accelfleet plan --inventory FILE`")
+                     hint="export it with `pulumi stack output inventory --json > FILE`, or give "
+                     "the stack file instead (`accelfleet gate run STACK`)")
     return Inventory.from_dict(data)
 
 
