@@ -7,15 +7,16 @@ from typing import Any
 
 import pytest
 
-from components.engine.plan import Plan, PlannedResource, run_plan
+from components.engine.plan import Plan, PlannedResource
 from components.k8s import JOBSET, KUEUE
+from tests.plans import planned
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "stacks" / "Pulumi.example.yaml"
 
 
 @pytest.fixture(scope="module")
 def plan() -> Plan:
-    return run_plan(EXAMPLE)
+    return planned(EXAMPLE)
 
 
 def _pool(plan: Plan, name: str) -> dict[str, PlannedResource]:

@@ -14,6 +14,7 @@ from components.engine.diff import diff_plans, diff_values, replacement_table, r
 from components.engine.plan import run_plan
 from fleet.errors import InputError
 from fleet.stack.read import EXAMPLE_STACK
+from tests.plans import planned
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -46,7 +47,7 @@ def write_v2(tmp_path: Path) -> Path:
 @pytest.fixture(scope="module")
 def plans(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dict[str, Any]]:
     v2 = write_v2(tmp_path_factory.mktemp("v2"))
-    return (json.loads(run_plan(EXAMPLE_STACK).to_json()), json.loads(run_plan(v2).to_json()))
+    return (json.loads(planned(EXAMPLE_STACK).to_json()), json.loads(run_plan(v2).to_json()))
 
 
 def test_example_v2_diff_added_resized_and_replaced(plans: tuple[dict[str, Any],

@@ -24,7 +24,8 @@ from typing import Any
 
 import pytest
 
-from components.engine.plan import Plan, run_plan
+from components.engine.plan import Plan
+from tests.plans import planned
 
 FIXTURE = Path(__file__).parent / "fixtures" / "Pulumi.gcpcapacity.yaml"
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -32,7 +33,7 @@ NODE_POOL = "gcp:container/nodePool:NodePool"
 
 @pytest.fixture(scope="module")
 def pools() -> dict[str, dict[str, Any]]:
-    plan: Plan = run_plan(FIXTURE)
+    plan: Plan = planned(FIXTURE)
     return {r.inputs["name"]: r.inputs for r in plan.of_type(NODE_POOL)}
 
 

@@ -12,6 +12,7 @@ from components.engine.plan import COMPUTED, Plan, run_plan
 from components.gcp._cluster import NODE_ROLES
 from components.gcp._tpu import accelerator_type
 from fleet.catalog import load_catalog
+from tests.plans import planned
 
 FIXTURE = Path(__file__).parent / "fixtures" / "Pulumi.gcptest.yaml"
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -21,7 +22,7 @@ SUBNET = "gcp:compute/subnetwork:Subnetwork"
 
 @pytest.fixture(scope="module")
 def plan() -> Plan:
-    return run_plan(FIXTURE)
+    return planned(FIXTURE)
 
 
 def pools(plan: Plan) -> dict[str, dict[str, Any]]:

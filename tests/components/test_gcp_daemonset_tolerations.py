@@ -19,7 +19,8 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from components.engine.plan import Plan, run_plan
+from components.engine.plan import Plan
+from tests.plans import planned
 from tests.smoke.nodes import gke_node
 
 FIXTURE = Path(__file__).parent / "fixtures" / "Pulumi.gcptaints.yaml"
@@ -38,7 +39,7 @@ def tolerates(toleration: dict[str, Any], taint: dict[str, str]) -> bool:
 
 @pytest.fixture(scope="module")
 def plan() -> Plan:
-    return run_plan(FIXTURE)
+    return planned(FIXTURE)
 
 
 def node_taints(plan: Plan) -> dict[str, list[dict[str, str]]]:

@@ -25,9 +25,10 @@ from typing import Any
 
 import pytest
 
-from components.engine.plan import Plan, PlannedResource, run_plan
+from components.engine.plan import Plan, PlannedResource
 from fleet.catalog import load_catalog
 from fleet.stack.read import EXAMPLE_STACK
+from tests.plans import planned
 
 FIXTURE = Path(__file__).parent / "fixtures" / "Pulumi.gcptest.yaml"
 NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -40,7 +41,7 @@ RDMA = [f"rdma-{i}" for i in range(8)]
 
 @pytest.fixture(scope="module")
 def plan() -> Plan:
-    return run_plan(FIXTURE)
+    return planned(FIXTURE)
 
 
 def by_name(plan: Plan, type_: str) -> dict[str, PlannedResource]:
@@ -111,7 +112,7 @@ def test_mtus_of_gpu_vpcs_and_of_the_primary_vpc(plan: Plan) -> None:
 
 
 def test_example_primary_vpc_takes_tcpx_mtu() -> None:
-    vpcs = by_name(run_plan(EXAMPLE_STACK), NETWORK)
+    vpcs = by_name(planned(EXAMPLE_STACK), NETWORK)
     assert vpcs["ml-gke-vpc"].inputs["mtu"] == 8244
 
 

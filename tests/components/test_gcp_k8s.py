@@ -11,9 +11,10 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from components.engine.plan import Plan, run_plan
+from components.engine.plan import Plan
 from components.gcp._k8s import nccl_installer, nri_device_injector
 from components.gcp._pins import NCCL_INSTALLERS
+from tests.plans import planned
 
 FIXTURE = Path(__file__).parent / "fixtures" / "Pulumi.gcptest.yaml"
 K8S_VERSION = "1.33"
@@ -23,7 +24,7 @@ HELM_RELEASE = "kubernetes:helm.sh/v3:Release"  # Helm values, not manifests: se
 
 @pytest.fixture(scope="module")
 def plan() -> Plan:
-    return run_plan(FIXTURE)
+    return planned(FIXTURE)
 
 
 def manifest(inputs: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from components.k8s import (
 from fleet.model import ACCELERATOR_LABEL
 from fleet.stack.read import EXAMPLE_STACK
 from tests.plan_tree import cluster_of
+from tests.plans import planned
 
 FIXTURE = Path(__file__).parent / "fixtures" / "Pulumi.gcptest.yaml"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -77,7 +78,7 @@ def plan_of(tmp_path: Path, text: str, stack: str) -> Plan:
 
 # -- in the plan ----------------------------------------------------------------------------
 def test_gke_cluster_with_tpu_pools_gets_one_pinned_release() -> None:
-    plan = run_plan(FIXTURE)
+    plan = planned(FIXTURE)
     [release] = jobset_releases(plan)
     inputs = release.inputs
     assert inputs["version"] == JOBSET.version == "0.12.0"
@@ -113,7 +114,7 @@ def test_tpu_vm_only_fleet_gets_none(tmp_path: Path) -> None:
 
 
 def test_example_stack_installs_it_on_both_clusters() -> None:
-    plan = run_plan(EXAMPLE_STACK)
+    plan = planned(EXAMPLE_STACK)
     assert sorted(cluster_of(plan, r) for r in jobset_releases(plan)) == ["ml-eks", "ml-gke"]
     eks = [r.inputs["chart"] for r in plan.of_type(RELEASE) if cluster_of(plan, r) == "ml-eks"]
     assert sorted(eks) == ["aws-efa-k8s-device-plugin", "nvidia-device-plugin", OCI_REF,

@@ -30,6 +30,7 @@ from fleet.model import POOL_LABEL, SYSTEM_POOL
 from fleet.routing import fleet_routing
 from fleet.stack.read import EXAMPLE_STACK
 from tests.plan_tree import cluster_of
+from tests.plans import planned
 from tests.schemas import strict
 
 DATA = Path(__file__).parent / "data"
@@ -90,7 +91,7 @@ def manifest(r: PlannedResource) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def plan() -> Plan:
-    return run_plan(EXAMPLE_STACK)
+    return planned(EXAMPLE_STACK)
 
 
 

@@ -14,7 +14,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from components.engine.diff import TABLE, replacement_table
-from components.engine.plan import run_plan
+from tests.plans import planned
 
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = ["stacks/Pulumi.example.yaml", "tests/components/fixtures/Pulumi.gcpcapacity.yaml",
@@ -32,7 +32,7 @@ def _table() -> dict[str, object]:
 def test_every_type_a_plan_creates_is_in_the_table(stack: str) -> None:
     data = _table()
     known = set(data["types"]) | set(data.get("unread") or {})  # type: ignore[call-overload]
-    made = {r.type for r in run_plan(ROOT / stack).resources if r.custom}
+    made = {r.type for r in planned(ROOT / stack).resources if r.custom}
     assert sorted(made - known) == []
 
 

@@ -23,6 +23,7 @@ import pytest
 
 from components.engine.plan import Plan, PlannedResource, run_plan
 from fleet.stack.read import EXAMPLE_STACK
+from tests.plans import planned
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -58,7 +59,7 @@ STACK: dict[str, Any] = {
 
 @pytest.fixture(scope="module")
 def example() -> Plan:
-    return run_plan(EXAMPLE_STACK)
+    return planned(EXAMPLE_STACK)
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ import pytest
 from fleet.rules.unique_names import derived_names
 from fleet.rules.validate import validate_fleet
 from tests.fleet.conftest import pool, problems
+from tests.plans import planned
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -104,9 +105,8 @@ def _get(inputs: dict[str, Any], path: str) -> Any:
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_name_a_plan_gives_is_one_the_check_knows(stack: str) -> None:
-    from components.engine.plan import run_plan
 
-    plan = run_plan(ROOT / stack)
+    plan = planned(ROOT / stack)
     fleet = plan.fleet
     known = {(d.scope.split(" of ")[0] + " of", d.name)
              for d in derived_names(fleet.spec, fleet.pools, fleet.system_pools, fleet.routing)}
