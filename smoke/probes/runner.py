@@ -109,6 +109,8 @@ def run_local(
     results = V.judge_inventory(devices, exp)
     if not devices or devices[0].platform != "tpu":  # NVLink: GPUs; skipped on a CPU host
         results += _nvlink(gpu, exp, n)
+    if gpu:  # ECC, remapped rows, retired pages, Xid, clock events: NVML's own counts
+        results += _gpu_health(devices)
     if tier >= 1:
         results += _tier1(be, devices, sizes, prog)
     if tier >= 2:
@@ -160,6 +162,21 @@ def _nvlink(gpu: bool, exp: Expectation, gpus_seen: int) -> list[ProbeResult]:
     except Exception as exc:
         return [_error(V.HOST, V.NVLINK, exc)]
     return nvlink.judge_links(gpus, expected, skipped=why)
+
+
+def _gpu_health(devices: Sequence[Device]) -> list[ProbeResult]:
+    """T0: every GPU's passive health signals (smoke.probes.gpu_health). NVML numbers GPUs in
+    PCI bus order, as CUDA does on a node of one GPU model (its "fastest first" ties break by
+    bus): where the counts agree each result carries the backend's device name, else
+    `gpu<NVML index>`; the NVML index is in the details either way."""
+    from smoke.probes import gpu_health
+
+    try:
+        gpus, why = gpu_health.read_all()
+    except Exception as exc:
+        return [_error(V.HOST, V.GPU_HEALTH, exc)]
+    names = {i: d.id for i, d in enumerate(devices)} if len(gpus) == len(devices) else None
+    return gpu_health.judge(gpus, why, names)
 
 
 def _pairs(be: Backend, devices: Sequence[Device], exp: Expectation) -> list[ProbeResult]:
