@@ -75,7 +75,8 @@ class Expectation:
         """JSON-ready; `Expectation.from_dict(e.to_dict()) == e`."""
         return {
             "accelerator": None if self.accelerator is None else {
-                **asdict(self.accelerator), "aliases": list(self.accelerator.aliases)},
+                **asdict(self.accelerator), "aliases": list(self.accelerator.aliases),
+                "pci_device_ids": list(self.accelerator.pci_device_ids)},
             "devices": self.devices, "memory_gib": self.memory_gib, "words": self.words,
             "machine": self.machine, "chips": self.chips,
             "devices_per_chip": self.devices_per_chip,
@@ -87,7 +88,8 @@ class Expectation:
         try:
             acc = data.get("accelerator")
             accelerator = None if acc is None else Accelerator(
-                **{**acc, "aliases": tuple(acc.get("aliases") or ())})
+                **{**acc, "aliases": tuple(acc.get("aliases") or ()),
+                   "pci_device_ids": tuple(acc.get("pci_device_ids") or ())})
             return cls(accelerator=accelerator, devices=data.get("devices"),
                        memory_gib=data.get("memory_gib"), words=data.get("words"),
                        machine=data.get("machine"), chips=data.get("chips"),
