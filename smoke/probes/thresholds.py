@@ -83,6 +83,19 @@ _TPU7X_MATMUL = Threshold(
     "size in every row, so a healthy 8192 figure lies between 892.9 and 950.1) (AI-Hypercomputer/"
     "accelerator-microbenchmarks@ee16a1c8:Ironwood/Ironwood_Microbenchmarks_readme.md)")
 
+# L4 and B200 at our size (8192^3 bf16), read 2026-11-28 (issue 37: their warn lines, 0.60 x
+# peak x 1.05, sat above healthy figures: L4 76.2 vs 59.4 measured, B200 1,418 vs 1,420)
+_L4_MATMUL = Threshold(
+    floor_abs=round(DCGM_RULE * 59.40, 1), size=MATMUL_N, as_of="2026-11-28",
+    source="0.75 x 59.40 TFLOP/s, torch bf16 matmul 8192^3 on an NVIDIA L4 (torch 2.9 cu128, "
+    "a physical host; zzc0721/torch-performance-test-data#120, 2026-01-12, the same harness "
+    "as h100-80gb's reference); " + _AZURE_BAND)
+_B200_MATMUL = Threshold(
+    floor_abs=round(DCGM_RULE * 1420.0), size=MATMUL_N, as_of="2026-11-28",
+    source="0.75 x 1,420 TFLOP/s (1.42E+15), torch.bfloat16 matmul M=K=N=8192 on an NVIDIA "
+    "B200 (pytorch/ao#2427, benchmarks/float8/bench_matmul.py, 2025-06-23); " + _AZURE_BAND)
+
+
 # -- memory (T2) ------------------------------------------------------------------------------
 _MEMORY_UNMEASURED = Threshold(
     floor_ratio=0.57, enforced=False, unenforced=_NO_REF + " (no DCGM floor; the 0.57 of "
@@ -281,6 +294,8 @@ REGISTRY: dict[tuple[str, str], Threshold] = {
     ("cpu", SUSTAINED): _CPU,
     ("h100-80gb", MATMUL): _H100_MATMUL,
     ("tpu7x", MATMUL): _TPU7X_MATMUL,
+    ("l4", MATMUL): _L4_MATMUL,
+    ("b200", MATMUL): _B200_MATMUL,
     ("h100-80gb", MEMORY): _dcgm(1_905_000),
     ("h200-141gb", MEMORY): _dcgm(2_212_500),
     ("a100-80gb", MEMORY): _dcgm(1_173_000),
