@@ -48,7 +48,7 @@ from smoke.probes.results import ProbeResult, Verdict, worst
 from smoke.probes.thresholds import REGISTRY as REGISTRY  # re-exported: the registry's home
 from smoke.probes.thresholds import Threshold as Threshold
 
-THRESHOLDS_VERSION = "2026-11-28.1"
+THRESHOLDS_VERSION = "2026-11-28.2"
 
 T0, T1, T2, T3 = 0, 1, 2, 3
 UNITS = {INVENTORY: "GiB", KNOWN_ANSWER: "rel err", PSUM: "sum", MATMUL: "TFLOP/s",
