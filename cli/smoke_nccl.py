@@ -112,8 +112,9 @@ def nccl_log(
     CloudWatch copies (timestamps before the host) are read; a log stripped of its
     `host:pid:tid` prefixes is read as one process, and says so.
 
-    Exit 0 the log shows the fabric (or no --fabric/--nics was asked); 1 it does not; 2 the
-    file is unreadable or holds no NCCL line.
+    Exit 0 the log shows the fabric (or no --fabric/--nics was asked); 1 it does not, or a
+    count asked with --nics is unproven (the log names no NIC); 2 the file is unreadable or
+    holds no NCCL line.
     """
     from fleet.errors import CheckFailed, InputError
     from smoke.probes.nccl_log import Expect, judge
@@ -138,8 +139,14 @@ def nccl_log(
         if not log.attributed:
             echo("note: the log has no `host:pid:tid [dev]` prefixes (stripped), so its "
                  "lines cannot be attributed to ranks or hosts: read as one process")
-        if asked and judged.ok:
+        if asked and judged.ok and not judged.unproven:
             echo(f"ok: the log shows {_what(expect)}")
+    if asked and judged.ok and judged.unproven:
+        lines = "\n  ".join(judged.unproven)
+        raise CheckFailed(f"the log does not prove {_what(expect)}:\n  {lines}",
+                          hint="the log names no NIC on this fabric (TCPX, TCPXO and EFA "
+                          "without GDR log no `via NET/<plugin>/<n>` channel line unless "
+                          "NCCL_DEBUG_SUBSYS includes INIT,NET); rerun with it, or drop --nics")
     if asked and not judged.ok:
         problems = "\n  ".join(judged.problems)
         hint = (f"NCCL said why first: {judged.hint}" if judged.hint else

@@ -60,19 +60,30 @@ def for_pool(pool: InventoryPool, backend: str) -> Expectation:
 
 
 def detect(devices: Sequence[Device], backend: str) -> Expectation:
-    """Guess the accelerator from the first device's name (memory breaks ties, e.g. A100
-    40 GB vs 80 GB). The device count is not checked without `--expect`."""
+    """The accelerator of the first device: by its PCI device ID where the backend read it
+    (the catalog's pci_device_ids: an H100 SXM, PCIe and NVL are one name's "H100" but three
+    IDs), an ID the catalog does not list is not guessed from the name; without an ID, by the
+    name's pattern (the driver's names: "NVIDIA H100 PCIe", "NVIDIA A100-PCIE-40GB"; memory
+    breaks ties, A100 40 GB vs 80 GB). The device count is not checked without `--expect`."""
     if not devices or devices[0].platform == "cpu":
         return Expectation()
     from fleet.catalog import load_catalog
 
     first = devices[0]
     cat = load_catalog()
+    per = 1 if backend != "jax" else None
+    if first.pci_device_id is not None:
+        by_id = [a for a in cat.accelerators.values() if first.pci_device_id in a.pci_device_ids]
+        if not by_id:
+            return Expectation()
+        acc = by_id[0]
+        share = per or acc.jax_devices_per_chip
+        return Expectation(accelerator=acc, memory_gib=acc.memory_gib / share,
+                           devices_per_chip=share)
     hits = [cat.accelerator(k) for k in KIND_PATTERNS if matches(k, first.kind)
             and k in cat.accelerators]
     if not hits:
         return Expectation()
-    per = 1 if backend != "jax" else None
 
     def per_device(acc: Accelerator) -> float:
         return acc.memory_gib / (per or acc.jax_devices_per_chip)

@@ -121,7 +121,7 @@ def test_the_registry_keeps_the_stored_spellings() -> None:
     from smoke.probes import verdict as V
     assert P.AGENT_PROBES == ("inventory", "known_answer", "psum", "matmul_tflops",
                               "memory_gbps", "sustained_tflops", "allreduce_busbw",
-                              "fabric_busbw", "nvlink_links", "p2p_gbps")
+                              "fabric_busbw", "nvlink_links", "p2p_gbps", "gpu_health")
     assert P.pool_probe(P.MATMUL) == "matmul_tflops_vs_pool"
     assert P.base_probe(P.pool_probe(P.FABRIC)) == P.FABRIC and P.is_pool_probe("x_vs_pool")
     assert set(V.UNITS) == set(V.TIERS) == set(P.AGENT_PROBES)

@@ -76,6 +76,8 @@ def load_accelerators() -> dict[str, Accelerator]:
     for raw in _items(data, "accelerators", "accelerators.yaml"):
         fields = dict(raw)
         fields["aliases"] = tuple(fields.get("aliases", ()))
+        fields["pci_device_ids"] = tuple(int(str(x), 16) for x in fields.get("pci_device_ids",
+                                                                           ()))
         acc = _build(Accelerator, f"accelerators.yaml {raw.get('key')}", fields)
         if not acc.source:
             raise CatalogError(f"accelerators.yaml {acc.key}: every figure needs a source")
@@ -86,6 +88,8 @@ def load_accelerators() -> dict[str, Accelerator]:
                                "more and, when not 0, an nvlinks_source")
         out.append(acc)
     _unique([a.key for a in out], "accelerators.yaml")
+    _unique([f"{i:#06x}" for a in out for i in a.pci_device_ids],
+            "accelerators.yaml pci_device_ids")
     return {a.key: a for a in out}
 
 

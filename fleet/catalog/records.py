@@ -28,6 +28,9 @@ class Accelerator:
     aliases: tuple[str, ...] = ()
     nvlinks: int = 0  # NVLink links per GPU (0: PCIe only); smoke checks every one is up
     nvlinks_source: str = ""
+    # PCI device IDs (vendor 0x10de) of the GPU's boards: how `smoke local` tells an H100 SXM
+    # from an H100 PCIe or NVL, which share the name's "H100" (the catalog's ids_source)
+    pci_device_ids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

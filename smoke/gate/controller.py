@@ -391,7 +391,8 @@ class Gate:
             due = [n for n in members if n.state == N.PROVEN and n.ready
                    and n.name not in self.inflight and not n.quarantined
                    and now >= self.backoff.get(n.name, (0.0, 0.0))[0]
-                   and (N.proof_age_s(n) or 0.0) > gate.reprove_interval_s]
+                   and ((N.proof_age_s(n) or 0.0) > gate.reprove_interval_s
+                        or n.signal is not None)]  # another agent's GPU condition (issue 37)
             if pool.kind == "tpu" and pool.hosts_per_slice > 1:
                 slices: dict[str, list[N.GateNode]] = {}
                 for n in due:

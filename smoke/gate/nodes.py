@@ -76,6 +76,7 @@ class GateNode:
     created: datetime | None
     resource_version: str
     condition: Mapping[str, Any] | None  # GATE_CONDITION, when set
+    conditions: tuple[Mapping[str, Any], ...] = ()  # every condition (other agents' too)
 
     @classmethod
     def of(cls, node: Mapping[str, Any]) -> GateNode:
@@ -91,7 +92,22 @@ class GateNode:
                    ready=ready is not None and ready.get("status") == "True",
                    ready_since=_ts((ready or {}).get("lastTransitionTime")),
                    created=_ts(meta.get("creationTimestamp")),
-                   resource_version=str(meta.get("resourceVersion", "")), condition=gate)
+                   resource_version=str(meta.get("resourceVersion", "")), condition=gate,
+                   conditions=tuple(conditions))
+
+    @property
+    def signal(self) -> str | None:
+        """What the conditions other agents set since the last proof ask for (smoke.gate.
+        signals: `quarantine` or `reprove`; a condition only noted asks nothing), None when
+        none: a proven node whose GPU agent raised an Xid condition is re-proven then, not at
+        its interval. A condition older than the proof was there when the node passed (one
+        of the proof's own second, the timestamps' grain, counts as after it)."""
+        from smoke.gate.signals import NOTE, judge_conditions, strongest
+
+        at = _ts(str((self.proof or {}).get("at", "")))
+        since = [(c, _ts(str(c.get("lastTransitionTime", "")))) for c in self.conditions]
+        fresh = [c for c, t in since if at is None or (t is not None and t >= at)]
+        return strongest(s for s in judge_conditions(fresh) if s.action != NOTE)
 
     @property
     def tainted(self) -> bool:

@@ -5,11 +5,19 @@ pod."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from smoke.probes._nccl_records import FABRICS, FabricRule, NcclLog, RankLog, base_name
+from smoke.probes._nccl_records import (
+    FABRICS,
+    IF_FAILURE,
+    FabricRule,
+    NcclLog,
+    RankLog,
+    base_name,
+)
 
 _OFI_NETS = {"libfabric", "aws libfabric"}
 
@@ -48,6 +56,9 @@ class Judgment:
     summary: str
     details: dict[str, Any]
     hint: str = ""  # the first cause where NCCL said it (its first WARN), else ""
+    # what was asked but the log does not show (a NIC count on a fabric whose log names no
+    # NIC): neither proven nor failed; `smoke nccl-log --nics` exits 1 on it, the agent warns
+    unproven: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +94,10 @@ def host_nics(ranks: Sequence[RankLog]) -> NicCount:
                         "aws-ofi-nccl NIC group of EFA interfaces", per_device=True)
     if used:
         return NicCount(len(used), "distinct NET/<plugin>/<n> of the channel lines")
+    listed = [r.ib_devices for r in ranks if r.ib_devices]
+    if listed:
+        return NicCount(max(listed), "HCAs NCCL's IB transport listed (`NET/IB : Using [0]...`); "
+                        "no channel line shows which it used")
     return NicCount(None, "no NIC line")
 
 
@@ -99,25 +114,55 @@ def _who(ranks: Sequence[RankLog]) -> str:
     return f"{len(labels)} ranks ({shown})"
 
 
+_NUMBERS = re.compile(r"\d+")
+
+
+def _shape(text: str) -> str:
+    """A problem's text with its numbers masked: two WARNs that differ only in a peer's port,
+    an address or a comm pointer (`recv from 11.1.128.128<52035>` / `<35201>`) are one problem."""
+    return _NUMBERS.sub("#", text)
+
+
 class _Problems:
-    """Each problem once, with the ranks it concerns, in the order first seen."""
+    """Each problem once, with the ranks (or hosts) it concerns, in the order first seen;
+    problems that differ only in their numbers are said once, with the count of the others."""
 
     def __init__(self) -> None:
-        self._ranks: dict[str, list[RankLog]] = {}
+        self._ranks: dict[str, tuple[str, list[RankLog], set[str]]] = {}
+        self._hosts: dict[str, tuple[str, list[str], set[str]]] = {}
         self._plain: list[str] = []
 
     def add(self, text: str, rank: RankLog | None = None) -> None:
         if rank is None:
             if text not in self._plain:
                 self._plain.append(text)
-        else:
-            self._ranks.setdefault(text, []).append(rank)
+            return
+        _, ranks, seen = self._ranks.setdefault(_shape(text), (text, [], set()))
+        ranks.append(rank)
+        seen.add(text)
+
+    def add_host(self, text: str, host: str) -> None:
+        """A problem of one host (its NICs): hosts with the same problem are one line."""
+        _, hosts, seen = self._hosts.setdefault(_shape(text), (text, [], set()))
+        hosts.append(host)
+        seen.add(text)
 
     def lines(self) -> list[str]:
-        return [f"{_who(ranks)}: {text}" for text, ranks in self._ranks.items()] + self._plain
+        out = [f"{_who(ranks)}: {first}{_more(seen)}" for first, ranks, seen in
+               self._ranks.values()]
+        for first, hosts, seen in self._hosts.values():
+            names = list(dict.fromkeys(hosts))
+            where = (f"host {names[0]}" if names[0] else "the log") if len(names) == 1 else (
+                f"{len(names)} hosts ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})")
+            out.append(f"{where}: {first}{_more(seen)}")
+        return out + self._plain
 
     def __bool__(self) -> bool:
-        return bool(self._ranks or self._plain)
+        return bool(self._ranks or self._hosts or self._plain)
+
+
+def _more(seen: set[str]) -> str:
+    return f" (and {len(seen) - 1} more like it)" if len(seen) > 1 else ""
 
 
 def judge(log: NcclLog, expect: Expect) -> Judgment:
@@ -159,8 +204,10 @@ def judge(log: NcclLog, expect: Expect) -> Judgment:
         if not with_net:
             problems.add("no 'via NET/<plugin>/<n>/GDRDMA' channel line: GPUDirect RDMA "
                          "is unproven")
-    nic_counts = _judge_nics(log, expect, problems)
+    unproven = _Problems()
+    nic_counts = _judge_nics(log, expect, problems, unproven)
     mnnvl = _judge_mnnvl(log, expect, problems)
+    _judge_socket_ifname(log, problems)
     if not log.attributed:
         note = ("the log has no `host:pid:tid [dev]` prefixes (stripped), so its lines cannot "
                 "be attributed to ranks or hosts: read as one process")
@@ -181,16 +228,34 @@ def judge(log: NcclLog, expect: Expect) -> Judgment:
         "gdrdma": _gdr_summary(log.ranks), "nics_by_host": nic_counts,
         "attributed": log.attributed,
         "warnings": warned.lines(),
+        "unproven": unproven.lines(),
         "teardown_warnings": sorted({w for r in log.ranks for w in r.teardown_warnings}),
         "expected": {"fabric": expect.kind, "networks": list(expect.names()),
                      "gdrdma": expect.needs_gdr(), "nics": expect.nics},
     }
     lines = (*warned.lines(), *problems.lines())
     hint = (lines[0] if warned else "")
-    return Judgment(not lines, lines, summary, details, hint)
+    return Judgment(not lines, lines, summary, details, hint, tuple(unproven.lines()))
 
 
-def _judge_nics(log: NcclLog, expect: Expect, problems: _Problems) -> dict[str, int | None]:
+def _judge_socket_ifname(log: NcclLog, problems: _Problems) -> None:
+    """A `NCCL_SOCKET_IFNAME` that matched no usable interface, named from NCCL's own INFO line
+    (`NCCL_SOCKET_IFNAME set by environment to X`) where NCCL then found no socket interface
+    (`Bootstrap : no socket interface found`; NVIDIA/nccl#1837: older NCCL fails later, "...
+    is neither AF_INET(2) nor AF_INET6(10)") and the rank logged no bootstrap interface."""
+    said = [*log.if_failures, *(m.group(0) for r in log.ranks for w in r.warnings
+                                 if (m := IF_FAILURE.search(w)) is not None)]
+    if not said:
+        return
+    for r in log.ranks:
+        if r.socket_ifname is not None and r.bootstrap_if is None:
+            problems.add(f"NCCL_SOCKET_IFNAME={r.socket_ifname} matched no usable interface "
+                         f"(NCCL: {said[0]}): set it to the node's interface (`ip -br addr` on "
+                         "the node) or unset it", r)
+
+
+def _judge_nics(log: NcclLog, expect: Expect, problems: _Problems,
+                unproven: _Problems) -> dict[str, int | None]:
     nic_counts: dict[str, int | None] = {}
     for host, ranks in log.hosts().items():
         count = host_nics(ranks)
@@ -198,17 +263,20 @@ def _judge_nics(log: NcclLog, expect: Expect, problems: _Problems) -> dict[str, 
         nic_counts[host or "(no host name)"] = n
         if expect.nics is None:
             continue
-        where = f"host {host}" if host else "the log"
         want, what = expect.nics, "NICs"
         if count.per_device:  # aws/aws-ofi-nccl@2daf7d30 src/nccl_ofi_topo.cpp
             # create_groups_from_info_list: min(GPUs, NICs) groups under each PCIe switch, so
             # a host's ranks use one device per local GPU, or one per NIC where fewer
             devices = len({r.device for r in ranks if r.device is not None}) or 1
             want, what = min(devices, expect.nics), "NCCL NET devices"
-        if n is None and expect.needs_gdr():
-            problems.add(f"{where}: NIC count unproven ({how}), expected {expect.nics}")
-        elif n is not None and n < want:
-            problems.add(f"{where}: NCCL used {n} of {want} {what} ({how})")
+        if n is None:
+            text = f"NIC count unproven ({how}), expected {expect.nics}"
+            if expect.needs_gdr():  # GDRDMA channel lines are required anyway: a failure
+                problems.add_host(text, host)
+            else:  # TCPX, TCPXO, EFA without GDR: their logs may name no NIC
+                unproven.add_host(text, host)
+        elif n < want:
+            problems.add_host(f"NCCL used {n} of {want} {what} ({how})", host)
     return nic_counts
 
 

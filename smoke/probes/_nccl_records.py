@@ -17,6 +17,11 @@ FABRIC_STATE_COMPLETED = 3
 FABRIC_HEALTH_FIELDS = ((0, "degraded bandwidth"), (2, "route recovery in progress"),
                         (4, "route unhealthy"), (6, "access timeout recovery in progress"))
 _FIELD_TRUE = 1
+# NCCL found no socket interface (NVIDIA/nccl src/bootstrap.cc "Bootstrap : no socket interface
+# found"; NCCL <= 2.27 fails later on the empty address, NVIDIA/nccl#1837)
+IF_FAILURE = re.compile(r"(?:Bootstrap ?: no socket interface found|no usable listening interface "
+                        r"found|is neither AF_INET\(2\) nor AF_INET6\(10\)|NET/\w+ ?: No IP "
+                        r"interface found)", re.IGNORECASE)
 _API_SUFFIX = re.compile(r"_v\d+$")
 
 
@@ -109,6 +114,10 @@ class RankLog:
     mnnvl: MnnvlFabric | None = None  # the rank's GPU in a multi-node NVLink fabric
     comm_mnnvl: bool | None = None  # `comm ... MNNVL 1`: the communicator used it
     nvls: bool = False  # `NVLS multicast support is available`
+    p2p_plugin: str | None = None  # HPC-X's `P2P plugin v8 IBext_v8`: the transport it picked
+    ib_devices: int | None = None  # HCAs in `NET/IB : Using [0]... [7]...`
+    socket_ifname: str | None = None  # `NCCL_SOCKET_IFNAME set by environment to X`
+    bootstrap_if: str | None = None  # `Bootstrap : Using eth0:...`
     lines: int = 0
 
     @property
@@ -136,7 +145,9 @@ class RankLog:
                 "nics_used": sorted(f"{n}/{i}" for n, i in self.nics_used),
                 "warnings": self.warnings[:5],
                 "mnnvl": None if self.mnnvl is None else self.mnnvl.to_dict(),
-                "comm_mnnvl": self.comm_mnnvl, "nvls": self.nvls}
+                "comm_mnnvl": self.comm_mnnvl, "nvls": self.nvls,
+                "ib_devices": self.ib_devices, "socket_ifname": self.socket_ifname,
+                "bootstrap_interface": self.bootstrap_if}
 
 
 @dataclass(frozen=True)
@@ -145,6 +156,7 @@ class NcclLog:
     nccl_lines: int
     bare_versions: tuple[str, ...] = ()  # `NCCL version` lines with no prefix (NCCL <= 2.21)
     attributed: bool = True  # False: no prefix anywhere, read as one unattributed process
+    if_failures: tuple[str, ...] = ()  # NCCL found no socket interface (any line of the log)
 
     def versions(self) -> list[str]:
         return sorted({r.nccl_version for r in self.ranks if r.nccl_version}

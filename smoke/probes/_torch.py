@@ -20,6 +20,7 @@ from smoke.probes.backend import (
     SustainedLoad,
     chunk_iters,
     measure,
+    pci_product_id,
 )
 
 BARRIER_TIMEOUT_S = 120.0  # every device's thread reaches the start line within this
@@ -44,8 +45,10 @@ class TorchBackend:
         out = []
         for i in range(torch.cuda.device_count()):
             props = torch.cuda.get_device_properties(i)
+            pci = _pci(props)
             out.append(Device(id=f"cuda{i}", index=i, platform="gpu", kind=props.name,
-                              memory_gib=props.total_memory / 2**30, pci=_pci(props)))
+                              memory_gib=props.total_memory / 2**30, pci=pci,
+                              pci_device_id=pci_product_id(pci)))
         return out
 
     def _device(self, device: Device) -> torch.device:

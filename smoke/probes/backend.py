@@ -10,6 +10,7 @@ the repeats. Nothing else (allocation, host copies) happens inside the timed loo
 from __future__ import annotations
 
 import importlib.util
+import os
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,51 @@ class Device:
     kind: str  # the backend's own name for it, e.g. "NVIDIA H100 80GB HBM3", "TPU v5"
     memory_gib: float | None = None  # None where the backend cannot tell (CPU)
     pci: str | None = None  # "0000:04:00" (domain:bus:device) where the backend tells it
+    # the PCI device ID (vendor 0x10de's product: 0x2330 H100 SXM, 0x2331 H100 PCIe, 0x2321
+    # H100 NVL), from sysfs: what tells the parts of one chip apart (catalog pci_device_ids)
+    pci_device_id: int | None = None
+
+
+# Linux sysfs: every PCI function's `vendor`, `device` and `class` (hex), readable in containers
+SYSFS_PCI = "/sys/bus/pci/devices"
+NVIDIA_VENDOR = 0x10DE
+# PCI class codes (base class 0x03 display): 0x0300 VGA (GeForce, RTX PRO), 0x0302 3D
+# controller (the data-center GPUs)
+GPU_CLASSES = (0x0300, 0x0302)
+
+
+def _hex_file(path: str) -> int | None:
+    try:
+        with open(path, encoding="ascii") as f:
+            return int(f.read().strip(), 16)
+    except (OSError, ValueError):
+        return None
+
+
+def pci_product_id(address: str | None, root: str = SYSFS_PCI) -> int | None:
+    """The PCI device ID at `address` (`0000:04:00` or `0000:04:00.0`), from sysfs; None
+    where it cannot be read (no sysfs, a VM that hides it)."""
+    if not address:
+        return None
+    full = address if "." in address else f"{address}.0"
+    return _hex_file(os.path.join(root, full.lower(), "device"))
+
+
+def nvidia_gpus_on_pci(root: str = SYSFS_PCI) -> list[tuple[str, int]]:
+    """(address, PCI device ID) of every NVIDIA GPU the host's PCI bus shows, whether or not
+    a driver or CUDA works: the evidence that a host is a GPU host."""
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        base = os.path.join(root, name)
+        cls = _hex_file(os.path.join(base, "class"))
+        if _hex_file(os.path.join(base, "vendor")) == NVIDIA_VENDOR and cls is not None and \
+                cls >> 8 in GPU_CLASSES:
+            out.append((name, _hex_file(os.path.join(base, "device")) or 0))
+    return out
 
 
 @dataclass(frozen=True, slots=True)

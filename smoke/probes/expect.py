@@ -20,12 +20,19 @@ from smoke.probes.backend import Device
 # How each accelerator names itself to the backends (torch.cuda.get_device_name, JAX's
 # device_kind), matched on word boundaries of the lower-cased name. A mismatch only warns:
 # vendors rename SKUs, and a name rule must not fail a healthy node of a variant.
+# The PCIe and NVL parts are named so by the driver (NVIDIA/open-gpu-kernel-modules@df1c9a3d
+# src/nvidia/generated/g_nv_name_released.h: "NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA
+# A100 80GB PCIe", "NVIDIA A100-PCIE-40GB"); the SXM patterns exclude them.
 KIND_PATTERNS: dict[str, str] = {
-    "h100-80gb": r"\bh100\b",
-    "h200-141gb": r"\bh200\b",
+    "h100-80gb": r"\bh100\b(?!.*\b(?:pcie|nvl)\b)",
+    "h100-pcie": r"\bh100\b.*\bpcie\b",
+    "h100-nvl": r"\bh100 nvl\b",
+    "h200-141gb": r"\bh200\b(?!.*\bnvl\b)",
     "b200": r"\bb200\b",
-    "a100-80gb": r"\ba100\b",
-    "a100-40gb": r"\ba100\b",
+    "a100-80gb": r"\ba100\b(?!.*\bpcie\b)",
+    "a100-40gb": r"\ba100\b(?!.*\bpcie\b)",
+    "a100-80gb-pcie": r"\ba100\b.*\bpcie\b",
+    "a100-40gb-pcie": r"\ba100\b.*\bpcie\b",
     "l4": r"\bl4\b",
     "l40s": r"\bl40s\b",
     "a10g": r"\ba10g\b",
@@ -68,7 +75,8 @@ class Expectation:
         """JSON-ready; `Expectation.from_dict(e.to_dict()) == e`."""
         return {
             "accelerator": None if self.accelerator is None else {
-                **asdict(self.accelerator), "aliases": list(self.accelerator.aliases)},
+                **asdict(self.accelerator), "aliases": list(self.accelerator.aliases),
+                "pci_device_ids": list(self.accelerator.pci_device_ids)},
             "devices": self.devices, "memory_gib": self.memory_gib, "words": self.words,
             "machine": self.machine, "chips": self.chips,
             "devices_per_chip": self.devices_per_chip,
@@ -80,7 +88,8 @@ class Expectation:
         try:
             acc = data.get("accelerator")
             accelerator = None if acc is None else Accelerator(
-                **{**acc, "aliases": tuple(acc.get("aliases") or ())})
+                **{**acc, "aliases": tuple(acc.get("aliases") or ()),
+                   "pci_device_ids": tuple(acc.get("pci_device_ids") or ())})
             return cls(accelerator=accelerator, devices=data.get("devices"),
                        memory_gib=data.get("memory_gib"), words=data.get("words"),
                        machine=data.get("machine"), chips=data.get("chips"),

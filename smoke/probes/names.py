@@ -15,6 +15,7 @@ from __future__ import annotations
 # the agent's probes, by tier
 INVENTORY = "inventory"  # T0
 NVLINK = "nvlink_links"  # T0: every NVLink of every GPU up (NVML)
+GPU_HEALTH = "gpu_health"  # T0: ECC, remapped rows, retired pages, Xid, clock events (NVML)
 KNOWN_ANSWER, PSUM = "known_answer", "psum"  # T1
 MATMUL, MEMORY = "matmul_tflops", "memory_gbps"  # T2
 SUSTAINED = "sustained_tflops"  # T2: the matmul on every device at once, for a window
@@ -22,7 +23,7 @@ ALLREDUCE = "allreduce_busbw"  # T3 inside the node
 FABRIC = "fabric_busbw"  # T3 across the nodes of a pool
 P2P = "p2p_gbps"  # T3 inside the node: every GPU pair's copy bandwidth
 AGENT_PROBES = (INVENTORY, KNOWN_ANSWER, PSUM, MATMUL, MEMORY, SUSTAINED, ALLREDUCE, FABRIC,
-                NVLINK, P2P)
+                NVLINK, P2P, GPU_HEALTH)
 # what the figures' trends and charts follow
 FIGURES = (MATMUL, MEMORY, ALLREDUCE, FABRIC)
 

@@ -46,6 +46,7 @@ from smoke.probes._nccl_records import (
     FABRIC_HEALTH_FIELDS,
     FABRIC_STATE_COMPLETED,
     FABRICS,
+    IF_FAILURE,
     FabricRule,
     MnnvlFabric,
     NcclLog,
@@ -63,9 +64,14 @@ __all__ = ["FABRICS", "FABRIC_HEALTH_FIELDS", "FABRIC_STATE_COMPLETED", "MAX_DIG
 _MPI = re.compile(r"\[(?P<job>\d+),(?P<rank>\d+)\]<std(?:out|err)>:")
 # the host at most 253 characters (a DNS name's most): an unbounded run would make the search of
 # a long line without a prefix quadratic (a 64 KiB line of letters took 31 s)
+# Between `[dev]` and the level a WARN names where it was raised: `file.cc:123`, and from NCCL
+# 2.30.7 the function too, `file.cc:123 (ncclRegister)` (NVIDIA/nccl v2.30.7-1 src/debug.cc
+# ncclDebugLogV: "[%d] %s:%d (%s) NCCL WARN %s"; a C++ lambda's __func__ is `operator()`).
+_WHERE = r"(?: \S+(?: \((?:[^()\s]|\(\)){1,200}\))?)?"
 _PREFIX = re.compile(r"(?P<host>[A-Za-z0-9_.\-]{1,253}):(?P<pid>\d+):(?P<tid>\d+) "
-                     r"\[(?P<dev>-?\d+)\](?: \S+)? NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b")
-_BARE = re.compile(r"(?:^|\s)\[(?P<dev>\d+)\] NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b")
+                     r"\[(?P<dev>-?\d+)\]" + _WHERE + r" NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b")
+_BARE = re.compile(r"(?:^|\s)\[(?P<dev>\d+)\]" + _WHERE +
+                   r" NCCL (?P<level>INFO|WARN|TRACE|ABORT)\b")
 _ANY = re.compile(r"\bNCCL (?:INFO|WARN)\b")
 # ISO 8601 times as consoles, kubectl --timestamps and CloudWatch print them, glued to the host
 # or not ("2025-05-16T16:39:51.208-07:00ip-10-36-29-253:79:79 [0] NCCL INFO", aws-ofi-nccl#889)
@@ -76,7 +82,7 @@ _BARE_VERSION = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:)?\s*NCCL version (
 # What a stripped log (no `host:pid:tid [dev] NCCL INFO`) still says, read as NCCL's own lines
 _STRIPPED = re.compile(r"^\s*(?:NCCL version |NET/|P2P plugin |Using network |Assigned NET plugin |"
                        r"Initialized NET plugin |Channel \d+|MNNVL |comm 0x|NVLS |"
-                       r"[\w./]+:\d+ NCCL WARN )")
+                       r"[\w./]+:\d+(?: \([^()\s]{1,200}\))? NCCL WARN )")
 
 _VERSION = re.compile(r"NCCL INFO NCCL version (?P<v>\S+)")
 _LOADED = re.compile(r"Loaded net plugin (?P<name>.+?) \((?P<api>v\d+)\)")
@@ -89,8 +95,25 @@ _BANNERS = (
     re.compile(r"Initializing network (?P<name>\S+?), version: (?P<v>\S+)"),
     re.compile(r"NET/(?P<name>gIB) : Initializing gIB v?(?P<v>\S+)"),
 )
-_USING = re.compile(r"NCCL INFO Using network (?P<name>AWS Libfabric|\S+)")
-_ASSIGNED = re.compile(r"Assigned NET plugin (?P<name>AWS Libfabric|\S+) to comm")
+# NCCL prints the net's name whole, spaces and all (src/init.cc "Using network %s", src/plugin/
+# net.cc "Assigned NET plugin %s to comm"): "AWS Libfabric", and HPC-X's "NCCL RDMA Plugin v8"
+_USING = re.compile(r"NCCL INFO Using network (?P<name>\S.*?)\s*$")
+_ASSIGNED = re.compile(r"Assigned NET plugin (?P<name>\S.*?) to comm")
+# Mellanox/nccl-rdma-sharp-plugins (HPC-X) src/p2p_plugin.c: the plugin is loaded under the
+# temporary name "NCCL RDMA Plugin vN", overwritten by the transport it picks (IB: "IBext_vN",
+# logged as `P2P plugin vN IBext_vN`); NCCL 2.26 names the network by the load-time name
+# ("Using network NCCL RDMA Plugin v8", data/nccl/nccl-ib-hpcx-v8-using-network-2.26.log)
+_HPCX_LOAD_NAME = re.compile(r"^NCCL RDMA Plugin\b")
+# `NET/IB : Using [0]mlx5_0:1/IB/SHARP [1]mlx5_1:1/IB/SHARP ... [RO]; OOB bond0:...` (NVIDIA/nccl
+# src/transport/net_ib.cc, and HPC-X's copy): the HCAs NCCL's IB transport found on the host
+_IB_DEVICES = re.compile(r"NET/IB ?: Using (?P<list>(?:\[\d+\]\S+\s*)+)")
+_IB_DEVICE = re.compile(r"\[\d+\]\S+")
+# NVIDIA/nccl src/misc/socket.cc ncclFindInterfaces: "NCCL_SOCKET_IFNAME set by environment to %s",
+# then bootstrap.cc "Bootstrap : Using %s" (2.24+: "Bootstrap: Using"), or when no interface
+# matches, WARN "Bootstrap : no socket interface found" (NVIDIA/nccl#1837: an older NCCL fails
+# later, "ncclSocketInit: connecting to address with family ... is neither AF_INET(2) nor ...")
+_IFNAME = re.compile(r"NCCL_SOCKET_IFNAME set by environment to (?P<v>\S+)")
+_BOOTSTRAP_IF = re.compile(r"Bootstrap ?: Using (?:\[0\])?(?P<if>[^:\s]+):")
 # NVIDIA/nccl src/transport/net.cc: "... via NET/%s/%d%s%s%s" (name, netDev, "/GDRDMA",
 # "(PCI)", "/Shared"), and through a PXN proxy rank "... via NET/%s/%d(%d)%s%s".
 _CHANNEL = re.compile(r"via NET/(?P<name>[^/\s][^/]*)/(?P<nic>\d+)(?:\(\d+\))?(?P<gdr>/GDRDMA)?")
@@ -179,11 +202,16 @@ def parse(text: str) -> NcclLog:
     count = 0
     bare: list[str] = []
     stripped: list[str] = []
+    if_failures: list[str] = []
     for number, raw in enumerate(text.splitlines(), 1):
         if len(raw) > MAX_LINE_CHARS:
             raise LogBoundError(f"line {number:,} is {len(raw):,} characters long; a log line "
                                 f"is read up to {MAX_LINE_CHARS:,}")
         line = _clean(raw)
+        if _MPI.sub("", line, count=1).lstrip().startswith("#"):
+            continue  # a comment (nccl-tests' `#` lines, a copied log's notes), never NCCL's line
+        if (f := IF_FAILURE.search(line)) is not None and f.group(0) not in if_failures:
+            if_failures.append(f.group(0))
         if (v := _BARE_VERSION.match(line)) is not None:
             bare.append(v.group("v"))
             stripped.append(line)
@@ -199,12 +227,14 @@ def parse(text: str) -> NcclLog:
         r.lines += 1
         _read_line(r, line)
     if ranks or not any(not _BARE_VERSION.match(x) for x in stripped):
-        return NcclLog(tuple(ranks.values()), count, tuple(dict.fromkeys(bare)))
+        return NcclLog(tuple(ranks.values()), count, tuple(dict.fromkeys(bare)),
+                       if_failures=tuple(if_failures))
     r = RankLog(UNATTRIBUTED, "")
     for line in stripped:
         r.lines += 1
         _read_line(r, line if " NCCL WARN " in line else f"NCCL INFO {line}")
-    return NcclLog((r,), len(stripped), tuple(dict.fromkeys(bare)), attributed=False)
+    return NcclLog((r,), len(stripped), tuple(dict.fromkeys(bare)), attributed=False,
+                   if_failures=tuple(if_failures))
 
 
 UNATTRIBUTED = "(no rank prefix)"
@@ -234,6 +264,8 @@ def _read_line(r: RankLog, line: str) -> None:
         r.plugin, r.plugin_api = m.group("name"), m.group("api")
     elif (m := _P2P_PLUGIN.search(line)) is not None and (r.plugin is None or m.group("api")):
         r.plugin, r.plugin_api = m.group("name"), m.group("api")
+    if (m := _P2P_PLUGIN.search(line)) is not None:
+        r.p2p_plugin = m.group("name")
     elif (m := _INITIALIZED.search(line)) is not None and r.plugin is None:
         r.plugin = m.group("name")
     for banner in _BANNERS:
@@ -242,8 +274,17 @@ def _read_line(r: RankLog, line: str) -> None:
             if r.plugin is None and m.group("name") != "aws-ofi-nccl":
                 r.plugin = m.group("name")
     if (m := _USING.search(line)) is not None or (m := _ASSIGNED.search(line)) is not None:
-        if m.group("name") not in r.networks:
-            r.networks.append(m.group("name"))
+        name = m.group("name")
+        if _HPCX_LOAD_NAME.match(name):  # HPC-X's load-time name: the transport it picked
+            name = r.p2p_plugin or "IBext"
+        if name not in r.networks:
+            r.networks.append(name)
+    if (m := _IB_DEVICES.search(line)) is not None:
+        r.ib_devices = max(r.ib_devices or 0, len(_IB_DEVICE.findall(m.group("list"))))
+    if (m := _IFNAME.search(line)) is not None:
+        r.socket_ifname = m.group("v")
+    if (m := _BOOTSTRAP_IF.search(line)) is not None:
+        r.bootstrap_if = m.group("if")
     if (m := _NIC_GROUP.search(line)) is not None:
         r.nic_groups.setdefault(_whole(m.group("g")), set()).add(m.group("pci").lower())
     if (m := _FOUND_NICS.search(line)) is not None:

@@ -107,8 +107,12 @@ def run_local(
 
     prog.step("T0 inventory")
     results = V.judge_inventory(devices, exp)
+    if not gpu and (not devices or devices[0].platform == "cpu"):
+        results += _gpus_unused(name)
     if not devices or devices[0].platform != "tpu":  # NVLink: GPUs; skipped on a CPU host
         results += _nvlink(gpu, exp, n)
+    if gpu:  # ECC, remapped rows, retired pages, Xid, clock events: NVML's own counts
+        results += _gpu_health(devices)
     if tier >= 1:
         results += _tier1(be, devices, sizes, prog)
     if tier >= 2:
@@ -160,6 +164,39 @@ def _nvlink(gpu: bool, exp: Expectation, gpus_seen: int) -> list[ProbeResult]:
     except Exception as exc:
         return [_error(V.HOST, V.NVLINK, exc)]
     return nvlink.judge_links(gpus, expected, skipped=why)
+
+
+def _gpus_unused(backend: str, pci_root: str | None = None) -> list[ProbeResult]:
+    """A host whose PCI bus shows NVIDIA GPUs while the backend runs on the CPU (the driver
+    not loaded, a torch without CUDA, the container not given the devices) fails: a CPU run
+    there proves nothing about its GPUs, and it used to pass as "torch on cpu"."""
+    from smoke.probes.backend import SYSFS_PCI, nvidia_gpus_on_pci
+
+    gpus = nvidia_gpus_on_pci(pci_root or SYSFS_PCI)
+    if not gpus:
+        return []
+    shown = ", ".join(f"{a} (10de:{d:04x})" for a, d in gpus[:4]) + (
+        f" and {len(gpus) - 4} more" if len(gpus) > 4 else "")
+    return [ProbeResult(V.HOST, V.INVENTORY, V.T0, Verdict.FAIL,
+                        f"{len(gpus)} NVIDIA GPU(s) on this host's PCI bus ({shown}) but the "
+                        f"{backend} backend sees none (CUDA unusable: no driver, a CPU-only "
+                        "build, or the devices not given to this container), so the probes "
+                        "would test the CPU", details={"pci_gpus": [a for a, _ in gpus]})]
+
+
+def _gpu_health(devices: Sequence[Device]) -> list[ProbeResult]:
+    """T0: every GPU's passive health signals (smoke.probes.gpu_health). NVML numbers GPUs in
+    PCI bus order, as CUDA does on a node of one GPU model (its "fastest first" ties break by
+    bus): where the counts agree each result carries the backend's device name, else
+    `gpu<NVML index>`; the NVML index is in the details either way."""
+    from smoke.probes import gpu_health
+
+    try:
+        gpus, why = gpu_health.read_all()
+    except Exception as exc:
+        return [_error(V.HOST, V.GPU_HEALTH, exc)]
+    names = {i: d.id for i, d in enumerate(devices)} if len(gpus) == len(devices) else None
+    return gpu_health.judge(gpus, why, names)
 
 
 def _pairs(be: Backend, devices: Sequence[Device], exp: Expectation) -> list[ProbeResult]:

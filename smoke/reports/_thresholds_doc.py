@@ -64,11 +64,32 @@ def table() -> str:
     return "\n".join(rows)
 
 
+HEALTH_BEGIN = "<!-- gpu-health:begin (generated: python -m smoke.reports._thresholds_doc) -->"
+HEALTH_END = "<!-- gpu-health:end -->"
+
+
+def health_table() -> str:
+    """T0's passive GPU health rules (smoke.probes.gpu_health.RULES), one row each."""
+    from smoke.probes.gpu_health import RULES
+
+    rows = ["| signal | what | verdict | from | source | read |", "|---|---|---|---|---|---|"]
+    for r in RULES:
+        start = "recorded only" if r.at_least == 0 else (
+            "yes" if r.at_least == 1 and r.signal.endswith(("pending", "failure")) else
+            f">= {r.at_least:,}")
+        rows.append(f"| {r.signal} | {r.what} | {r.verdict.value} | {start} | {r.source} | "
+                    f"{r.as_of} |")
+    return "\n".join(rows)
+
+
 def render(doc: str) -> str:
-    """`doc` with the text between the markers replaced by the current table."""
+    """`doc` with the text between the markers replaced by the current tables."""
     from fleet.output_files import between_markers
 
-    return between_markers(doc, BEGIN, END, table())
+    doc = between_markers(doc, BEGIN, END, table())
+    if HEALTH_BEGIN in doc:
+        doc = between_markers(doc, HEALTH_BEGIN, HEALTH_END, health_table())
+    return doc
 
 
 if __name__ == "__main__":

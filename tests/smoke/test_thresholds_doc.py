@@ -27,3 +27,12 @@ def test_every_registry_entry_and_catalog_sku_has_a_row() -> None:
         if acc != "cpu":
             for probe in (T.MATMUL, T.MEMORY):
                 assert any(f"| {probe} | {acc} |" in r for r in rows), (acc, probe)
+
+
+def test_the_docs_gpu_health_table_is_the_rules() -> None:
+    from smoke.probes.gpu_health import RULES
+    from smoke.reports._thresholds_doc import HEALTH_BEGIN, health_table
+
+    text = DOC.read_text(encoding="utf-8")
+    assert HEALTH_BEGIN in text and health_table() in text
+    assert len(health_table().splitlines()) == len(RULES) + 2
