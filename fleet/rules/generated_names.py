@@ -78,14 +78,15 @@ def check_eks_labels(r: Reporter, pool: ResolvedPool) -> None:
     at = Where("pools", name=pool.name)
     own = pool.spec.labels
     for key, value in pool.labels.items():
-        where = at.dot(f"labels.{key}") if key in own else at.dot("name")
+        where = at.dot(f"labels.{key}")
         if len(key) > EKS_LABEL_KEY_MAX:
             r.add(at.dot("labels"), f"label key {key!r} is {len(key)} characters; an EKS "
                   f"node group takes label keys of at most {EKS_LABEL_KEY_MAX}, prefix and "
                   f"name together ({EKS_SOURCE})",
                   f"shorten the key to {EKS_LABEL_KEY_MAX} characters or fewer, e.g. a "
                   "shorter prefix")
-        if not EKS_LABEL_VALUE_MIN <= len(value) <= EKS_LABEL_VALUE_MAX:
+        # accelfleet's own values are pool and team names, refused as names (fleet.names)
+        if key in own and not EKS_LABEL_VALUE_MIN <= len(value) <= EKS_LABEL_VALUE_MAX:
             size = f"a value of {len(value)} characters" if value else "an empty value"
             r.add(where, f"label {key!r} has {size}; an EKS node group takes label values "
                   f"of {EKS_LABEL_VALUE_MIN}-{EKS_LABEL_VALUE_MAX} characters ({EKS_SOURCE})",

@@ -27,15 +27,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from fleet.k8s_names import RUN_ID_WORST
 from tests.controlplane._rest import KINDS, Rest, RestError, path_of
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "stacks" / "Pulumi.example.yaml"
 TPU_ROUTING = Path(__file__).resolve().parent / "stacks" / "Pulumi.tpurouting.yaml"
-STACKS = {"example": EXAMPLE, "tpurouting": TPU_ROUTING}
-# the longest run id the launcher and the gate make (smoke.cluster.launcher.new_run_id:
-# r<yymmddhhmm>-<4 hex>, 16 characters) and the one `smoke render` writes with
-RUN_ID_WORST = "r2612312359-ffff"
+# every name at the longest validate takes (issue 36 class 2 on the real server)
+LONG_NAMES = Path(__file__).resolve().parent / "stacks" / "Pulumi.longnames.yaml"
+STACKS = {"example": EXAMPLE, "tpurouting": TPU_ROUTING, "longnames": LONG_NAMES}
+# the longest run id the launcher and the gate make (fleet.k8s_names) and the one
+# `smoke render` writes with
 RUN_ID_RENDER = "render"
 
 # Planned kinds not dry-run, and why.

@@ -1,13 +1,16 @@
 """Every Kubernetes object the offline plan creates (components/engine: Pulumi's mocks record
 each resource with its inputs) for the example stack and for a TPU + Kueue routing stack
-(tests/controlplane/stacks/Pulumi.tpurouting.yaml) is accepted by the real API server:
+(tests/controlplane/stacks/Pulumi.tpurouting.yaml), and for one with every name at the longest
+validate takes (Pulumi.longnames.yaml), is accepted by the real API server:
 server-side dry-run, strict fields, with the Kueue v0.19.2 and JobSet v0.12.0 CRDs installed.
 One test per object. Left out, with why: `tests.controlplane._dry_run.SKIPPED_KINDS` (Helm
 releases; GKE multi-networking's kinds, whose CRDs only GKE has)."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -39,8 +42,7 @@ def rest(control_plane: ControlPlane) -> Iterator[Rest]:
     yield out
 
 
-@pytest.mark.parametrize("made", [*params(plan_objects, "example"),
-                                  *params(plan_objects, "tpurouting")])
+@pytest.mark.parametrize("made", [p for s in STACKS for p in params(plan_objects, s)])
 def test_the_api_server_accepts_each_planned_object(rest: Rest, made: Made) -> None:
     try:
         got = dry_run(rest, made.body)
@@ -65,3 +67,23 @@ def test_every_planned_kind_is_dry_run_or_skipped_with_a_reason(
             "WorkloadPriorityClass", "Role", "RoleBinding", "Deployment"} <= seen
     if stack == "tpurouting":
         assert {"ProvisioningRequestConfig", "AdmissionCheck"} <= seen
+
+
+@pytest.mark.parametrize("change, says", [
+    # strict field validation: a field the kind does not have
+    (lambda o: o["spec"].__setitem__("queueingStrategy2", "x"), "unknown field"),
+    # the CRD's schema: an enum value Kueue does not take
+    (lambda o: o["spec"].__setitem__("queueingStrategy", "Fastest"), "Unsupported value"),
+    # metadata: a label value past 63
+    (lambda o: o["metadata"]["labels"].__setitem__("accelfleet.io/team", "t" * 64),
+     "must be no more than 63"),
+])
+def test_the_dry_run_refuses_what_the_server_would(rest: Rest, change: Any, says: str) -> None:
+    """The harness bites: the example's ClusterQueue, broken three ways, is refused."""
+    queue = next(m for m in plan_objects("example") if m.body["kind"] == "ClusterQueue")
+    body = copy.deepcopy(queue.body)
+    change(body)
+    with pytest.raises(RestError) as refused:
+        dry_run(rest, body)
+    assert refused.value.status in (400, 422)
+    assert says in refusal(refused.value)
