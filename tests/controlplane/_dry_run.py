@@ -240,3 +240,37 @@ def params(gather: Any, *args: str) -> Iterator[Any]:
         return
     for made in gather(*args):
         yield pytest.param(made, id=made.id)
+
+
+# -- the nodes the pools register -------------------------------------------------------------
+EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute",
+           "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+NODE_POOL_TYPES = ("gcp:container/nodePool:NodePool", "aws:eks/nodeGroup:NodeGroup")
+
+
+def node_of(name: str, labels: dict[str, str], taints: list[dict[str, str]]) -> dict[str, Any]:
+    """The Node a kubelet of the pool registers: the pool's labels and taints as the cloud
+    passes them on (GKE node_config.labels/taints, EKS node group labels/taints; effects in
+    the clouds' spelling, mapped to Kubernetes')."""
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+            "spec": {"taints": [{"key": t["key"], "value": t.get("value") or "",
+                                 "effect": EFFECTS.get(t["effect"], t["effect"])}
+                                for t in taints]}}
+
+
+@functools.cache
+def node_objects(stack: str) -> tuple[Made, ...]:
+    """A Node per GKE node pool and EKS node group of `stack`'s plan, with the labels and
+    taints the plan gives it: each label and taint of the stack becomes a Node's."""
+    from components.engine.plan import run_plan
+
+    out = []
+    for r in run_plan(str(STACKS[stack])).resources:
+        if r.type not in NODE_POOL_TYPES:
+            continue
+        config = (r.inputs.get("nodeConfig") or {}) if r.type.startswith("gcp:") else r.inputs
+        labels = dict(config.get("labels") or {})
+        taints = list(config.get("taints") or [])
+        out.append(Made(f"{stack}:{r.name}", node_of(f"dry-run-{r.name}"[:63], labels,
+                                                     taints)))
+    return tuple(out)
