@@ -14,19 +14,19 @@ this asserts what the components made of them."""
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
 import pytest
 
-from components.engine.plan import run_plan
-from tests.controlplane._dry_run import STACKS
+from tests.controlplane._dry_run import STACKS, plan_of
 
 QUANTITY = re.compile(r"^(\d+)(m|Ki|Mi|Gi|Ti)?$")
 
 
 def _kueue(stack: str) -> list[dict[str, Any]]:
-    return [r.inputs for r in run_plan(str(STACKS[stack])).resources
+    return [r.inputs for r in plan_of(stack).resources
             if r.type.startswith("kubernetes:kueue.x-k8s.io/")]
 
 
@@ -103,8 +103,8 @@ def test_every_planned_kueue_object_passes_kueues_webhook_rules(stack: str) -> N
 def test_the_oracle_refuses_what_the_webhook_would() -> None:
     """The rules above bite: a lending limit over the nominal quota, a limit with no cohort,
     resources out of coveredResources' order, a flavor twice."""
-    cq = next(o for o in _kueue("example") if o["kind"] == "ClusterQueue" and
-              o["metadata"]["name"] == "research")
+    cq = copy.deepcopy(next(o for o in _kueue("example") if o["kind"] == "ClusterQueue" and
+                            o["metadata"]["name"] == "research"))
     group = cq["spec"]["resourceGroups"][0]
     flavor = group["flavors"][0]
     flavor["resources"][0]["lendingLimit"] = "999999"

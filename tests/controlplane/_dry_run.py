@@ -75,14 +75,19 @@ def enabled() -> bool:
 
 # -- the plan ---------------------------------------------------------------------------------
 @functools.cache
+def plan_of(stack: str) -> Any:
+    """The offline plan of `stack` (components.engine.plan.run_plan), once per run."""
+    from components.engine.plan import run_plan
+
+    return run_plan(str(STACKS[stack]))
+
+
+@functools.cache
 def plan_objects(stack: str) -> tuple[Made, ...]:
     """Every Kubernetes object the offline plan of `stack` registers (kinds of SKIPPED_KINDS
     left out), keyed by the Pulumi resource name (two clusters make same-named objects)."""
-    from components.engine.plan import run_plan
-
-    plan = run_plan(str(STACKS[stack]))
     out = []
-    for r in plan.resources:
+    for r in plan_of(stack).resources:
         if not r.type.startswith("kubernetes:") or not r.custom:
             continue
         kind = r.type.removeprefix("kubernetes:")
@@ -96,9 +101,7 @@ def plan_objects(stack: str) -> tuple[Made, ...]:
 
 
 def planned_types(stack: str) -> set[str]:
-    from components.engine.plan import run_plan
-
-    return {r.type.removeprefix("kubernetes:") for r in run_plan(str(STACKS[stack])).resources
+    return {r.type.removeprefix("kubernetes:") for r in plan_of(stack).resources
             if r.type.startswith("kubernetes:")}
 
 
@@ -262,10 +265,8 @@ def node_of(name: str, labels: dict[str, str], taints: list[dict[str, str]]) -> 
 def node_objects(stack: str) -> tuple[Made, ...]:
     """A Node per GKE node pool and EKS node group of `stack`'s plan, with the labels and
     taints the plan gives it: each label and taint of the stack becomes a Node's."""
-    from components.engine.plan import run_plan
-
     out = []
-    for r in run_plan(str(STACKS[stack])).resources:
+    for r in plan_of(stack).resources:
         if r.type not in NODE_POOL_TYPES:
             continue
         config = (r.inputs.get("nodeConfig") or {}) if r.type.startswith("gcp:") else r.inputs
