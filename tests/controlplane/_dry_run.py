@@ -21,7 +21,6 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -70,7 +69,7 @@ def enabled() -> bool:
     """Whether the objects are worth gathering at collection: only where the plane runs."""
     from tests.controlplane._plane import assets
 
-    return assets() is not None or bool(os.environ.get("ACCELFLEET_DRY_RUN_COLLECT"))
+    return assets() is not None
 
 
 # -- the plan ---------------------------------------------------------------------------------
