@@ -37,6 +37,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from fleet.labels import PAIR_LABEL, RUN_LABEL
+
 DNS_LABEL_MAX = 63
 # smoke.cluster.launcher.new_run_id: `r<yymmddhhmm>-<4 hex>`, 16 characters; RenderOptions
 # refuses a longer run id. The gate's proofs take the same ids.
@@ -118,7 +120,7 @@ def smoke_names(pool: str, shape: WorkloadShape, run_id: str = RUN_ID_WORST
     slices, hosts_per_slice = shape.slices, shape.hosts_per_slice
     name = workload_name(run_id, pool)
     out = [GeneratedName("the smoke workload's name (Job or JobSet, its Service, the "
-                         "accelfleet.io/run label)", name, DNS_LABEL_MAX,
+                         f"{RUN_LABEL} label)", name, DNS_LABEL_MAX,
                          "Kubernetes (a Service name is a DNS-1035 label)")]
     if kind == "tpu":
         last_job, last_pod = max(slices - 1, 0), max(hosts_per_slice - 1, 0)
@@ -135,7 +137,7 @@ def smoke_names(pool: str, shape: WorkloadShape, run_id: str = RUN_ID_WORST
                              DNS_LABEL_MAX, JOB_HOSTNAME))
     # pair rounds (3 nodes or more): round 2, pair index up to nodes // 2 - 1; pods 0 and 1
     pair = pair_name(name, 1, max(nodes_max // 2 - 1, 0))
-    out += [GeneratedName("a fabric pair round's Job (and the accelfleet.io/pair label)",
+    out += [GeneratedName(f"a fabric pair round's Job (and the {PAIR_LABEL} label)",
                           pair, DNS_LABEL_MAX, "Kubernetes (a label value is at most 63)"),
             GeneratedName("a fabric pair round's last pod hostname", f"{pair}-1",
                           DNS_LABEL_MAX, JOB_HOSTNAME)]
