@@ -35,6 +35,7 @@ from fleet.rules.endpoints import endpoint_checks
 from fleet.rules.expiry import expiry_warnings
 from fleet.rules.fit import check_fit
 from fleet.rules.gate import check_gate
+from fleet.rules.generated_names import check_eks_labels, check_smoke_names
 from fleet.rules.limits import (
     check_cluster_count,
     check_cluster_nodes,
@@ -146,6 +147,11 @@ class Checker(RuleProblems):
         # every derived name unique in its scope, once over the whole fleet (issue 27)
         check_unique_names(self, derived_names(
             self.spec, resolved, self.system_pools, self.routing))
+        # every name a smoke run or gate proof generates, and each EKS node group's labels and
+        # taints, within the limits of what they become (issue 36 class 2)
+        check_smoke_names(self, resolved)
+        for p in resolved:
+            check_eks_labels(self, p)
         # every pod the fleet creates fits the nodes it selects (issue 27 class 1)
         check_fit(self, self.spec, resolved, self.system_pools, self.routing)
         return resolved

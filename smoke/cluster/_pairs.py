@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from fleet.k8s_names import pair_name as pair_name
 from fleet.labels import PAIR_LABEL, RUN_LABEL
 from smoke.cluster.run import Check
 from smoke.probes import verdict as V
@@ -89,12 +90,6 @@ def judge_pairs(busbw: Mapping[Pair, float], floor: float) -> PairVerdict:
             named.append(node)
     unresolved = [p for p in slow if not any(n in named for n in p)]
     return PairVerdict(tuple(sorted(named)), tuple(unresolved), tuple(slow))
-
-
-def pair_name(workload: str, round_: int, index: int) -> str:
-    """The pair's Job and headless Service: `<workload>-r<round>p<index>` (the workload name is
-    at most 50 characters, so pod hostnames `<this>-<i>` stay within a DNS label)."""
-    return f"{workload}-r{round_ + 1}p{index}"
 
 
 def pair_objects(workload: PoolWorkload, name: str, pair: Pair) -> list[dict[str, Any]]:

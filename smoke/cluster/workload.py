@@ -22,7 +22,6 @@ is parsed back into dicts with a YAML 1.2 safe loader.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -37,6 +36,8 @@ from fleet.allocatable import hugepages_2mi_mib
 from fleet.catalog import image_ref_problem
 from fleet.errors import CatalogError, InputError, UnknownNameError
 from fleet.inventory import Inventory, InventoryNetwork, InventoryPool
+from fleet.k8s_names import WORKLOAD_NAME_MAX
+from fleet.k8s_names import workload_name as workload_name
 from fleet.labels import POOL_LABEL, RUN_LABEL, SLICE_STARTED_ANNOTATION
 from fleet.pods import fabric_requests, smoke_pod_requests
 from smoke import expectations as _expect
@@ -52,7 +53,9 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "accelfleet"}
 DEFAULT_NAMESPACE = SD.NAMESPACE
 RENDEZVOUS_PORT = 29500  # + the pool's index among the rendered pools of its cluster
 TPU_PORTS = (8471, 8080, 8431)  # TPU runtime, slice builder / megascale, TPU runtime metrics
-NAME_MAX = 50  # so that pod hostnames `<name>-<index>` (JobSet: `<name>-slice-<j>-<i>`) fit 63
+# the workload's name, decided with the rest of what a run generates (and checked at its
+# worst case by `fleet validate`) in fleet.k8s_names
+NAME_MAX = WORKLOAD_NAME_MAX
 # What each smoke pod requests beside its accelerators: fleet.pods (smoke_pod_requests), the
 # one home the fit check (fleet.rules.fit) reads too.
 TPU_VM_SKIP = ("runtime tpu-vm: Cloud TPU VMs are not Kubernetes nodes; smoke them with "
@@ -182,16 +185,6 @@ class RenderedRun:
 
 def configmap_name(run_id: str) -> str:
     return f"accelfleet-smoke-{run_id}"
-
-
-def workload_name(run_id: str, pool: str) -> str:
-    """`af-<run>-<pool>`, cut to NAME_MAX with a stable hash of the pool name when too long."""
-    name = f"af-{run_id}-{pool}".lower()
-    if len(name) <= NAME_MAX:
-        return name
-    digest = hashlib.sha256(pool.encode()).hexdigest()[:6]
-    head = name[:NAME_MAX - len(digest) - 1].rstrip("-")
-    return f"{head}-{digest}"
 
 
 def render_run(inventory: Inventory, options: RenderOptions, *,

@@ -49,10 +49,17 @@ def test_multislice_names_must_fit_gke(spec: dict[str, Any]) -> None:
     p = only(spec, f"pools {name!r}.name")
     assert f"{name}-s3" in p.message and "43 characters" in p.message
     assert "37 characters" in p.hint
-    spec["pools"] = [tpu(name="s" * 37, multislice=4)]
+    # a name GKE's node pools take is still refused when the slice's JobSet pods, at the
+    # longest run id, pass 63 (issue 36 class 2; fleet.k8s_names): 27 here, not 37
+    found = [p for p in problems({**spec, "pools": [tpu(name="s" * 37, multislice=4)]})
+             if p.where.startswith(f"pools {'s' * 37!r}.name")]
+    assert [p.message for p in found if "-s3" in p.message] == []
+    (jobset,) = found
+    assert "JobSet's webhook" in jobset.message and "27 characters" in jobset.hint
+    spec["pools"] = [tpu(name="s" * 27, multislice=4)]
     assert validate_fleet(spec).pools[0].spec.multislice == 4
-    spec["pools"] = [tpu(name="s" * 37, multislice=11)]  # -s10 needs one more character
-    assert "36 characters" in only(spec, f"pools {'s' * 37!r}.name").hint
+    spec["pools"] = [tpu(name="s" * 27, multislice=11)]  # -slice-10-...: one more character
+    assert "26 characters" in only(spec, f"pools {'s' * 27!r}.name").hint
 
 
 def test_derived_names() -> None:

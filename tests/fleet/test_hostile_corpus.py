@@ -65,6 +65,12 @@ def tpu_pool(**fields: Any) -> Mutate:
     return pool0(**{"accelerator": "v5p", "topology": "2x2x4", "nodes": None, **fields})
 
 
+def eks_pool(**fields: Any) -> Mutate:
+    """The pool moved to the EKS cluster (a g6.12xlarge in one zone), with `fields`."""
+    return pool0(**{"cluster": "eks", "accelerator": "g6.12xlarge", "zone": "us-east-1a",
+                    "nodes": 1, **fields})
+
+
 def at(path: str, value: Any) -> Mutate:
     """Set a dotted path (list items by index) to `value`."""
     def apply(f: dict[str, Any]) -> None:
@@ -115,6 +121,22 @@ CORPUS: dict[str, Case] = {
     "multislice-43-chars": case("names", tpu_pool(name="s" * 40, multislice=4),
                                 "'" + "s" * 40 + "-s3'", "43 characters",
                                 "shorten the pool name to 37"),
+    # a multi-host slice's smoke and gate JobSet: its pods `<jobset>-slice-<j>-<i>-<5>` pass
+    # 63 at the longest run id, which JobSet's webhook refuses (issue 36 class 2)
+    "multihost-slice-28-chars": case("names", tpu_pool(name="s" * 28), "JobSet's webhook",
+                                     "-slice-0-3-abcde", "64 characters",
+                                     "shorten the pool name to 27"),
+    "multislice-35-chars": case("names", tpu_pool(name="s" * 35, multislice=4),
+                                "JobSet's last pod", "-slice-3-3-abcde",
+                                "shorten the pool name to 27"),
+    # EKS takes label keys of 1-63 whole, values of 1-63, taint keys of 1-63 (the EKS API)
+    "eks-label-key-70-chars": case("names", eks_pool(labels={"e" * 60 + ".com/owner": "a"}),
+                                   "an EKS node group takes label keys of at most 63"),
+    "eks-label-value-empty": case("names", eks_pool(labels={"example.com/owner": ""}),
+                                  "an empty value", "label values of 1-63"),
+    "eks-taint-key-64-chars": case("names", eks_pool(taints=[
+        {"key": "t" * 51 + ".io/dedicated", "value": "x"}]),
+        "an EKS node group takes taint keys of at most 63"),
     "duplicate-pool": case("names", lambda f: f["pools"].append(dict(f["pools"][0])),
                            "used 2 times", "'h100-2'"),
     "cluster-underscore": case("names", both(at("clusters.0.name", "ml_gke"),
@@ -224,7 +246,11 @@ CORPUS: dict[str, Case] = {
 VALID: dict[str, Mutate] = {  # what the clouds accept is not refused
     "base": lambda f: None,
     "40-char-names": both(at("pools.0.name", "p" * 40), team("t" * 63)),
-    "37-char-multislice": tpu_pool(name="s" * 37, multislice=4),
+    "27-char-multislice": tpu_pool(name="s" * 27, multislice=4),
+    # Kubernetes (and GKE) take a long prefixed key and an empty value; only EKS refuses them
+    "gke-label-key-70-chars-and-empty-value": pool0(labels={"e" * 60 + ".com/owner": ""},
+                                                    taints=[{"key": "t" * 51 + ".io/dedicated",
+                                                             "value": ""}]),
     "zone-f-and-ai-zone": both(pool0(zone="us-central1-f", accelerator="a2-highgpu-8g"),
                                lambda f: f["pools"].append(
         {**f["pools"][0], "name": "ai", "zone": "us-central1-ai1a"})),
