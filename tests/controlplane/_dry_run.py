@@ -240,7 +240,9 @@ def params(gather: Any, *args: str) -> Iterator[Any]:
     if not enabled():
         yield pytest.param(None, id="no-control-plane")
         return
-    for made in gather(*args):
+    # sorted: a plan registers its resources in no fixed order, and pytest-xdist's workers
+    # must each collect the same tests in the same order
+    for made in sorted(gather(*args), key=lambda m: str(m.id)):
         yield pytest.param(made, id=made.id)
 
 

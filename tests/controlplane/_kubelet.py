@@ -102,6 +102,7 @@ class Kubelet:
         self.commands: dict[str, list[str]] = {}
         self.runs: dict[tuple[str, str], _Run] = {}  # (namespace, pod) -> its process
         self._node_of: dict[tuple[str, str], str] = {}  # (namespace, pod) -> its node
+        self.registered: dict[str, dict[str, Any]] = {}  # node -> the create's answer
         self.base_env = {k: v for k, v in os.environ.items()
                          if k in ("PATH", "LANG", "LC_ALL", "PYTHONPATH", "SYSTEMROOT")}
         self.lock = threading.RLock()
@@ -147,6 +148,7 @@ class Kubelet:
         # then reports its conditions through the status subresource
         with self.lock:
             self.nodes[name] = created["metadata"]["uid"]
+            self.registered[name] = created  # as the API server answered the create
         self._status(name, ready=ready)
         self._lease(name)
         return self.rest.get("nodes", "", name) or created

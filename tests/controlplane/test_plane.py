@@ -36,8 +36,10 @@ def _job(name: str, argv: list[str], *, tolerate: bool = True) -> dict[str, Any]
 
 
 def test_a_recorded_node_turns_ready_and_loses_the_not_ready_taint(kube: RealCluster) -> None:
-    node = kube.add_node_object(gke_node("gke-a-0", "a3-highgpu-8g", nodepool="a"))
+    kube.add_node_object(gke_node("gke-a-0", "a3-highgpu-8g", nodepool="a"))
     # the API server's TaintNodesByCondition admission puts the not-ready taint on a new node
+    # (the create's answer has it; by the next read the lifecycle controller may have lifted it)
+    node = kube.kubelet.registered["gke-a-0"]
     assert "node.kubernetes.io/not-ready" in {t["key"] for t in node["spec"].get("taints", [])}
     wait_for(lambda: "node.kubernetes.io/not-ready" not in {
         t["key"] for t in (kube.get("nodes", "", "gke-a-0") or {})["spec"].get("taints", [])})
