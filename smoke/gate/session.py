@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fleet.errors import InputError
+from smoke.cluster.objects import node_problem
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from smoke.gate.controller import GateSummary
 
 MAX_INVENTORY_BYTES = 16 * 2**20
+LEASE_READ_S = 15.0  # `gate status`: the Lease read, every attempt, within this
+LEASE_SKEW_S = 5.0  # a renewTime further ahead of this clock is clock skew, not "up"
 
 
 @dataclass(frozen=True)
@@ -163,7 +166,13 @@ def run_gate(request: GateRequest, stop: threading.Event | None = None
     summaries: list[GateSummary | None] = [None] * len(gates)
 
     def drive(i: int) -> None:
-        summaries[i] = gates[i].run(stop)
+        try:
+            summaries[i] = gates[i].run(stop)
+        except Exception as exc:  # never a silent success: the controller's end is said
+            summary = gates[i].summary
+            summary.api_problems.append(f"the controller stopped: {type(exc).__name__}: "
+                                        f"{str(exc)[:300]}")
+            summaries[i] = summary
 
     threads = [threading.Thread(target=drive, args=(i,), daemon=True, name=f"gate-{g.cluster}")
                for i, g in enumerate(gates)]
@@ -212,21 +221,23 @@ class ControllerRow:
     holder: str
     renewed: str
     up: bool
+    problem: str = ""  # why it is not up: no Lease, expired, clock skew, no answer
 
     def to_dict(self) -> dict[str, Any]:
         return {"cluster": self.cluster, "holder": self.holder, "renewed": self.renewed,
-                "up": self.up}
+                "up": self.up, "problem": self.problem}
 
 
 @dataclass(frozen=True)
 class GateStatus:
     nodes: tuple[NodeRow, ...]
     controllers: tuple[ControllerRow, ...]
+    skipped: tuple[str, ...] = ()  # node objects that do not read as Nodes, and why
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": "accelfleet.gate/status", "schema_version": 1,
                 "controllers": [c.to_dict() for c in self.controllers],
-                "nodes": [n.to_dict() for n in self.nodes]}
+                "nodes": [n.to_dict() for n in self.nodes], "skipped": list(self.skipped)}
 
 
 def _nodes_of(client: ApiClient, pools: set[str]) -> list[dict[str, Any]]:
@@ -246,48 +257,80 @@ def _nodes_of(client: ApiClient, pools: set[str]) -> list[dict[str, Any]]:
 
 
 def _controller(client: ApiClient, cluster: str, namespace: str) -> ControllerRow:
+    """Whether a controller renewed the cluster's Lease within its duration, by this
+    machine's clock: the read bounded (LEASE_READ_S, a drip included), a renewTime ahead of
+    this clock (past LEASE_SKEW_S) is clock skew and not "up", an unreadable Lease is not up."""
+    import time
+
     from kubernetes import client as k
 
-    from smoke.gate._kube import REQUEST_TIMEOUT_S, raw, status_of
+    from smoke.cluster._podtime import aware_time
+    from smoke.cluster.access import with_retries
+    from smoke.cluster.objects import lease_problem
+    from smoke.gate._kube import raw, status_of
     from smoke.gate.controller import LEASE_NAME
 
     try:
-        lease = raw(k.CoordinationV1Api(client).read_namespaced_lease(
-            LEASE_NAME, namespace, _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S))
+        lease = raw(with_retries(
+            k.CoordinationV1Api(client).read_namespaced_lease, LEASE_NAME, namespace,
+            _preload_content=False, _request_timeout=(5.0, LEASE_READ_S), cap_s=LEASE_READ_S,
+            deadline=time.monotonic() + LEASE_READ_S))
     except Exception as exc:
         if status_of(exc) in (404, 403):
-            return ControllerRow(cluster, "", "", False)
-        raise
+            return ControllerRow(cluster, "", "", False, "no Lease: no controller has run "
+                                 if status_of(exc) == 404 else "the Lease may not be read "
+                                 "(403)")
+        return ControllerRow(cluster, "", "", False, "the Lease was not read within "
+                             f"{LEASE_READ_S:g} s ({type(exc).__name__}): the API server "
+                             "answers too slowly")
+    problem = lease_problem(lease)
+    if problem:
+        return ControllerRow(cluster, "", "", False, f"the Lease does not read: {problem}")
     spec = lease.get("spec") or {}
-    renewed = str(spec.get("renewTime") or "")
-    up = False
-    try:
-        when = datetime.fromisoformat(renewed.replace("Z", "+00:00"))
-        up = bool(spec.get("holderIdentity")) and (datetime.now(UTC) - when).total_seconds() \
-            <= float(spec.get("leaseDurationSeconds") or 15)
-    except ValueError:
-        up = False
-    return ControllerRow(cluster, str(spec.get("holderIdentity") or ""), renewed, up)
+    holder, renewed = str(spec.get("holderIdentity") or ""), str(spec.get("renewTime") or "")
+    duration_s = float(spec.get("leaseDurationSeconds") or 15)
+    when = aware_time(renewed)
+    if not holder:
+        return ControllerRow(cluster, "", renewed, False, "no holder: released")
+    if when is None:
+        return ControllerRow(cluster, holder, renewed, False,
+                             "its renewTime is not a time with its UTC offset")
+    age_s = (datetime.now(UTC) - when).total_seconds()
+    if age_s < -LEASE_SKEW_S:
+        return ControllerRow(cluster, holder, renewed, False, f"clock skew: its renewTime is "
+                             f"{-age_s:.0f} s ahead of this clock; not taken as alive")
+    if age_s > duration_s:
+        return ControllerRow(cluster, holder, renewed, False, f"expired: not renewed for "
+                             f"{age_s:.0f} s, past its {duration_s:g} s lease")
+    return ControllerRow(cluster, holder, renewed, True)
 
 
 def gate_status(request: GateRequest) -> GateStatus:
     """Every node of every gated pool: its state and age, per cluster, pool and team; and
     whether each cluster's controller is up (holds a live Lease)."""
+    from smoke.cluster.objects import valid
     from smoke.gate.nodes import GateNode
 
     target = _target(request)
     rows: list[NodeRow] = []
     controllers = []
+    skipped: list[str] = []
     now = datetime.now(UTC)
     for cluster, client in sorted(target.clients.items()):
         pools = {p.name: p for p in target.inventory.pools if p.cluster == cluster and p.gated}
         controllers.append(_controller(client, cluster, target.namespace))
-        for raw_node in _nodes_of(client, set(pools)):
+        good, bad = valid(_nodes_of(client, set(pools)), node_problem)
+        skipped += [f"{cluster}/{name or '(no name)'}: {why}" for name, why in bad]
+        for raw_node in good:
             n = GateNode.of(raw_node)
+            if n.pool not in pools:
+                continue
             cond = n.condition or {}
             since, reason = "", ""
             if n.state == "proven":
                 since = str((n.proof or {}).get("at", ""))
+                if n.proof is None and n.proof_problem != "no proof":
+                    reason = n.proof_problem
             elif n.state == "failed":
                 since, reason = str(cond.get("lastTransitionTime", "")), str(
                     cond.get("message", ""))
@@ -301,7 +344,7 @@ def gate_status(request: GateRequest) -> GateStatus:
             rows.append(NodeRow(cluster, n.pool, n.team or pools[n.pool].team, n.name,
                                 n.state, age, since, reason, n.quarantined))
     rows.sort(key=lambda r: (r.cluster, r.team, r.pool, r.node))
-    return GateStatus(tuple(rows), tuple(controllers))
+    return GateStatus(tuple(rows), tuple(controllers), tuple(skipped))
 
 
 # -- open and close -------------------------------------------------------------------------
@@ -312,6 +355,14 @@ class Changed:
 
     def to_dict(self) -> dict[str, str]:
         return {"node": self.node, "what": self.what}
+
+
+def _readable_nodes(client: ApiClient, pool: str) -> list[dict[str, Any]]:
+    """The pool's nodes that read as Nodes (`smoke.cluster.objects`); any other is left
+    alone: `gate status` names it."""
+    from smoke.cluster.objects import valid
+
+    return valid(_nodes_of(client, {pool}), node_problem)[0]
 
 
 def _pool_target(request: GateRequest, pool: str) -> tuple[ApiClient, Any]:
@@ -336,10 +387,12 @@ def open_pool(request: GateRequest, pool: str, *, reason: str, by: str) -> list[
     record = json.dumps({"at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "by": by,
                          "reason": reason.strip()[:500]}, sort_keys=True)
     out = []
-    for node in _nodes_of(client, {pool}):
+    for node in _readable_nodes(client, pool):
         name = node["metadata"]["name"]
 
-        def change(n: dict[str, Any]) -> dict[str, Any]:
+        def change(n: dict[str, Any]) -> dict[str, Any] | None:
+            if node_problem(n):  # it turned unreadable meanwhile: left as it is
+                return None
             taints = (n.get("spec") or {}).get("taints") or []
             return {"metadata": {"resourceVersion": n["metadata"]["resourceVersion"],
                                  "annotations": {GATE_OPEN_ANNOTATION: record}},
@@ -364,11 +417,13 @@ def close_pool(request: GateRequest, pool: str, *, by: str) -> list[Changed]:
 
     core = k.CoreV1Api(client)
     out = []
-    for node in _nodes_of(client, {pool}):
+    for node in _readable_nodes(client, pool):
         name = node["metadata"]["name"]
         before = GateNode.of(node)
 
         def change(n: dict[str, Any]) -> dict[str, Any] | None:
+            if node_problem(n):  # it turned unreadable meanwhile: left as it is
+                return None
             g = GateNode.of(n)
             if g.opened is None and (g.tainted or g.proof is not None):
                 return None
