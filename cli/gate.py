@@ -141,7 +141,8 @@ def _show(summaries: list[GateSummary]) -> None:
     for s in summaries:
         for r in sorted(s.results.values(), key=lambda r: (r.pool, r.node)):
             word = {"pass": "PASS", "fail": "FAIL", "infra": "RETRY", "gone": "GONE",
-                    "waiting": "WAITING", "unit": "HELD"}.get(r.verdict, r.verdict.upper())
+                    "waiting": "WAITING", "unit": "HELD",
+                    "malformed": "SKIPPED"}.get(r.verdict, r.verdict.upper())
             run_id = f" ({r.run_id})" if r.run_id else ""
             echo(f"{word} {s.cluster}/{r.pool} {r.node}{run_id}"
                        + ("" if r.verdict == "pass" else f": {r.reason}"))

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 MAX_PROBLEMS = 20  # API problems kept in a summary (the first ones, then a count)
 MAX_PENDING_EVENTS = 256  # Events waiting to be sent; past it, dropped (and counted)
+LEADER_WAIT_S = 60.0  # an Event queued by a standby waits this long for it to lead
 
 
 class Guard:
@@ -49,7 +50,15 @@ class Guard:
     def rejected(self, name: str, node: Any, problem: str) -> None:
         """A node object the watch kept out (`_watch.NodeWatch.rejected`)."""
         self.skipped("node")
-        if name and self.gate.is_leader():
+        if self.gate.options.once:  # a node it could not judge: never a clean exit 0
+            from smoke.gate.controller import NodeResult
+
+            shown = name or "(no name)"
+            self.problem(f"node {shown} does not read as a Node ({problem}): skipped")
+            self.gate.summary.results.setdefault(shown, NodeResult(
+                shown, "", "malformed", f"the API server's answer does not read as a Node: "
+                f"{problem}"))
+        if name:
             self.event(name, "GateNodeMalformed", "accelfleet gate: the API server's answer "
                        f"for this node does not read as a Node ({problem}); the gate skips it "
                        "(it stays as it is: gated nodes stay gated) until it reads again")
@@ -69,13 +78,19 @@ class Guard:
                 self._sender.start()
 
     def _send(self) -> None:
+        """Send the queued Events, as the leader only (a standby that saw the same node says
+        nothing; one that does not lead within LEADER_WAIT_S drops what it holds)."""
         while True:
             try:
                 node, reason, message = self._events.get(timeout=5.0)
             except queue.Empty:
                 return
-            K.node_event(self.gate.core, {"metadata": {"name": node}}, reason, message,
-                         warning=True)
+            end = time.monotonic() + LEADER_WAIT_S
+            while not self.gate.is_leader() and time.monotonic() < end:
+                time.sleep(0.2)
+            if self.gate.is_leader():
+                K.node_event(self.gate.core, {"metadata": {"name": node}}, reason, message,
+                             warning=True)
 
     # -- the loop --------------------------------------------------------------------------
     def attempt(self, what: str, step: Callable[[], T], default: T) -> T:

@@ -114,11 +114,13 @@ class GateSummary:
     errors: list[str] = field(default_factory=list)
     api_problems: list[str] = field(default_factory=list)  # the API failed it (exit 2)
     targets: tuple[str, ...] = ()  # --once: the nodes it had to prove
+    unsynced: bool = False  # --once: the nodes were never listed (no targets known)
 
     @property
     def ok(self) -> bool:
-        return not self.errors and all(r.verdict == PASS for r in self.results.values()) \
-            and all(t in self.results for t in self.targets)
+        return not self.errors and not self.unsynced and all(
+            r.verdict == PASS for r in self.results.values()) and all(
+            t in self.results for t in self.targets)
 
 
 class Gate:
@@ -244,6 +246,7 @@ class Gate:
         futures: list[Future[None]] = []
         try:
             if not self.watch.wait_synced(o.sync_wait_s) and o.once:
+                self.summary.unsynced = True
                 self.guard.problem(f"the node list did not answer within {o.sync_wait_s:g} s "
                                    f"({self.watch.last_error or 'no answer'})")
             self.ready.set()
