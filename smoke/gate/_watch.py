@@ -38,8 +38,9 @@ if TYPE_CHECKING:
 PAGE = 500
 GONE = 410
 # One watch event's line: a Node is stored in etcd within its request limit (etcd's
-# --max-request-bytes, 1.5 MiB by default); its JSON on the wire is larger than etcd's
-# protobuf, so four times that leaves room, and nothing larger is a Node.
+# --max-request-bytes, 1.5 MiB by default: https://etcd.io/docs/v3.6/dev-guide/limit/, read
+# 2026-11-28); its JSON on the wire is larger than etcd's protobuf, so four times that leaves
+# room, and nothing larger is a Node.
 MAX_LINE_BYTES = 6 * 2**20
 READ_BYTES = 64 * 2**10  # what one read of the stream takes at most
 SHORT_WATCH_S = 1.0  # a watch that ends this soon with no event is a failure (client-go)
