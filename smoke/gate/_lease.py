@@ -23,6 +23,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from smoke.cluster.objects import lease_problem
 from smoke.gate._kube import REQUEST_TIMEOUT_S, raw, status_of
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ class Elector:
         # (and on release); `stored` is what the Lease carried when last read
         self.annotations = annotations
         self.stored: dict[str, str] = {}
+        self.malformed = 0  # reads of a Lease that did not read as one (never acted on)
 
     def is_leader(self) -> bool:
         """Leader now: the last renewal succeeded less than RenewDeadline ago (by this
@@ -113,6 +115,10 @@ class Elector:
                 raise
             lease = None
         now = time.monotonic()
+        problem = "" if lease is None else lease_problem(lease)
+        if problem:  # neither renewed nor taken over: not leader past the renew deadline
+            self.malformed += 1
+            raise ValueError(f"the Lease {self.namespace}/{self.name} does not read: {problem}")
         if lease is None:
             self._ensure_namespace()
             try:

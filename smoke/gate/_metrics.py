@@ -134,6 +134,8 @@ def _guard_lines(gates: Sequence[Gate]) -> list[str]:
     for g in gates:
         with g.guard.lock:
             counts = dict(g.guard.malformed)
+        if g.elector is not None and g.elector.malformed:
+            counts["lease"] = counts.get("lease", 0) + g.elector.malformed
         for kind, count in sorted(counts.items()):
             lines.append(f"{PREFIX}malformed_objects_total"
                          f"{label_set(cluster=g.cluster, kind=kind)} {count}")

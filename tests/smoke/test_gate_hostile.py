@@ -467,3 +467,22 @@ def test_ctrl_c_ends_run_once_with_130(fake_cluster: Any, tmp_path: Path) -> Non
     assert proc.returncode == 130, out[-3000:]
     assert "interrupted" in out
     assert gate_state(fake_cluster, n) != "proving"  # its claim given back
+
+
+def test_a_lease_that_does_not_read_is_never_acted_on_and_is_counted(
+        fake_cluster: Any, tmp_path: Path) -> None:
+    """A Lease whose spec is no mapping: no replica takes it as leader (nothing proven, the
+    nodes stay gated: fail closed), none crashes, and the metric says why."""
+    _lease(fake_cluster, "", spec="held by gate-0")
+    n = "gke-h100-train-0"
+    fake_cluster.set_node_output(n, h100_report(n, 800.0))
+    fake_cluster.add_node_object(gke_gated_node("h100-train", n))
+    with controller(fake_cluster, tmp_path, gated_inventory(), "ml-gke") as running:
+        wait_for(lambda: running.gate.elector is not None and running.gate.elector.malformed
+                 >= 3)
+        from smoke.gate._metrics import render
+
+        text = render([running.gate])
+        assert running.thread.is_alive() and not running.gate.is_leader()
+    assert 'accelfleet_gate_malformed_objects_total{cluster="ml-gke",kind="lease"}' in text
+    assert tainted(fake_cluster, n) and gate_state(fake_cluster, n) == ""
