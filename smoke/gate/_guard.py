@@ -56,8 +56,8 @@ class Guard:
             shown = name or "(no name)"
             self.problem(f"node {shown} does not read as a Node ({problem}): skipped")
             self.gate.summary.results.setdefault(shown, NodeResult(
-                shown, "", "malformed", f"the API server's answer does not read as a Node: "
-                f"{problem}"))
+                shown, _pool_of(node), "malformed", "the API server's answer does not read "
+                f"as a Node: {problem}"))
         if name:
             self.event(name, "GateNodeMalformed", "accelfleet gate: the API server's answer "
                        f"for this node does not read as a Node ({problem}); the gate skips it "
@@ -173,6 +173,16 @@ class Guard:
                          f"{run_id} could not judge the node ({reason}); retrying in "
                          f"{delay:.0f} s", warning=True)
         self.gate.summary.results[name] = NodeResult(name, pool.name, verdict, reason, run_id)
+
+
+def _pool_of(node: Any) -> str:
+    """The pool label of an object that does not read as a Node, where it reads; '?'."""
+    from fleet.labels import POOL_LABEL
+
+    meta = node.get("metadata") if isinstance(node, dict) else None
+    labels = meta.get("labels") if isinstance(meta, dict) else None
+    pool = labels.get(POOL_LABEL) if isinstance(labels, dict) else None
+    return pool if isinstance(pool, str) and pool else "?"
 
 
 def _unit_release(run_id: str) -> Callable[[dict[str, Any]], dict[str, Any] | None]:

@@ -320,7 +320,7 @@ def test_once_exits_2_when_a_node_does_not_read_though_the_good_one_passed(
     result = _gate("run", "--once", "--lease-s", "2", *_files(fake_cluster, tmp_path))
     assert result.exit_code == 2, result.output
     assert f"PASS ml-gke/h100-train {good}" in result.output
-    assert f"SKIPPED ml-gke/ {bad}" in result.output and "spec.taints" in result.output
+    assert f"SKIPPED ml-gke/h100-train {bad}" in result.output and "spec.taints" in result.output
     assert not tainted(fake_cluster, good)
 
 
@@ -486,3 +486,19 @@ def test_a_lease_that_does_not_read_is_never_acted_on_and_is_counted(
         assert running.thread.is_alive() and not running.gate.is_leader()
     assert 'accelfleet_gate_malformed_objects_total{cluster="ml-gke",kind="lease"}' in text
     assert tainted(fake_cluster, n) and gate_state(fake_cluster, n) == ""
+
+
+def test_smoke_status_leaves_out_a_quarantined_node_that_does_not_read(
+        fake_cluster: Any, tmp_path: Path) -> None:
+    """`smoke status` lists the nodes labelled quarantined; one whose taints are a string (it
+    crashed the listing) is left out, the others listed."""
+    from smoke.cluster.release import quarantined
+
+    ok = gke_gated_node("h100-train", "gke-h100-train-0")
+    ok["metadata"]["labels"][SMOKE_KEY] = "failed"
+    bad = _bad("gke-h100-train-1", "spec.taints", "accelfleet.io/smoke=failed:NoSchedule")
+    bad["metadata"]["labels"][SMOKE_KEY] = "failed"
+    fake_cluster.add_node_object(ok)
+    fake_cluster.add_node_object(bad)
+    rows = quarantined({"ml-gke": client_of(fake_cluster, tmp_path)})
+    assert [r.node for r in rows] == ["gke-h100-train-0"]
