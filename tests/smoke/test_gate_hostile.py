@@ -128,11 +128,19 @@ def test_a_pod_that_does_not_read_keeps_its_node_from_a_reproof(fake_cluster: An
         wait_for(lambda: gate_state(fake_cluster, n) == "proven")
         first = json.loads(node(fake_cluster, n)["metadata"]["annotations"][
             GATE_PROOF_ANNOTATION])["run"]
+        before = _pod_lists(fake_cluster)
         fake_cluster.lie("GET", "/api/v1/pods", mangle)
-        wait_for(lambda: running.gate.guard.malformed.get("pod", 0) >= 2)
+        wait_for(lambda: _pod_lists(fake_cluster) >= before + 3)  # its idle check read it
         assert running.thread.is_alive()
+        assert running.gate.guard.malformed.get("pod", 0) >= 2
     assert json.loads(node(fake_cluster, n)["metadata"]["annotations"][
         GATE_PROOF_ANNOTATION])["run"] == first  # never taken while it may be busy
+
+
+def _pod_lists(fake_cluster: Any) -> int:
+    with fake_cluster.lock:
+        return sum(1 for method, path in fake_cluster.requests
+                   if method == "GET" and path == "/api/v1/pods")
 
 
 # -- proof annotations -------------------------------------------------------------------------
@@ -371,8 +379,8 @@ def test_three_proofs_ending_together_with_a_cap_of_1_quarantine_exactly_one(
             as running:
         for n in names:
             fake_cluster.add_node_object(gke_gated_node("h100-train", n))
-        wait_for(lambda: all(gate_state(fake_cluster, n) == "failed" for n in names))
-        wait_for(lambda: sum(running.gate.caps.held.values()) == 2, 90)
+        wait_for(lambda: all(gate_state(fake_cluster, n) == "failed" for n in names)
+                 and not running.gate.inflight, 90)  # every proof's quarantine done
     quarantined = [n for n in names
                    if (node(fake_cluster, n)["metadata"].get("labels") or {}).get(SMOKE_KEY)
                    == "failed"]
@@ -393,8 +401,8 @@ def test_the_breaker_stops_quarantine_when_most_of_a_pools_proofs_fail(
             as running:
         for n in names:
             fake_cluster.add_node_object(gke_gated_node("h100-train", n))
-        wait_for(lambda: all(gate_state(fake_cluster, n) == "failed" for n in names), 120)
-        wait_for(lambda: running.gate.caps.held.get(("h100-train", "breaker"), 0) == 2)
+        wait_for(lambda: all(gate_state(fake_cluster, n) == "failed" for n in names)
+                 and not running.gate.inflight, 120)  # every proof's quarantine done
         from smoke.gate._metrics import render
 
         text = render([running.gate])
