@@ -72,7 +72,7 @@ class Guard:
                 self.events_dropped += 1
             return
         with self.lock:
-            if self._sender is None or not self._sender.is_alive():
+            if self._sender is None:
                 self._sender = threading.Thread(target=self._send, daemon=True,
                                                 name="gate-events")
                 self._sender.start()
@@ -84,7 +84,11 @@ class Guard:
             try:
                 node, reason, message = self._events.get(timeout=5.0)
             except queue.Empty:
-                return
+                with self.lock:  # none queued meanwhile: the next Event starts a new sender
+                    if self._events.empty():
+                        self._sender = None
+                        return
+                continue
             end = time.monotonic() + LEADER_WAIT_S
             while not self.gate.is_leader() and time.monotonic() < end:
                 time.sleep(0.2)

@@ -510,3 +510,19 @@ def test_smoke_status_leaves_out_a_quarantined_node_that_does_not_read(
     fake_cluster.add_node_object(bad)
     rows = quarantined({"ml-gke": client_of(fake_cluster, tmp_path)})
     assert [r.node for r in rows] == ["gke-h100-train-0"]
+
+
+def test_smoke_release_of_a_node_that_does_not_read_says_so_and_changes_nothing(
+        fake_cluster: Any, tmp_path: Path) -> None:
+    from fleet.errors import SetupError
+    from smoke.cluster.release import release
+
+    n = "gke-h100-train-0"
+    obj = gke_gated_node("h100-train", n)
+    obj["metadata"]["labels"][SMOKE_KEY] = "failed"
+    fake_cluster.add_node_object(obj)
+    fake_cluster.lie("GET", f"/api/v1/nodes/{n}",
+                     lambda a: {**a, "metadata": [a["metadata"]]} if isinstance(a, dict) else a)
+    with pytest.raises(SetupError, match="does not read as a Node"):
+        release({"ml-gke": client_of(fake_cluster, tmp_path)}, nodes=[n])
+    assert (node(fake_cluster, n)["metadata"]["labels"]).get(SMOKE_KEY) == "failed"
