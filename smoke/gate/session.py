@@ -336,6 +336,10 @@ def gate_status(request: GateRequest) -> GateStatus:
                     cond.get("message", ""))
             elif n.state == "proving":
                 since = n.run
+            elif n.state == "unproven" and cond.get("reason") == "UnitFailed":
+                # held with its slice or fabric unit (smoke.gate._proof.UNIT): say why
+                since, reason = str(cond.get("lastTransitionTime", "")), str(
+                    cond.get("message", ""))
             elif n.state == "open":
                 opened = n.opened or {}
                 since, reason = str(opened.get("at", "")), f"{opened.get('by', '?')}: " \

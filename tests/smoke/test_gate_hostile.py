@@ -234,7 +234,11 @@ def test_a_watch_line_that_never_ends_is_dropped_and_the_nodes_listed_again(
 # -- gate status -------------------------------------------------------------------------------
 def _lease(fake_cluster: Any, renew: datetime | str, *, holder: str = "gate-0",
            spec: Any = None) -> None:
-    fake_cluster.create("namespaces", "", {"metadata": {"name": NAMESPACE}})
+    if fake_cluster.get("namespaces", "", NAMESPACE) is None:
+        fake_cluster.create("namespaces", "", {"metadata": {"name": NAMESPACE}})
+    old = fake_cluster.get("leases", NAMESPACE, "accelfleet-gate")
+    if old is not None:  # the one the controller released
+        fake_cluster.delete("leases", NAMESPACE, "accelfleet-gate", None)
     when = renew if isinstance(renew, str) else renew.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     fake_cluster.create("leases", NAMESPACE, {
         "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
@@ -442,6 +446,10 @@ def test_a_slice_with_one_bad_host_blames_it_and_proves_none_of_the_others(
         assert GATE_PROOF_ANNOTATION not in (got["metadata"].get("annotations") or {})
         cond = next(c for c in got["status"]["conditions"] if c["type"] == "AccelfleetProof")
         assert cond["reason"] == "UnitFailed" and bad in cond["message"]
+    _lease(fake_cluster, datetime.now(UTC))
+    rows = json.loads(_status(fake_cluster, tmp_path, "--json").stdout)["nodes"]
+    held = [r for r in rows if r["node"] in others]
+    assert held and all(r["state"] == "unproven" and bad in r["reason"] for r in held)
 
 
 def test_ctrl_c_ends_run_once_with_130(fake_cluster: Any, tmp_path: Path) -> None:
