@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fleet.errors import InputError
-from smoke.cluster.objects import node_problem
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -240,11 +239,16 @@ class GateStatus:
                 "nodes": [n.to_dict() for n in self.nodes], "skipped": list(self.skipped)}
 
 
-def _nodes_of(client: ApiClient, pools: set[str]) -> list[dict[str, Any]]:
+def _nodes_of(client: ApiClient, pools: set[str], skipped: list[tuple[str, str]] | None = None
+              ) -> list[dict[str, Any]]:
+    """The nodes of `pools` that read as Nodes (`smoke.cluster.objects.node_problem`); each
+    other item, (name, why), goes to `skipped` (`gate status` names them; open and close
+    leave them alone)."""
     from kubernetes import client as k
 
     from fleet.labels import POOL_LABEL
     from smoke.cluster.access import pages, with_retries
+    from smoke.cluster.objects import node_problem, valid
     from smoke.gate._kube import REQUEST_TIMEOUT_S, raw
 
     core = k.CoreV1Api(client)
@@ -253,7 +257,10 @@ def _nodes_of(client: ApiClient, pools: set[str]) -> list[dict[str, Any]]:
         core.list_node, label_selector=selector, limit=500, _continue=token,
         _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)),
         what="the node list")  # bounded (issue 29)
-    return items
+    good, bad = valid(items, node_problem)
+    if skipped is not None:
+        skipped += bad
+    return good
 
 
 def _controller(client: ApiClient, cluster: str, namespace: str) -> ControllerRow:
@@ -308,7 +315,6 @@ def _controller(client: ApiClient, cluster: str, namespace: str) -> ControllerRo
 def gate_status(request: GateRequest) -> GateStatus:
     """Every node of every gated pool: its state and age, per cluster, pool and team; and
     whether each cluster's controller is up (holds a live Lease)."""
-    from smoke.cluster.objects import valid
     from smoke.gate.nodes import GateNode
 
     target = _target(request)
@@ -319,7 +325,8 @@ def gate_status(request: GateRequest) -> GateStatus:
     for cluster, client in sorted(target.clients.items()):
         pools = {p.name: p for p in target.inventory.pools if p.cluster == cluster and p.gated}
         controllers.append(_controller(client, cluster, target.namespace))
-        good, bad = valid(_nodes_of(client, set(pools)), node_problem)
+        bad: list[tuple[str, str]] = []
+        good = _nodes_of(client, set(pools), bad)
         skipped += [f"{cluster}/{name or '(no name)'}: {why}" for name, why in bad]
         for raw_node in good:
             n = GateNode.of(raw_node)
@@ -361,14 +368,6 @@ class Changed:
         return {"node": self.node, "what": self.what}
 
 
-def _readable_nodes(client: ApiClient, pool: str) -> list[dict[str, Any]]:
-    """The pool's nodes that read as Nodes (`smoke.cluster.objects`); any other is left
-    alone: `gate status` names it."""
-    from smoke.cluster.objects import valid
-
-    return valid(_nodes_of(client, {pool}), node_problem)[0]
-
-
 def _pool_target(request: GateRequest, pool: str) -> tuple[ApiClient, Any]:
     target = _target(request, gated_only=False, pool=pool)
     info = next(p for p in target.inventory.pools if p.name == pool)
@@ -391,12 +390,10 @@ def open_pool(request: GateRequest, pool: str, *, reason: str, by: str) -> list[
     record = json.dumps({"at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "by": by,
                          "reason": reason.strip()[:500]}, sort_keys=True)
     out = []
-    for node in _readable_nodes(client, pool):
+    for node in _nodes_of(client, {pool}):
         name = node["metadata"]["name"]
 
-        def change(n: dict[str, Any]) -> dict[str, Any] | None:
-            if node_problem(n):  # it turned unreadable meanwhile: left as it is
-                return None
+        def change(n: dict[str, Any]) -> dict[str, Any]:
             taints = (n.get("spec") or {}).get("taints") or []
             return {"metadata": {"resourceVersion": n["metadata"]["resourceVersion"],
                                  "annotations": {GATE_OPEN_ANNOTATION: record}},
@@ -421,13 +418,11 @@ def close_pool(request: GateRequest, pool: str, *, by: str) -> list[Changed]:
 
     core = k.CoreV1Api(client)
     out = []
-    for node in _readable_nodes(client, pool):
+    for node in _nodes_of(client, {pool}):
         name = node["metadata"]["name"]
         before = GateNode.of(node)
 
         def change(n: dict[str, Any]) -> dict[str, Any] | None:
-            if node_problem(n):  # it turned unreadable meanwhile: left as it is
-                return None
             g = GateNode.of(n)
             if g.opened is None and (g.tainted or g.proof is not None):
                 return None
