@@ -23,7 +23,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from smoke.cluster.objects import lease_problem
 from smoke.gate._kube import REQUEST_TIMEOUT_S, raw, status_of
 
 if TYPE_CHECKING:
@@ -50,11 +49,11 @@ class Elector:
         self.holder = ""  # who holds the lease, as last read
         self._seen: tuple[str, float] = ("", 0.0)  # (resourceVersion, when first seen)
         self._renewed = 0.0
+        self.malformed = 0  # reads of a Lease that did not read as one (never acted on)
         # what the holder keeps on the Lease: `annotations()` is written with every renewal
         # (and on release); `stored` is what the Lease carried when last read
         self.annotations = annotations
         self.stored: dict[str, str] = {}
-        self.malformed = 0  # reads of a Lease that did not read as one (never acted on)
 
     def is_leader(self) -> bool:
         """Leader now: the last renewal succeeded less than RenewDeadline ago (by this
@@ -114,6 +113,8 @@ class Elector:
             if status_of(exc) != 404:
                 raise
             lease = None
+        from smoke.cluster.objects import lease_problem
+
         now = time.monotonic()
         problem = "" if lease is None else lease_problem(lease)
         if problem:  # neither renewed nor taken over: not leader past the renew deadline

@@ -28,8 +28,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from smoke.cluster import objects
 from smoke.cluster.access import pages, transient, with_retries
-from smoke.cluster.objects import name_of, node_problem
 from smoke.gate._kube import REQUEST_TIMEOUT_S, raw
 
 if TYPE_CHECKING:
@@ -182,11 +182,11 @@ class NodeWatch:
 
     def _keep(self, node: Any) -> str:
         """'' when `node` reads as a Node; else its problem, reported (once per version)."""
-        problem = node_problem(node)
+        problem = objects.node_problem(node)
         if not problem:
             return ""
         self.skipped += 1
-        name = name_of(node)
+        name = objects.name_of(node)
         meta = node.get("metadata") if isinstance(node, dict) else None
         rv = str(meta.get("resourceVersion")) if isinstance(meta, dict) else ""
         with self.lock:
@@ -248,7 +248,7 @@ class NodeWatch:
                     with self.lock:
                         self.resource_version = rv
                     continue
-                name = name_of(obj)
+                name = objects.name_of(obj)
                 if kind != "DELETED" and self._keep(obj):
                     with self.lock:  # a node turned malformed: out of the cache
                         gone = self.nodes.pop(name, None) is not None
