@@ -28,7 +28,7 @@ from cli.smoke_options import (
 
 if TYPE_CHECKING:
     from smoke.gate.controller import GateSummary
-    from smoke.gate.session import GateRequest
+    from smoke.gate.session import GateRequest, GateStatus
 
 app = App(rich_markup_mode="markdown",
           help="The gate: new and repaired nodes of gated pools stay tainted until their "
@@ -98,9 +98,11 @@ def run(
     keep it, say why on the node and quarantine within the pool's cap. Leader election on a
     Lease: of several replicas, one acts.
 
-    With --once: exit 0 when every gated node present at the start passed, 1 when any failed
-    (or never became Ready within the deadline); 2 for bad input or a cluster that cannot be
-    reached. Without: runs until SIGTERM or ctrl-C.
+    With --once: exit 0 only when every gated node present at the start got its verdict
+    and passed; 1 when any failed, was held with its failed slice or unit, or never became
+    Ready within the deadline; 2 for bad input, a cluster that cannot be reached, or an API
+    that failed the run (the node list never answered, the controller stopped); 130 on ctrl-C.
+    Without: runs until SIGTERM or ctrl-C (130).
     """
     from smoke.gate.session import run_gate
 
@@ -109,9 +111,19 @@ def run(
                        namespace, in_cluster=in_cluster, once=once, timeout_s=timeout_s,
                        health_port=health_port, metrics_port=metrics_port, history=history,
                        record_history=not no_history, lease_s=lease_s)
-    with _signals() as stop:
-        summaries = run_gate(request, stop)
+    with _signals() as signals:
+        summaries = run_gate(request, signals.stop)
     _show(summaries)
+    if signals.interrupted:
+        raise KeyboardInterrupt  # said "interrupted", exit 130 (cli._errors)
+    problems = [f"{s.cluster}: {p}" for s in summaries for p in s.api_problems]
+    if once and problems and not all(s.ok for s in summaries):
+        from fleet.errors import SetupError
+
+        raise SetupError("the gate could not finish: the Kubernetes API failed it:"
+                         + "".join(f"\n  {p}" for p in problems[:10]),
+                         hint="check the cluster's API server (`kubectl get --raw /readyz`) "
+                         "and the controller's permissions, then run again")
     if once and not all(s.ok for s in summaries):
         from fleet.errors import CheckFailed
 
@@ -129,28 +141,37 @@ def _show(summaries: list[GateSummary]) -> None:
     for s in summaries:
         for r in sorted(s.results.values(), key=lambda r: (r.pool, r.node)):
             word = {"pass": "PASS", "fail": "FAIL", "infra": "RETRY", "gone": "GONE",
-                    "waiting": "WAITING"}.get(r.verdict, r.verdict.upper())
+                    "waiting": "WAITING", "unit": "HELD",
+                    "malformed": "SKIPPED"}.get(r.verdict, r.verdict.upper())
             run_id = f" ({r.run_id})" if r.run_id else ""
             echo(f"{word} {s.cluster}/{r.pool} {r.node}{run_id}"
                        + ("" if r.verdict == "pass" else f": {r.reason}"))
-        for e in s.errors:
+        for e in [*s.errors, *s.api_problems]:
             echo(f"ERROR {s.cluster}: {e}", err=True)
         if not s.results:
             echo(f"{s.cluster}: no gated node to prove")
 
 
 class _signals:
-    """SIGINT and SIGTERM set the stop event while inside (the previous handlers after)."""
+    """SIGINT and SIGTERM set the stop event while inside (the previous handlers after);
+    `interrupted`: a SIGINT (ctrl-C) came."""
 
-    def __enter__(self) -> threading.Event:
+    def __enter__(self) -> _signals:
         import signal
 
         self.stop = threading.Event()
+        self.interrupted = False
         self.previous = {}
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
-                self.previous[sig] = signal.signal(sig, lambda *_: self.stop.set())
-        return self.stop
+                self.previous[sig] = signal.signal(sig, self._on)
+        return self
+
+    def _on(self, signum: int, frame: object) -> None:
+        import signal
+
+        self.interrupted = self.interrupted or signum == signal.SIGINT
+        self.stop.set()
 
     def __exit__(self, *exc: object) -> None:
         import signal
@@ -177,7 +198,9 @@ def status(
     whether each cluster's controller is up (a live Lease). With no controller up, new nodes
     stay gated (the gate fails closed).
 
-    Exit 0; 2 for bad input or a cluster that cannot be reached.
+    Exit 0 when every cluster's controller renewed its Lease within the lease's duration; 1
+    when one did not (none renewed in time, or its renewTime is ahead of this clock: clock
+    skew, never taken as alive); 2 for bad input or a cluster that cannot be reached.
     """
     from cli._output import console, print_json, print_table
     from smoke.gate.session import gate_status
@@ -187,6 +210,7 @@ def status(
                                   cluster, namespace))
     if as_json:
         print_json(result.to_dict())
+        _down(result)
         return
     from rich.markup import escape
     from rich.table import Table
@@ -197,7 +221,10 @@ def status(
     for c in result.controllers:
         out.print(f"cluster {escape(c.cluster)}: controller " + (
             f"up ({escape(c.holder)}, renewed {c.renewed})" if c.up else
-            "[red]DOWN[/red]: no live Lease; new nodes stay gated until it runs"))
+            f"[red]DOWN[/red]: {escape(c.problem or 'no live Lease')}; new nodes stay gated "
+            "until it runs"))
+    for line in result.skipped:
+        out.print(f"[yellow]skipped[/yellow] {escape(line)}")
     t = Table(title=f"{len(result.nodes)} node(s) of gated pools")
     for col in ("cluster", "team", "pool", "node", "state", "age", "since", "reason"):
         t.add_column(col, overflow="fold")
@@ -207,6 +234,21 @@ def status(
                                 "" if r.age_s is None else duration(r.age_s), r.since,
                                 r.reason)))
     print_table(out, t)
+    _down(result)
+
+
+def _down(result: GateStatus) -> None:
+    """Exit 1 when a cluster's controller is not up (the gate fails closed: said, not 0)."""
+    from fleet.errors import CheckFailed
+
+    down = [c for c in result.controllers if not c.up]
+    if down:
+        raise CheckFailed(f"no gate controller renewed its Lease in time on "
+                          f"{', '.join(c.cluster for c in down)}: "
+                          + "; ".join(f"{c.cluster}: {c.problem or 'no live Lease'}"
+                                      for c in down),
+                          hint="new nodes stay gated until it runs: check the Deployment "
+                          "`accelfleet-gate` (`kubectl -n <namespace> get pods`)")
 
 
 @app.command("open")

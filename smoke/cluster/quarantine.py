@@ -208,14 +208,11 @@ def _json(resp: Any) -> dict[str, Any]:
 
 
 def _is_node(item: object) -> bool:
-    """An item of a node list as the API defines one: metadata with a name, labels and
-    annotations as mappings, a spec (if any) as a mapping. Anything else tells of no node."""
-    if not isinstance(item, dict):
-        return False
-    meta = item.get("metadata")
-    return (isinstance(meta, dict) and isinstance(meta.get("name"), str)
-            and all(isinstance(meta.get(k) or {}, dict) for k in ("labels", "annotations"))
-            and isinstance(item.get("spec") or {}, dict))
+    """An item of a node list as the API defines one (`smoke.cluster.objects.node_problem`:
+    its metadata, taints, conditions of the API's types). Anything else tells of no node."""
+    from smoke.cluster.objects import node_problem
+
+    return not node_problem(item)
 
 
 _num = precise  # what the annotations keep: fleet.words.precise
@@ -411,12 +408,16 @@ def _nodepool_members(api: CoreV1Api, host: str) -> list[str]:
                                   _request_timeout=REQUEST_TIMEOUT_S))
     except ApiException:
         return []
-    nodepool = (node.get("metadata", {}).get("labels") or {}).get(NODEPOOL_LABEL)
+    if not _is_node(node):
+        return []
+    nodepool = (node["metadata"].get("labels") or {}).get(NODEPOOL_LABEL)
     if not nodepool:
         return []
     resp = with_retries(api.list_node, label_selector=f"{NODEPOOL_LABEL}={nodepool}",
                         _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)
-    return [n["metadata"]["name"] for n in _json(resp).get("items") or []]
+    items = _json(resp).get("items")
+    return [n["metadata"]["name"] for n in items if _is_node(n)] if isinstance(items, list) \
+        else []
 
 
 def _describe(results: Sequence[ProbeResult], *, why: bool = False) -> str:

@@ -27,6 +27,7 @@ from smoke.cluster.quarantine import (
     Quarantined,
     _api_problem,
     _event,
+    _is_node,
     _json,
     _labelled,
     _now,
@@ -59,6 +60,14 @@ def release(clients: Mapping[str, ApiClient], *, nodes: Sequence[str] = (),
                 if exc.status == 404:
                     continue
                 raise
+            if not _is_node(node):
+                from fleet.errors import SetupError
+                from smoke.cluster.objects import node_problem
+
+                raise SetupError(f"node {name} of cluster {c}: the API server's answer does "
+                                 f"not read as a Node ({node_problem(node)}); nothing was "
+                                 "released", hint="check the API server, or a proxy in front "
+                                 "of it (`kubectl get node NAME -o json`), then run again")
             found = True
             targets[c][name] = node
             for member in _undo(node).get("unit") or []:  # a TPU slice is released whole

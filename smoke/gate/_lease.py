@@ -49,6 +49,7 @@ class Elector:
         self.holder = ""  # who holds the lease, as last read
         self._seen: tuple[str, float] = ("", 0.0)  # (resourceVersion, when first seen)
         self._renewed = 0.0
+        self.malformed = 0  # reads of a Lease that did not read as one (never acted on)
         # what the holder keeps on the Lease: `annotations()` is written with every renewal
         # (and on release); `stored` is what the Lease carried when last read
         self.annotations = annotations
@@ -112,7 +113,13 @@ class Elector:
             if status_of(exc) != 404:
                 raise
             lease = None
+        from smoke.cluster.objects import lease_problem
+
         now = time.monotonic()
+        problem = "" if lease is None else lease_problem(lease)
+        if problem:  # neither renewed nor taken over: not leader past the renew deadline
+            self.malformed += 1
+            raise ValueError(f"the Lease {self.namespace}/{self.name} does not read: {problem}")
         if lease is None:
             self._ensure_namespace()
             try:

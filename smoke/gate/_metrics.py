@@ -19,6 +19,22 @@ renewal's interval is lost when a leader is killed; a clean stop writes them as 
 Lease). The standby exports the leader's totals as last read. A controller run without leader
 election (`elect=False`) keeps them in memory only. A controller that is down exports nothing:
 alert on `absent(accelfleet_gate_up)` or `gate status` (fail closed: its nodes stay gated).
+
+What a hostile or broken API server made it skip or survive (issue 35; `_guard`, `_watch`,
+`_cap`):
+
+    accelfleet_gate_malformed_objects_total{cluster, kind}     node, pod, lease objects
+        skipped because they do not read as the API defines them (a Warning Event each node)
+    accelfleet_gate_loop_errors_total{cluster}                 loop steps an API error cut
+        short (tried again on the next loop)
+    accelfleet_gate_watch_restarts_total{cluster, reason}      the node watch restarted:
+        expired (410: listed again), oversized (a line past the bound: dropped, listed
+        again), error; each after client-go's reflector backoff
+    accelfleet_gate_node_lists_total{cluster}                  full node lists
+    accelfleet_gate_quarantine_breaker_open{cluster, pool}     1 while more than half of the
+        pool's recent proofs failed: quarantine stops (`_cap`); alert on it
+    accelfleet_gate_quarantines_held_total{cluster, pool, why} failed nodes not quarantined:
+        cap (the pool's max_quarantine) or breaker
 """
 
 from __future__ import annotations
@@ -106,5 +122,51 @@ def render(gates: Sequence[Gate]) -> str:
                 rate = node_hourly_usd(info) if info is not None else None
                 if rate is not None:
                     lines.append(f"{PREFIX}{what}_cost_usd_total{labels} {hours * rate:.4f}")
+    lines += _guard_lines(gates)
     lines.append("# EOF")
     return "\n".join(lines) + "\n"
+
+
+def _guard_lines(gates: Sequence[Gate]) -> list[str]:
+    lines = [f"# TYPE {PREFIX}malformed_objects counter",
+             f"# HELP {PREFIX}malformed_objects API objects skipped: not as the API defines "
+             "them."]
+    for g in gates:
+        with g.guard.lock:
+            counts = dict(g.guard.malformed)
+        if g.elector is not None and g.elector.malformed:
+            counts["lease"] = counts.get("lease", 0) + g.elector.malformed
+        for kind, count in sorted(counts.items()):
+            lines.append(f"{PREFIX}malformed_objects_total"
+                         f"{label_set(cluster=g.cluster, kind=kind)} {count}")
+    lines += [f"# TYPE {PREFIX}loop_errors counter",
+              f"# HELP {PREFIX}loop_errors Loop steps an API error cut short (retried)."]
+    lines += [f"{PREFIX}loop_errors_total{label_set(cluster=g.cluster)} {g.guard.loop_errors}"
+              for g in gates]
+    lines += [f"# TYPE {PREFIX}watch_restarts counter",
+              f"# HELP {PREFIX}watch_restarts Node watch restarts, after a backoff."]
+    watches = [(g.cluster, g.watch) for g in gates if g.watch is not None]
+    for cluster, w in watches:
+        for reason, count in (("expired", w.expired), ("oversized", w.oversized),
+                              ("error", w.errors)):
+            lines.append(f"{PREFIX}watch_restarts_total"
+                         f"{label_set(cluster=cluster, reason=reason)} {count}")
+    lines += [f"# TYPE {PREFIX}node_lists counter",
+              f"# HELP {PREFIX}node_lists Full node lists (the first, then one per restart "
+              "that lost the watch's place)."]
+    lines += [f"{PREFIX}node_lists_total{label_set(cluster=cluster)} {w.lists}"
+              for cluster, w in watches]
+    lines += [f"# TYPE {PREFIX}quarantine_breaker_open gauge",
+              f"# HELP {PREFIX}quarantine_breaker_open 1 while quarantine of the pool is "
+              "stopped: most of its recent proofs failed."]
+    for g in gates:
+        for pool, is_open in g.caps.open_pools().items():
+            lines.append(f"{PREFIX}quarantine_breaker_open"
+                         f"{label_set(cluster=g.cluster, pool=pool)} {int(is_open)}")
+    lines += [f"# TYPE {PREFIX}quarantines_held counter",
+              f"# HELP {PREFIX}quarantines_held Failed nodes not quarantined (cap, breaker)."]
+    for g in gates:
+        for (pool, why), count in sorted(g.caps.held.items()):
+            lines.append(f"{PREFIX}quarantines_held_total"
+                         f"{label_set(cluster=g.cluster, pool=pool, why=why)} {count}")
+    return lines

@@ -21,6 +21,12 @@ if TYPE_CHECKING:
     from smoke.cluster.workload import RenderedRun
 
 PASS, FAIL, INFRA = "pass", "fail", "infra"
+# A node of a unit proven as one (a multi-host TPU slice, a fabric pool's nodes proven
+# together) that did not fail on its own while its unit failed: not proven (a slice or a
+# fabric passes whole or not at all) and not failed (nothing blames it); it stays gated with
+# its unit and is proven again with it (docs/gate.md, "Blame")
+UNIT = "unit"
+FINAL = (PASS, FAIL, UNIT)  # verdicts a proof ends with (INFRA is retried)
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 
 
@@ -190,8 +196,10 @@ def judge(report: RunReport, unit: Unit) -> Outcome:
                                  "or never started) while the rest of its batch did")
             continue
         assert pool is not None
-        mine = [f for f in pool.failures
-                if f.node == node or (f.node is None and not unit.independent)]
+        # a failure naming no node is this node's when it was proven alone; in a unit of
+        # several it is the unit's (`_blame`)
+        mine = [f for f in pool.failures if f.node == node or (
+            f.node is None and not unit.independent and len(unit.hosts) == 1)]
         tested = any(o.node == node and o.report is not None and o.report.results
                      for o in pool.nodes)
         if mine:
@@ -202,4 +210,30 @@ def judge(report: RunReport, unit: Unit) -> Outcome:
             out.reasons[node] = "no report: nothing on this node was judged"
         else:
             out.verdicts[node], out.reasons[node] = PASS, "every probe passed"
+    if not infra and pool is not None and not unit.independent and len(unit.hosts) > 1:
+        _blame(out, unit, pool.failures)
     return out
+
+
+def _blame(out: Outcome, unit: Unit, failures: list[Any]) -> None:
+    """A unit proven as one passes whole or not at all: when it failed (a node's own
+    failure, or a failure of the unit that names no node of it: the slice's collective, the
+    fabric check), each node with no failure of its own is held with its unit (UNIT), never
+    proven; nodes failing on their own keep their FAIL (they are the ones blamed)."""
+    blamed = sorted(n for n in unit.nodes if out.verdicts.get(n) == FAIL)
+    blamed_peers = sorted(p for p in unit.peers if any(f.node == p for f in failures))
+    collective = [f for f in failures if f.node is None or f.node not in unit.hosts]
+    if not blamed and not collective and not blamed_peers:
+        return
+    what = f"slice {unit.slice}" if unit.slice else f"unit of {len(unit.hosts)} nodes"
+    if blamed or blamed_peers:
+        why = (f"its {what} failed: {', '.join([*blamed, *blamed_peers][:8])} failed on its "
+               "own; this node passed its own probes but is proven only with its "
+               f"{'slice' if unit.slice else 'unit'} as a whole, and stays gated until then")
+    else:
+        why = (f"its {what} failed as a unit and no node is blamed "
+               f"({'; '.join(f.line() for f in collective)[:500]}): every node of it stays "
+               "gated, none is failed or quarantined; the unit is proven again")
+    for node in unit.nodes:
+        if out.verdicts.get(node) == PASS:
+            out.verdicts[node], out.reasons[node] = UNIT, why[:900]

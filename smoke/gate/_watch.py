@@ -1,15 +1,34 @@
 """The gate's view of the nodes: list, then watch from the list's resourceVersion (with
 bookmarks), resume a dropped watch from the last version seen, re-list when the server
-answers 410 Expired (the version is too old: changes may have been missed)."""
+answers 410 Expired (the version is too old: changes may have been missed).
+
+Against a hostile or broken API server (issue 35):
+- every re-list and every failed watch waits on a backoff as client-go's reflector does
+  (kubernetes/client-go v0.35.7 `tools/cache/reflector.go`, read 2026-11-28:
+  `wait.NewExponentialBackoffManager(800*time.Millisecond, 30*time.Second, 2*time.Minute,
+  2.0, 1.0, ...)`: from 0.8 s, doubling, at most 30 s, each wait jittered up to twice its
+  length, back to 0.8 s after 2 minutes without a failure). A 410 on every watch made 50-221
+  full node lists a second without it; with it, the lists thin out to one every 30-60 s. A
+  watch that ends within a second having delivered nothing counts as a failure too
+  (client-go: "very short watch");
+- a watch line (one event, one object) is read at most MAX_LINE_BYTES: a longer one (a line
+  that never ends) drops the stream, and the nodes are listed again after the backoff, so
+  memory stays bounded whatever the server sends;
+- an object that is not a Node as the API defines one (`smoke.cluster.objects.node_problem`)
+  is kept out of the cache (a changed node that turns malformed leaves it), counted, and
+  reported once per resourceVersion to `rejected(name, node, problem)` (the controller's
+  Warning Event and metric): one bad object never stops the view of the others."""
 
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from smoke.cluster import objects
 from smoke.cluster.access import pages, transient, with_retries
 from smoke.gate._kube import REQUEST_TIMEOUT_S, raw
 
@@ -18,10 +37,75 @@ if TYPE_CHECKING:
 
 PAGE = 500
 GONE = 410
+# One watch event's line: a Node is stored in etcd within its request limit (etcd's
+# --max-request-bytes, 1.5 MiB by default: https://etcd.io/docs/v3.6/dev-guide/limit/, read
+# 2026-11-28); its JSON on the wire is larger than etcd's protobuf, so four times that leaves
+# room, and nothing larger is a Node.
+MAX_LINE_BYTES = 6 * 2**20
+READ_BYTES = 64 * 2**10  # what one read of the stream takes at most
+SHORT_WATCH_S = 1.0  # a watch that ends this soon with no event is a failure (client-go)
+
+# client-go's reflector backoff (v0.35.7 tools/cache/reflector.go, above)
+BACKOFF_FIRST_S = 0.8
+BACKOFF_MAX_S = 30.0
+BACKOFF_RESET_S = 120.0
+BACKOFF_FACTOR = 2.0
+BACKOFF_JITTER = 1.0
 
 
 class Expired(Exception):
     """The watch's resourceVersion is too old (410): re-list."""
+
+
+class LineTooLong(Exception):
+    """A watch line past its bound: the stream is dropped, the nodes listed again."""
+
+
+class Backoff:
+    """client-go's exponential backoff manager: `next()` is the wait before the next try,
+    from `first_s`, times `factor` each time, at most `max_s`, plus up to `jitter` times
+    itself at random; a quiet spell of `reset_s` since the last wait starts again from
+    `first_s`."""
+
+    def __init__(self, first_s: float = BACKOFF_FIRST_S, max_s: float = BACKOFF_MAX_S, *,
+                 reset_s: float = BACKOFF_RESET_S, factor: float = BACKOFF_FACTOR,
+                 jitter: float = BACKOFF_JITTER,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.first_s, self.max_s, self.reset_s = first_s, max_s, reset_s
+        self.factor, self.jitter, self.clock = factor, jitter, clock
+        self._step_s = 0.0
+        self._last = -float("inf")
+
+    def next(self) -> float:
+        now = self.clock()
+        if now - self._last > self.reset_s:
+            self._step_s = 0.0
+        self._last = now
+        self._step_s = self.first_s if self._step_s == 0.0 else min(
+            self.max_s, self._step_s * self.factor)
+        return self._step_s * (1.0 + random.random() * self.jitter)
+
+
+def lines(resp: Any, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes]:
+    """The stream's lines, each at most `max_line_bytes` (LineTooLong past it), read
+    READ_BYTES at a time (urllib3 hands a chunked body over in reads of at most that)."""
+    buffer = bytearray()
+    for segment in resp.stream(READ_BYTES, decode_content=False):
+        buffer.extend(segment if isinstance(segment, bytes) else str(segment).encode())
+        start = 0
+        while True:
+            end = buffer.find(b"\n", start)
+            if end < 0:
+                break
+            if end - start > max_line_bytes:
+                raise LineTooLong(f"a watch line of {end - start} bytes")
+            yield bytes(buffer[start:end])
+            start = end + 1
+        del buffer[:start]
+        if len(buffer) > max_line_bytes:
+            raise LineTooLong(f"a watch line past {max_line_bytes} bytes, still unended")
+    if buffer:
+        yield bytes(buffer)
 
 
 class NodeWatch:
@@ -29,15 +113,31 @@ class NodeWatch:
     a full re-list)."""
 
     def __init__(self, core: CoreV1Api, changed: Callable[[str | None], None],
-                 stop: threading.Event, *, watch_timeout_s: int = 300) -> None:
+                 stop: threading.Event, *, watch_timeout_s: int = 300,
+                 rejected: Callable[[str, Any, str], None] | None = None,
+                 max_line_bytes: int = MAX_LINE_BYTES, backoff: Backoff | None = None,
+                 wait: Callable[[float], bool] | None = None) -> None:
         self.core, self.changed, self.stop = core, changed, stop
         self.watch_timeout_s = watch_timeout_s
+        self.rejected = rejected
+        self.max_line_bytes = max_line_bytes
+        self.backoff = backoff or Backoff()
+        self.wait = wait or stop.wait  # how a backoff is waited out (tests record it)
         self.lock = threading.Lock()
         self.nodes: dict[str, dict[str, Any]] = {}
+        # nodes kept out of the cache: name -> (resourceVersion, problem)
+        self.malformed: dict[str, tuple[str, str]] = {}
         self.synced = threading.Event()
         self.lists = 0  # full lists made (the first, then one per 410)
         self.resumes = 0  # watches resumed from the last version seen
         self.errors = 0  # watch or list errors (each retried with backoff)
+        self.expired = 0  # watches answered 410 Expired
+        self.oversized = 0  # streams dropped for a line past max_line_bytes
+        self.skipped = 0  # objects skipped as malformed
+        self.events = 0  # watch events read (a watch that brought none and ended at once
+        # is a failure)
+        self.last_error = ""  # the last failure, in words
+        self.waits: list[float] = []  # the last backoff waits, newest last (at most 64)
         self.resource_version = ""
 
     def snapshot(self) -> dict[str, dict[str, Any]]:
@@ -50,33 +150,67 @@ class NodeWatch:
 
     def run(self) -> None:
         rv: str | None = None
-        delay = 0.2
         while not self.stop.is_set():
             try:
                 if rv is None:
                     rv = self._list()
+                started, events = time.monotonic(), self.events
                 rv = self._watch(rv)
                 self.resumes += 1
-                delay = 0.2
+                if self.events > events or time.monotonic() - started >= SHORT_WATCH_S:
+                    continue  # a watch that ran its course: resume at once
+                self.errors += 1  # ended at once, nothing said: a failure (client-go)
+                self.last_error = "a watch that ended at once with no event"
             except Expired:
+                self.expired += 1
+                rv = None
+            except LineTooLong as exc:
+                self.oversized += 1
+                self.last_error = str(exc)
                 rv = None
             except Exception as exc:
+                self.last_error = f"{type(exc).__name__}: {str(exc)[:300]}"
                 # a dropped connection or a server error: resume from `rv`; anything else
                 # (an answer that does not read): list again. Never give up: a controller
                 # whose watch died would leave every new node gated, unseen.
                 self.errors += 1
                 if not transient(exc) and not isinstance(exc, ConnectionError):
                     rv = None
-                self.stop.wait(delay)
-                delay = min(5.0, delay * 2)
+            delay = self.backoff.next()  # every retry, re-list or not (client-go)
+            self.waits = [*self.waits[-63:], delay]
+            self.wait(delay)
+
+    def _keep(self, node: Any) -> str:
+        """'' when `node` reads as a Node; else its problem, reported (once per version)."""
+        problem = objects.node_problem(node)
+        if not problem:
+            return ""
+        self.skipped += 1
+        name = objects.name_of(node)
+        meta = node.get("metadata") if isinstance(node, dict) else None
+        rv = str(meta.get("resourceVersion")) if isinstance(meta, dict) else ""
+        with self.lock:
+            seen = self.malformed.get(name) == (rv, problem)
+            if name:
+                self.malformed[name] = (rv, problem)
+        if not seen and self.rejected is not None:
+            try:
+                self.rejected(name, node, problem)
+            except Exception:  # reporting never stops the view of the other nodes
+                pass
+        return problem
 
     def _list(self) -> str:
         items, meta = pages(lambda token: raw(with_retries(
             self.core.list_node, limit=PAGE, _continue=token, _preload_content=False,
             _request_timeout=REQUEST_TIMEOUT_S)), what="the node list")  # bounded (issue 29)
-        rv = str(meta.get("resourceVersion", ""))
+        rv = meta.get("resourceVersion")
+        if not isinstance(rv, str) or not rv:
+            raise ValueError("the node list carries no resourceVersion to watch from")
+        good = {n["metadata"]["name"]: n for n in items if not self._keep(n)}
         with self.lock:
-            self.nodes = {n["metadata"]["name"]: n for n in items}
+            self.nodes = good
+            self.malformed = {k: v for k, v in self.malformed.items() if k not in good}
             self.resource_version = rv
         self.lists += 1
         self.synced.set()
@@ -84,36 +218,51 @@ class NodeWatch:
         return rv
 
     def _watch(self, rv: str) -> str:
-        from kubernetes.watch.watch import iter_resp_lines
-
         resp: Any = self.core.list_node(watch=True, resource_version=rv, allow_watch_bookmarks=True,
                                    timeout_seconds=self.watch_timeout_s, _preload_content=False,
                                    _request_timeout=(5.0, self.watch_timeout_s + 30.0))
         try:
-            for line in iter_resp_lines(resp):  # type: ignore[no-untyped-call]
+            for line in lines(resp, self.max_line_bytes):
                 if self.stop.is_set():
                     break
-                if not line or not line.strip():
+                if not line.strip():
                     continue
-                event = json.loads(line)
-                obj = event.get("object") or {}
-                kind = event.get("type")
+                event = json.loads(line)  # not JSON: ValueError, listed again
+                if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
+                    raise ValueError("a watch event that is no event object")
+                obj, kind = event["object"], event.get("type")
                 if kind == "ERROR":
                     if obj.get("code") == GONE:
                         raise Expired(obj.get("message", ""))
                     raise ConnectionError(f"watch error {obj.get('code')}: "
-                                          f"{obj.get('message')}")
-                rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+                                          f"{str(obj.get('message'))[:300]}")
+                meta = obj.get("metadata")
+                seen = meta.get("resourceVersion") if isinstance(meta, dict) else None
+                if kind not in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK") or \
+                        not isinstance(seen, str) or not seen:
+                    raise ValueError(f"a watch event of type {str(kind)[:20]!r} without a "
+                                     "resourceVersion")
+                rv = seen
+                self.events += 1
                 if kind == "BOOKMARK":
                     with self.lock:
                         self.resource_version = rv
                     continue
-                name = (obj.get("metadata") or {}).get("name", "")
+                name = objects.name_of(obj)
+                if kind != "DELETED" and self._keep(obj):
+                    with self.lock:  # a node turned malformed: out of the cache
+                        gone = self.nodes.pop(name, None) is not None
+                        self.resource_version = rv
+                    if gone:
+                        self.changed(name)
+                    continue
                 with self.lock:
                     if kind == "DELETED":
                         self.nodes.pop(name, None)
+                        self.malformed.pop(name, None)
                     else:
                         self.nodes[name] = obj
+                        self.malformed.pop(name, None)
                     self.resource_version = rv
                 self.changed(name)
         finally:

@@ -40,9 +40,12 @@ from typing import TYPE_CHECKING, Any
 
 from fleet import smoke_defaults as SD
 from smoke.cluster.access import with_retries
+from smoke.cluster.objects import pod_problem, valid
 from smoke.gate import _kube as K
 from smoke.gate import nodes as N
-from smoke.gate._proof import FAIL, INFRA, PASS, Outcome, Unit
+from smoke.gate._cap import Caps
+from smoke.gate._guard import Guard
+from smoke.gate._proof import FAIL, FINAL, INFRA, PASS, Outcome, Unit
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -77,6 +80,10 @@ class GateOptions:
     watch_timeout_s: int = 300
     history: Path | None = None  # proofs recorded here (None with record_history: default)
     record_history: bool = False
+    sync_wait_s: float = 30.0  # --once: the node list must answer within this (else exit 2)
+    breaker_ratio: float = 0.5  # quarantine stops past this share of failed proofs (_cap)
+    breaker_window_s: float = 1800.0
+    breaker_min_verdicts: int = 4
 
 
 @dataclass
@@ -105,10 +112,15 @@ class GateSummary:
     lists: int = 0  # full node lists (1 + one per 410)
     leader: bool = False
     errors: list[str] = field(default_factory=list)
+    api_problems: list[str] = field(default_factory=list)  # the API failed it (exit 2)
+    targets: tuple[str, ...] = ()  # --once: the nodes it had to prove
+    unsynced: bool = False  # --once: the nodes were never listed (no targets known)
 
     @property
     def ok(self) -> bool:
-        return not self.errors and all(r.verdict == PASS for r in self.results.values())
+        return not self.errors and not self.unsynced and all(
+            r.verdict == PASS for r in self.results.values()) and all(
+            t in self.results for t in self.targets)
 
 
 class Gate:
@@ -138,6 +150,9 @@ class Gate:
         self.verdict_counts: dict[tuple[str, str], int] = {}  # (pool, verdict) -> proofs
         self.ready_to_proven: dict[str, list[float]] = {}  # pool -> seconds, per node
         self.node_hours: dict[tuple[str, str, str], float] = {}  # (pool, team, kind) -> h
+        self.guard = Guard(self)  # malformed objects, loop errors (smoke.gate._guard)
+        self.caps = Caps(ratio=options.breaker_ratio, window_s=options.breaker_window_s,
+                         min_verdicts=options.breaker_min_verdicts)
 
     def is_leader(self) -> bool:
         return self.elector is None or bool(self.elector.is_leader())
@@ -216,7 +231,7 @@ class Gate:
         o = self.options
         inner = threading.Event()  # ends the helper threads once this returns
         self.watch = NodeWatch(self.core, self._changed, inner,
-                               watch_timeout_s=o.watch_timeout_s)
+                               watch_timeout_s=o.watch_timeout_s, rejected=self.guard.rejected)
         threads = [threading.Thread(target=self.watch.run, daemon=True, name="gate-watch")]
         if o.elect:
             self.elector = Elector(self.client, o.namespace, o.lease_name, o.identity,
@@ -230,20 +245,25 @@ class Gate:
                                   thread_name_prefix="gate-proof")
         futures: list[Future[None]] = []
         try:
-            self.watch.wait_synced(30.0)
+            if not self.watch.wait_synced(o.sync_wait_s) and o.once:
+                self.summary.unsynced = True
+                self.guard.problem(f"the node list did not answer within {o.sync_wait_s:g} s "
+                                   f"({self.watch.last_error or 'no answer'})")
             self.ready.set()
             deadline = None if o.once_wait_s is None else time.monotonic() + o.once_wait_s
-            while not stop.is_set():
+            while not stop.is_set() and not (o.once and not self.watch.synced.is_set()):
                 leader = self.elector is None or self.elector.is_leader()
                 self.summary.leader = self.summary.leader or leader
                 if leader and self.watch.synced.is_set():
                     if not self.adopted:
                         self._continue_hours()
-                        self._adopt()
-                        self.adopted = True
+                        self.adopted = self.guard.guarded("adopting nodes left proving",
+                                                          self._adopt)
                     if o.once and self.targets is None:
                         self.targets = self._once_targets()
-                    futures += [pool.submit(self._prove, *job) for job in self._plan()]
+                    jobs: list[tuple[Unit, InventoryPool]] = self.guard.attempt(
+                        "planning proofs", self._plan, [])
+                    futures += [pool.submit(self._prove, *job) for job in jobs]
                     futures = [f for f in futures if not f.done()]
                     if o.once and self._once_done(deadline):
                         break
@@ -272,6 +292,7 @@ class Gate:
             if self.elector is not None:
                 self.elector.release()
             self.summary.lists = self.watch.lists
+            self.summary.targets = tuple(sorted(self.targets or ()))
         return self.summary
 
     # -- which nodes, as which units ----------------------------------------------------
@@ -296,11 +317,11 @@ class Gate:
         for name in sorted(self.targets):
             result = self.summary.results.get(name)
             if name not in present and name not in self.inflight:
-                if result is None or result.verdict not in (PASS, FAIL):
+                if result is None or result.verdict not in FINAL:
                     self.summary.results[name] = NodeResult(name, "", "gone",
                                                             "the node was deleted")
                 continue
-            if result is None or result.verdict not in (PASS, FAIL) or name in self.inflight:
+            if result is None or result.verdict not in FINAL or name in self.inflight:
                 waiting.append(name)
         if not waiting:
             return True
@@ -419,7 +440,11 @@ class Gate:
                                       _request_timeout=K.REQUEST_TIMEOUT_S))
         except Exception:
             return False
-        for pod in page.get("items") or []:
+        pods, bad = valid(page.get("items"), pod_problem)
+        if bad:  # a pod that does not read as one: the node may be busy
+            self.guard.skipped("pod", len(bad))
+            return False
+        for pod in pods:
             if (pod.get("status") or {}).get("phase") not in ("Pending", "Running"):
                 continue
             owners = (pod.get("metadata") or {}).get("ownerReferences") or []
@@ -520,6 +545,8 @@ class Gate:
         proof_s = time.monotonic() - started
         try:
             self._apply(unit, pool, run_id, outcome, proof_s)
+        except Exception as exc:  # an API error, a node turned malformed: no claim outlives it
+            self.guard.apply_failed(unit, pool, run_id, exc)
         finally:
             with self.lock:
                 for name in unit.nodes:
@@ -571,24 +598,18 @@ class Gate:
                 failed.append(name)
                 self.summary.results[name] = NodeResult(name, pool.name, FAIL, reason, run_id,
                                                         None, proof_s, _probe_s(outcome, name))
-            else:
-                delay = self.backoff.get(name, (0.0, 0.0))[1]
-                delay = min(o.retry_max_s, max(o.retry_first_s, delay * 2))
-                self.backoff[name] = (time.monotonic() + delay, delay)
-                K.patch_node(self.core, name, self._release(unit))
-                K.node_event(self.core, node, "GateProofRetry", f"accelfleet gate: proof "
-                             f"{run_id} could not judge the node ({reason}); retrying in "
-                             f"{delay:.0f} s", warning=True)
-                self.summary.results[name] = NodeResult(name, pool.name, INFRA, reason, run_id)
-        for name in unit.nodes:
-            r = self.summary.results.get(name)
-            if r is not None and r.run_id == run_id:
-                key = (pool.name, r.verdict)
-                self.verdict_counts[key] = self.verdict_counts.get(key, 0) + 1
+            else:  # no verdict of its own: an infrastructure error, or its unit failed
+                self.guard.held(unit, pool, name, node, verdict, reason, run_id)
+        mine = [r for r in map(self.summary.results.get, unit.nodes)
+                if r is not None and r.run_id == run_id]
+        for r in mine:
+            key = (pool.name, r.verdict)
+            self.verdict_counts[key] = self.verdict_counts.get(key, 0) + 1
+        self.caps.judged(pool.name, [r.verdict for r in mine])
         report = outcome.report
         if report is not None and not report.cancelled:
             if failed:
-                self._quarantine(report, pool)
+                self._quarantine(report, pool, failed)
             if o.record_history:
                 self._record(report)
 
@@ -606,20 +627,10 @@ class Gate:
         assert pool.gate is not None
         return pool.gate.max_tier if self.options.tier is None else self.options.tier
 
-    def _quarantine(self, report: Any, pool: InventoryPool) -> None:
-        from smoke.cluster.quarantine import Cap, quarantine
+    def _quarantine(self, report: Any, pool: InventoryPool, failed: list[str]) -> None:
+        from smoke.gate._cap import quarantine_failed
 
-        assert pool.gate is not None
-        size = sum(1 for n in self._nodes() if n.pool == pool.name)
-        pools = tuple(replace(p, expected_pods=max(p.expected_pods, size))
-                      for p in report.pools)
-        try:
-            taken = quarantine(replace(report, pools=pools), {self.cluster: self.client},
-                               pools={pool.name: pool}, cap=Cap.parse(pool.gate.quarantine_cap))
-        except Exception as exc:
-            self.summary.errors.append(f"quarantine of {pool.name}: {type(exc).__name__}")
-            return
-        self.summary.errors += [a.line() for a in taken.of("error")]
+        quarantine_failed(self, report, pool, failed)
 
     def _record(self, report: Any) -> None:
         from smoke.history import default_path, record

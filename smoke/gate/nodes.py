@@ -15,6 +15,8 @@ A node of a gated pool is in one of these states (`GateNode.state`):
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,6 +36,8 @@ from fleet.labels import (
     SMOKE_KEY,
     TEAM_LABEL,
 )
+from smoke.cluster._podtime import aware_time
+from smoke.cluster.objects import name_of, node_problem
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"  # a multi-host TPU slice is one node pool
@@ -52,13 +56,27 @@ def gate_toleration() -> dict[str, str]:
             "effect": GATE_TAINT_EFFECT}
 
 
-def _ts(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
+# A proof's time may run ahead of this controller's clock by this much (two machines' clocks
+# under NTP agree to well within it); further ahead is clock skew or a forged stamp: the proof
+# does not count and the node is proven again (issue 35: a proof stamped a year ahead was
+# never re-proven).
+PROOF_SKEW_S = 300.0
+RUN_ID = re.compile(r"^r\d{10}-[0-9a-f]{4}$")  # smoke.cluster.launcher.new_run_id
+
+
+class Malformed(ValueError):
+    """An object that does not read as a Node (smoke.cluster.objects.node_problem): skipped
+    with a Warning Event and a metric, never half-read."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(f"node {name or '(no name)'}: {problem}")
+        self.name, self.problem = name, problem
+
+
+def _ts(text: object) -> datetime | None:
+    """An API time with its zone (RFC 3339); None for anything else (a time without an offset
+    cannot be compared with the controller's clock: Python raises TypeError)."""
+    return aware_time(text)
 
 
 @dataclass(frozen=True)
@@ -80,6 +98,11 @@ class GateNode:
 
     @classmethod
     def of(cls, node: Mapping[str, Any]) -> GateNode:
+        """The node as the gate reads it; Malformed when it is not a Node as the API
+        defines one (a string for its taints, a list for its annotations, ...)."""
+        problem = node_problem(node)
+        if problem:
+            raise Malformed(name_of(node), problem)
         meta = node.get("metadata") or {}
         labels = dict(meta.get("labels") or {})
         conditions = (node.get("status") or {}).get("conditions") or []
@@ -119,17 +142,38 @@ class GateNode:
 
     @property
     def proof(self) -> dict[str, Any] | None:
-        try:
-            data = json.loads(self.annotations.get(GATE_PROOF_ANNOTATION, ""))
-        except ValueError:
-            return None
-        return data if isinstance(data, dict) else None
+        """The recorded pass, when it reads as one (`proof_problem` is '')."""
+        return None if self.proof_problem else _proof_record(self)
+
+    @property
+    def proof_problem(self) -> str:
+        """'' when the node carries a proof annotation that reads as a pass this controller
+        wrote; else why it does not count ('no proof' when there is none). Anyone who may
+        patch nodes can write the annotation: it counts only as JSON of a passed verdict
+        with a run id of the launcher's shape and a time with its UTC offset that is not
+        ahead of this clock (past PROOF_SKEW_S: clock skew)."""
+        data = _proof_record(self)
+        if data is None:
+            return "no proof" if GATE_PROOF_ANNOTATION not in self.annotations else \
+                "the proof annotation is not a JSON object"
+        if data.get("verdict") != "pass":
+            return "the proof records no pass"
+        if not isinstance(data.get("run"), str) or not RUN_ID.match(data["run"]):
+            return "the proof names no run id of the gate's"
+        at = data.get("at")
+        when = _ts(at)
+        if when is None:
+            return f"the proof's time {str(at)[:40]!r} is not a time with its UTC offset"
+        ahead_s = (when - datetime.now(UTC)).total_seconds()
+        if ahead_s > PROOF_SKEW_S:
+            return f"clock skew: the proof's time {at} is {ahead_s:.0f} s in the future"
+        return ""
 
     @property
     def opened(self) -> dict[str, Any] | None:
         try:
             data = json.loads(self.annotations.get(GATE_OPEN_ANNOTATION, ""))
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         return data if isinstance(data, dict) else None
 
@@ -192,12 +236,22 @@ def restore_proven_patch(node: GateNode) -> dict[str, Any]:
                                 if t.get("key") != GATE_TAINT_KEY]}}
 
 
-def proof_age_s(node: GateNode, now: datetime | None = None) -> float | None:
-    """Seconds since the node's last passed proof (None: no readable proof)."""
-    when = _ts(str((node.proof or {}).get("at", "")))
+def proof_age_s(node: GateNode, now: datetime | None = None) -> float:
+    """Seconds since the node's last passed proof; infinite when it has none that counts
+    (`GateNode.proof_problem`: none, unreadable, a time without its offset, a time ahead of
+    this clock): such a node is due for its re-proof at once."""
+    when = _ts((node.proof or {}).get("at"))
     if when is None:
+        return math.inf
+    return max(0.0, ((now or datetime.now(UTC)) - when).total_seconds())
+
+
+def _proof_record(node: GateNode) -> dict[str, Any] | None:
+    try:
+        data = json.loads(node.annotations.get(GATE_PROOF_ANNOTATION, ""))
+    except (ValueError, RecursionError):
         return None
-    return ((now or datetime.now(UTC)) - when).total_seconds()
+    return data if isinstance(data, dict) else None
 
 
 def unclaim_patch(node: GateNode) -> dict[str, Any]:

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from smoke.gate.controller import GateSummary
 
 MAX_INVENTORY_BYTES = 16 * 2**20
+LEASE_READ_S = 15.0  # `gate status`: the Lease read, every attempt, within this
+LEASE_SKEW_S = 5.0  # a renewTime further ahead of this clock is clock skew, not "up"
 
 
 @dataclass(frozen=True)
@@ -164,7 +166,13 @@ def run_gate(request: GateRequest, stop: threading.Event | None = None
     summaries: list[GateSummary | None] = [None] * len(gates)
 
     def drive(i: int) -> None:
-        summaries[i] = gates[i].run(stop)
+        try:
+            summaries[i] = gates[i].run(stop)
+        except Exception as exc:  # never a silent success: the controller's end is said
+            summary = gates[i].summary
+            summary.api_problems.append(f"the controller stopped: {type(exc).__name__}: "
+                                        f"{str(exc)[:300]}")
+            summaries[i] = summary
 
     threads = [threading.Thread(target=drive, args=(i,), daemon=True, name=f"gate-{g.cluster}")
                for i, g in enumerate(gates)]
@@ -213,28 +221,35 @@ class ControllerRow:
     holder: str
     renewed: str
     up: bool
+    problem: str = ""  # why it is not up: no Lease, expired, clock skew, no answer
 
     def to_dict(self) -> dict[str, Any]:
         return {"cluster": self.cluster, "holder": self.holder, "renewed": self.renewed,
-                "up": self.up}
+                "up": self.up, "problem": self.problem}
 
 
 @dataclass(frozen=True)
 class GateStatus:
     nodes: tuple[NodeRow, ...]
     controllers: tuple[ControllerRow, ...]
+    skipped: tuple[str, ...] = ()  # node objects that do not read as Nodes, and why
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": "accelfleet.gate/status", "schema_version": 1,
                 "controllers": [c.to_dict() for c in self.controllers],
-                "nodes": [n.to_dict() for n in self.nodes]}
+                "nodes": [n.to_dict() for n in self.nodes], "skipped": list(self.skipped)}
 
 
-def _nodes_of(client: ApiClient, pools: set[str]) -> list[dict[str, Any]]:
+def _nodes_of(client: ApiClient, pools: set[str], skipped: list[tuple[str, str]] | None = None
+              ) -> list[dict[str, Any]]:
+    """The nodes of `pools` that read as Nodes (`smoke.cluster.objects.node_problem`); each
+    other item, (name, why), goes to `skipped` (`gate status` names them; open and close
+    leave them alone)."""
     from kubernetes import client as k
 
     from fleet.labels import POOL_LABEL
     from smoke.cluster.access import pages, with_retries
+    from smoke.cluster.objects import node_problem, valid
     from smoke.gate._kube import REQUEST_TIMEOUT_S, raw
 
     core = k.CoreV1Api(client)
@@ -243,32 +258,59 @@ def _nodes_of(client: ApiClient, pools: set[str]) -> list[dict[str, Any]]:
         core.list_node, label_selector=selector, limit=500, _continue=token,
         _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)),
         what="the node list")  # bounded (issue 29)
-    return items
+    good, bad = valid(items, node_problem)
+    if skipped is not None:
+        skipped += bad
+    return good
 
 
 def _controller(client: ApiClient, cluster: str, namespace: str) -> ControllerRow:
+    """Whether a controller renewed the cluster's Lease within its duration, by this
+    machine's clock: the read bounded (LEASE_READ_S, a drip included), a renewTime ahead of
+    this clock (past LEASE_SKEW_S) is clock skew and not "up", an unreadable Lease is not up."""
+    import time
+
     from kubernetes import client as k
 
-    from smoke.gate._kube import REQUEST_TIMEOUT_S, raw, status_of
+    from smoke.cluster._podtime import aware_time
+    from smoke.cluster.access import with_retries
+    from smoke.cluster.objects import lease_problem
+    from smoke.gate._kube import raw, status_of
     from smoke.gate.controller import LEASE_NAME
 
     try:
-        lease = raw(k.CoordinationV1Api(client).read_namespaced_lease(
-            LEASE_NAME, namespace, _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S))
+        lease = raw(with_retries(
+            k.CoordinationV1Api(client).read_namespaced_lease, LEASE_NAME, namespace,
+            _preload_content=False, _request_timeout=(5.0, LEASE_READ_S), cap_s=LEASE_READ_S,
+            deadline=time.monotonic() + LEASE_READ_S))
     except Exception as exc:
         if status_of(exc) in (404, 403):
-            return ControllerRow(cluster, "", "", False)
-        raise
+            return ControllerRow(cluster, "", "", False, "no Lease: no controller has run "
+                                 if status_of(exc) == 404 else "the Lease may not be read "
+                                 "(403)")
+        return ControllerRow(cluster, "", "", False, "the Lease was not read within "
+                             f"{LEASE_READ_S:g} s ({type(exc).__name__}): the API server "
+                             "answers too slowly")
+    problem = lease_problem(lease)
+    if problem:
+        return ControllerRow(cluster, "", "", False, f"the Lease does not read: {problem}")
     spec = lease.get("spec") or {}
-    renewed = str(spec.get("renewTime") or "")
-    up = False
-    try:
-        when = datetime.fromisoformat(renewed.replace("Z", "+00:00"))
-        up = bool(spec.get("holderIdentity")) and (datetime.now(UTC) - when).total_seconds() \
-            <= float(spec.get("leaseDurationSeconds") or 15)
-    except ValueError:
-        up = False
-    return ControllerRow(cluster, str(spec.get("holderIdentity") or ""), renewed, up)
+    holder, renewed = str(spec.get("holderIdentity") or ""), str(spec.get("renewTime") or "")
+    duration_s = float(spec.get("leaseDurationSeconds") or 15)
+    when = aware_time(renewed)
+    if not holder:
+        return ControllerRow(cluster, "", renewed, False, "no holder: released")
+    if when is None:
+        return ControllerRow(cluster, holder, renewed, False,
+                             "its renewTime is not a time with its UTC offset")
+    age_s = (datetime.now(UTC) - when).total_seconds()
+    if age_s < -LEASE_SKEW_S:
+        return ControllerRow(cluster, holder, renewed, False, f"clock skew: its renewTime is "
+                             f"{-age_s:.0f} s ahead of this clock; not taken as alive")
+    if age_s > duration_s:
+        return ControllerRow(cluster, holder, renewed, False, f"expired: not renewed for "
+                             f"{age_s:.0f} s, past its {duration_s:g} s lease")
+    return ControllerRow(cluster, holder, renewed, True)
 
 
 def gate_status(request: GateRequest) -> GateStatus:
@@ -279,21 +321,33 @@ def gate_status(request: GateRequest) -> GateStatus:
     target = _target(request)
     rows: list[NodeRow] = []
     controllers = []
+    skipped: list[str] = []
     now = datetime.now(UTC)
     for cluster, client in sorted(target.clients.items()):
         pools = {p.name: p for p in target.inventory.pools if p.cluster == cluster and p.gated}
         controllers.append(_controller(client, cluster, target.namespace))
-        for raw_node in _nodes_of(client, set(pools)):
+        bad: list[tuple[str, str]] = []
+        good = _nodes_of(client, set(pools), bad)
+        skipped += [f"{cluster}/{name or '(no name)'}: {why}" for name, why in bad]
+        for raw_node in good:
             n = GateNode.of(raw_node)
+            if n.pool not in pools:
+                continue
             cond = n.condition or {}
             since, reason = "", ""
             if n.state == "proven":
                 since = str((n.proof or {}).get("at", ""))
+                if n.proof is None and n.proof_problem != "no proof":
+                    reason = n.proof_problem
             elif n.state == "failed":
                 since, reason = str(cond.get("lastTransitionTime", "")), str(
                     cond.get("message", ""))
             elif n.state == "proving":
                 since = n.run
+            elif n.state == "unproven" and cond.get("reason") == "UnitFailed":
+                # held with its slice or fabric unit (smoke.gate._proof.UNIT): say why
+                since, reason = str(cond.get("lastTransitionTime", "")), str(
+                    cond.get("message", ""))
             elif n.state == "open":
                 opened = n.opened or {}
                 since, reason = str(opened.get("at", "")), f"{opened.get('by', '?')}: " \
@@ -302,7 +356,7 @@ def gate_status(request: GateRequest) -> GateStatus:
             rows.append(NodeRow(cluster, n.pool, n.team or pools[n.pool].team, n.name,
                                 n.state, age, since, reason, n.quarantined))
     rows.sort(key=lambda r: (r.cluster, r.team, r.pool, r.node))
-    return GateStatus(tuple(rows), tuple(controllers))
+    return GateStatus(tuple(rows), tuple(controllers), tuple(skipped))
 
 
 # -- open and close -------------------------------------------------------------------------

@@ -47,11 +47,12 @@ def test_run_once_exits_0_when_every_gated_node_passed_then_status_shows_them(
         assert f"PASS ml-gke/h100-train {n}" in result.output
         assert not tainted(fake_cluster, n)
     status = _gate("status", "--json", *files)
-    assert status.exit_code == 0, status.output
+    assert status.exit_code == 1, status.output  # no controller renews the Lease now
     doc = json.loads(status.stdout)
     assert [(r["node"], r["state"]) for r in doc["nodes"]] == [(n, "proven") for n in names]
     assert doc["controllers"] == [{"cluster": "ml-gke", "holder": "", "renewed": doc[
-        "controllers"][0]["renewed"], "up": False}]  # released on exit: none is up now
+        "controllers"][0]["renewed"], "up": False, "problem": "no holder: released"}]
+    # released on exit: none is up now
     from smoke.history import History
 
     with History.open(tmp_path / "history.sqlite", create=False) as h:  # the same history

@@ -50,7 +50,8 @@ benchmarks), `fail_next` (answer the next N matching requests with an error), `o
 (everything left, by label selector). A hostile or broken server (issue 29): `lie` (change an
 answer), `hostile` (send it as a drip, byte by byte, status line and headers included, or as
 a chunked body that never ends: a list's items or a pod log's lines over and over) and
-`endless_pages` (a `continue` token on every page, for ever).
+`endless_pages` (a `continue` token on every page, for ever), `hostile_watch` (every watch
+answered 410 Expired at once, or one watch line that never ends).
 """
 
 from tests.smoke.fakekube._api import ApiError, selector_matches

@@ -90,6 +90,7 @@ class FakeCluster(_KueueControllers):
         self._failures: list[_Failure] = []
         self._lies: list[list[Any]] = []  # [method, path part, rule, times left]
         self._hostile: list[list[Any]] = []  # [method, path part, Hostile, times left]
+        self._hostile_watches: list[list[Any]] = []  # [plural, how, times left]
         self.denials: list[str] = []  # requests RBAC refused (enforce_rbac), as answered
         self.server_errors: list[str] = []  # exceptions while serving a request (tracebacks)
         self._stop = threading.Event()
@@ -321,6 +322,25 @@ class FakeCluster(_KueueControllers):
             return answer
 
         self.lie("GET", path_contains, rule, times=times)
+
+    def hostile_watch(self, plural: str, how: str, *, times: int = -1) -> None:
+        """Answer each watch of `plural` as a hostile or broken server would, `times` times
+        (-1: every time): "expired" (at once the 410 Expired ERROR event, whatever the
+        version asked, then the end: a server that has compacted past every version), or
+        "endless" (one event line that never ends: its object's annotation grows for ever,
+        64 KiB a chunk, until the client hangs up)."""
+        if how not in ("expired", "endless"):
+            raise ValueError(f"no hostile watch {how!r}")
+        with self.lock:
+            self._hostile_watches.append([plural, how, times])
+
+    def take_hostile_watch(self, plural: str) -> str | None:
+        with self.lock:
+            for h in self._hostile_watches:
+                if h[0] == plural and h[2] != 0:
+                    h[2] -= 1 if h[2] > 0 else 0
+                    return str(h[1])
+        return None
 
     def take_hostile(self, method: str, path: str) -> Hostile | None:
         """How the answer to this request is sent wrong (None: as the real server sends it)."""

@@ -79,6 +79,10 @@ class _Handler(BaseHTTPRequestHandler):
                                "injected failure")
             result = self._route(method, url.path.rstrip("/").split("/")[1:], query, body)
             if isinstance(result, _Watch):
+                how = c.take_hostile_watch(result.plural)
+                if how is not None:
+                    self._hostile_watch(how)
+                    return
                 self._stream(result)
                 return
             result = c.rewritten(method, url.path, result)
@@ -199,6 +203,32 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
                 if how.delay_s:
                     time.sleep(how.delay_s)
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            return
+
+    def _hostile_watch(self, how: str) -> None:
+        """A watch answered as FakeCluster.hostile_watch says: the 410 ERROR event at once, or
+        one line that never ends."""
+        c = self.cluster
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.close_connection = True
+        try:
+            if how == "expired":
+                self._chunk({"type": "ERROR", "object": expired_status(0, c._compacted)})
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+                return
+            head = b'{"type": "MODIFIED", "object": {"metadata": {"name": "n", ' \
+                b'"annotations": {"a": "'
+            self.wfile.write(f"{len(head):x}\r\n".encode() + head + b"\r\n")
+            block = b"x" * 65536
+            framed = f"{len(block):x}\r\n".encode() + block + b"\r\n"
+            while not c._stop.is_set():
+                self.wfile.write(framed)
+                self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, OSError):
             return
 
