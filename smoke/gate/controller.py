@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from fleet import smoke_defaults as SD
 from smoke.cluster.access import with_retries
 from smoke.gate import _kube as K
+from smoke.gate import lifecycle as L
 from smoke.gate import nodes as N
 from smoke.gate._proof import FAIL, INFRA, PASS, Outcome, Unit
 
@@ -133,6 +134,7 @@ class Gate:
         self.adopted = False
         self.watch: Any = None
         self.elector: Any = None
+        self.follower: Any = None  # smoke.gate.pools.Follower: labels, open pools
         self.last_loop = time.monotonic()
         # metrics (smoke.gate._metrics)
         self.verdict_counts: dict[tuple[str, str], int] = {}  # (pool, verdict) -> proofs
@@ -212,8 +214,10 @@ class Gate:
     def run(self, stop: threading.Event) -> GateSummary:
         from smoke.gate._lease import Elector
         from smoke.gate._watch import NodeWatch
+        from smoke.gate.pools import Follower
 
         o = self.options
+        self.follower = Follower(self.core, o.namespace, self.pools)
         inner = threading.Event()  # ends the helper threads once this returns
         self.watch = NodeWatch(self.core, self._changed, inner,
                                watch_timeout_s=o.watch_timeout_s)
@@ -241,6 +245,7 @@ class Gate:
                         self._continue_hours()
                         self._adopt()
                         self.adopted = True
+                    self._follow()
                     if o.once and self.targets is None:
                         self.targets = self._once_targets()
                     futures += [pool.submit(self._prove, *job) for job in self._plan()]
@@ -278,15 +283,37 @@ class Gate:
     def _nodes(self) -> list[N.GateNode]:
         return [N.GateNode.of(n) for n in self.watch.snapshot().values()]
 
+    def _follow(self) -> None:
+        """Label the gated nodes seen for the first time, open an open pool's new nodes
+        (smoke.gate.pools); a refused call is reported, and tried again next round."""
+        try:
+            self.follower.step(list(self.watch.snapshot().values()))
+        except Exception as exc:
+            self.summary.errors.append(f"following the pools' state: {type(exc).__name__}")
+
     def _once_targets(self) -> set[str]:
+        """--once: every node of a gated pool waiting for a proof, and each failed one, which
+        gets a fresh proof now (a quarantined one waits for `smoke release`)."""
         out = set()
         for n in self._nodes():
-            if n.pool in self.pools and n.state in (N.UNPROVEN, N.PROVING, N.FAILED):
-                out.add(n.name)
-                if n.state == N.FAILED:
-                    self.summary.results[n.name] = NodeResult(
-                        n.name, n.pool, FAIL, "failed an earlier proof: "
-                        + str((n.condition or {}).get("message", "")))
+            pool = self.pools.get(n.pool)
+            if pool is None or self.follower.is_open(n.pool):
+                continue
+            waiting = (N.UNPROVEN, N.PROVING, N.FAILED) + (
+                (N.UNGATED,) if pool.gate is not None and pool.gate.shadow else ())
+            if n.state not in waiting:
+                continue
+            out.add(n.name)
+            if n.state == N.FAILED and n.quarantined:
+                self.summary.results[n.name] = NodeResult(
+                    n.name, n.pool, FAIL, "failed an earlier proof and is quarantined ("
+                    + str((n.condition or {}).get("message", ""))[:300]
+                    + "); `accelfleet smoke release` sends it to a fresh proof")
+            elif n.state == N.FAILED:
+                K.patch_node(self.core, n.name, L.fresh_proof_patch)
+                K.set_condition(self.core, n.name, L.condition(
+                    "Unknown", "AwaitingProof", "accelfleet gate run --once: a fresh proof "
+                    "after a failed one"))
         return out
 
     def _once_done(self, deadline: float | None) -> bool:
@@ -315,7 +342,16 @@ class Gate:
         return False
 
     def _eligible(self, n: N.GateNode, now: float) -> bool:
-        if n.pool not in self.pools or n.state != N.UNPROVEN or not n.ready:
+        pool = self.pools.get(n.pool)
+        if pool is None or not n.ready or self.follower.is_open(n.pool):
+            return False
+        if pool.gate is not None and pool.gate.shadow:
+            # shadow mode: an unheld node that has no proof, proven only while idle (a proof
+            # never competes with work on a node it does not hold)
+            if n.state not in (N.UNPROVEN, N.UNGATED) or n.proof is not None \
+                    or n.name in self.inflight or not self._idle(n.name):
+                return False
+        elif n.state != N.UNPROVEN:
             return False
         if self.targets is not None and n.name not in self.targets:
             return False
@@ -379,35 +415,18 @@ class Gate:
     # -- re-proof on a schedule ------------------------------------------------------------
     def _due(self, by_pool: dict[str, list[N.GateNode]], now: float
              ) -> list[tuple[Unit, InventoryPool]]:
-        """Proven nodes whose proof is older than the pool's interval and that run nothing
-        but DaemonSet pods (a multi-host TPU slice: every host), one unit per pool per round:
-        re-proof never evicts work and never takes a pool's capacity at once."""
-        out: list[tuple[Unit, InventoryPool]] = []
-        for name, pool in sorted(self.pools.items()):
-            gate = pool.gate
-            if gate is None or gate.reprove_interval_s is None:
-                continue
-            members = by_pool.get(name, [])
-            due = [n for n in members if n.state == N.PROVEN and n.ready
-                   and n.name not in self.inflight and not n.quarantined
-                   and now >= self.backoff.get(n.name, (0.0, 0.0))[0]
-                   and (N.proof_age_s(n) or 0.0) > gate.reprove_interval_s]
-            if pool.kind == "tpu" and pool.hosts_per_slice > 1:
-                slices: dict[str, list[N.GateNode]] = {}
-                for n in due:
-                    slices.setdefault(n.slice, []).append(n)
-                for sl, hosts in sorted(slices.items()):
-                    if len(hosts) == pool.hosts_per_slice and all(
-                            self._idle(h.name) for h in hosts):
-                        out.append((Unit(name, tuple(h.name for h in hosts), slice=sl,
-                                         reproof=True), pool))
-                        break
-                continue
-            for n in sorted(due, key=lambda n: -(N.proof_age_s(n) or 0.0)):
-                if self._idle(n.name):
-                    out.append((Unit(name, (n.name,), reproof=True), pool))
-                    break
-        return out
+        """Proven nodes due for their re-proof, idle, within each pool's `max_unavailable`
+        (smoke.gate._reproof): re-proof never evicts work, never takes a pool at once."""
+        from smoke.gate._reproof import due_units
+
+        with self.lock:
+            reproving: dict[str, set[str]] = {}
+            for name, (unit, _, _) in self.inflight.items():
+                if unit.reproof:
+                    reproving.setdefault(unit.pool, set()).add(name)
+        return due_units(self.pools, by_pool, reproving=reproving, now=now, idle=self._idle,
+                         not_before=lambda n: self.backoff.get(n, (0.0, 0.0))[0],
+                         skip=[p for p in self.pools if self.follower.is_open(p)])
 
     def _idle(self, node: str) -> bool:
         """No pod but DaemonSet pods is running or starting on the node."""
@@ -438,7 +457,8 @@ class Gate:
             node = self.watch.get(name)
             if node is None:
                 continue
-            claim = N.reproof_claim_patch if unit.reproof else N.claim_patch
+            held = unit.reproof and self._enforced(unit.pool)  # shadow: never tainted
+            claim = N.reproof_claim_patch if held else N.claim_patch
             try:
                 with_retries(self.core.patch_node, name, claim(N.GateNode.of(node), run_id),
                              _preload_content=False, _request_timeout=K.REQUEST_TIMEOUT_S)
@@ -457,7 +477,22 @@ class Gate:
         with self.lock:
             for name in unit.nodes:
                 self.inflight[name] = (unit, run_id, cancel)
+        for name in unit.nodes:
+            self._condition(name, L.condition("Unknown", "Proving",
+                                              f"accelfleet gate: proof {run_id} running"))
         return unit
+
+    def _condition(self, name: str, cond: dict[str, Any]) -> None:
+        try:
+            K.set_condition(self.core, name, cond)
+        except Exception as exc:
+            self.summary.errors.append(f"the {cond['reason']} condition of {name}: "
+                                       f"{K.status_of(exc) or type(exc).__name__}")
+
+    def _enforced(self, pool: str) -> bool:
+        """Whether the gate holds the pool's nodes (not shadow mode)."""
+        p = self.pools.get(pool)
+        return p is not None and p.gate is not None and p.gate.enforced
 
     @staticmethod
     def _release(unit: Unit) -> Any:
@@ -562,11 +597,17 @@ class Gate:
                     name, pool.name, PASS, reason, run_id, to_proven, proof_s,
                     _probe_s(outcome, name), time.time())
             elif verdict == FAIL:
-                K.patch_node(self.core, name, lambda n: N.failed_patch(N.GateNode.of(n)))
+                held = self._enforced(pool.name)
+                on_fail = pool.gate.on_fail if pool.gate is not None else "keep"
+                K.patch_node(self.core, name, (lambda n: L.failed_patch(n, on_fail)) if held
+                             else L.shadow_failed_patch)
                 K.set_condition(self.core, name, N.condition(False, "ProofFailed",
                                                              f"proof {run_id}: {reason}"))
                 K.node_event(self.core, node, "GateProofFailed", f"accelfleet gate: proof "
-                             f"{run_id} failed; the node stays gated: {reason}", warning=True)
+                             f"{run_id} failed; " + (
+                                 f"the node is held (cordoned, on_fail: {on_fail}): {reason}"
+                                 if held else f"shadow mode, nothing is held: {reason}"),
+                             warning=True)
                 failed.append(name)
                 self.summary.results[name] = NodeResult(name, pool.name, FAIL, reason, run_id,
                                                         None, proof_s, _probe_s(outcome, name))
@@ -586,7 +627,7 @@ class Gate:
                 self.verdict_counts[key] = self.verdict_counts.get(key, 0) + 1
         report = outcome.report
         if report is not None and not report.cancelled:
-            if failed:
+            if failed and self._enforced(pool.name):  # shadow mode quarantines nothing
                 self._quarantine(report, pool)
             if o.record_history:
                 self._record(report)
