@@ -351,7 +351,7 @@ class Gate:
             if n.state not in (N.UNPROVEN, N.UNGATED) or n.proof is not None \
                     or n.name in self.inflight or not self._idle(n.name):
                 return False
-        elif n.state != N.UNPROVEN:
+        elif n.state != N.UNPROVEN or n.quarantined:  # `smoke release` first
             return False
         if self.targets is not None and n.name not in self.targets:
             return False

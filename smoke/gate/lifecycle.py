@@ -40,6 +40,8 @@ from fleet.labels import (
     GATE_TAINT_KEY,
     GATE_TAINT_VALUE,
     GATE_UNDO_ANNOTATION,
+    SMOKE_FAILED,
+    SMOKE_KEY,
     STARTUP_TAINT_PREFIX,
 )
 from fleet.quarantine_cap import parse_cap
@@ -101,12 +103,18 @@ def _labels(node: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def undo_record(node: Mapping[str, Any]) -> dict[str, Any]:
-    """What the gate's failure did to the node: {"cordoned": bool, "annotations": [keys]}."""
+    """What the gate's failure did to the node: {"cordoned": bool, "annotations": [keys]};
+    anything unreadable (anyone who may patch nodes can write it) reads as nothing done."""
     try:
         data = json.loads(str(_annotations(node).get(GATE_UNDO_ANNOTATION) or "{}"))
     except ValueError:
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    keys = data.get("annotations")
+    return {"cordoned": data.get("cordoned") is True,
+            "annotations": [k for k in keys if k in KEEP_ANNOTATIONS]
+            if isinstance(keys, list) else []}
 
 
 def is_startup_taint(key: str) -> bool:
@@ -123,7 +131,7 @@ def failed_patch(node: Mapping[str, Any], on_fail: str) -> dict[str, Any]:
     undo = undo_record(node)
     cordoned = bool(undo.get("cordoned")) or not _spec(node).get("unschedulable")
     ann = _annotations(node)
-    added = set(undo.get("annotations") or [])
+    added = set(undo.get("annotations") or [])  # only ever KEEP_ANNOTATIONS' keys
     annotations: dict[str, Any] = {GATE_RUN_ANNOTATION: None, GATE_PROOF_ANNOTATION: None}
     if on_fail == "keep":
         for key, value in KEEP_ANNOTATIONS.items():
@@ -153,9 +161,8 @@ def fresh_proof_changes(node: Mapping[str, Any]) -> dict[str, Any]:
         taints.append(startup_taint())
     annotations: dict[str, Any] = {GATE_UNDO_ANNOTATION: None, GATE_RUN_ANNOTATION: None,
                                    GATE_PROOF_ANNOTATION: None}
-    for key in undo.get("annotations") or []:
-        if isinstance(key, str):
-            annotations[key] = None
+    for key in undo["annotations"] if undo else []:
+        annotations[key] = None
     spec: dict[str, Any] = {"taints": taints}
     if undo.get("cordoned") and _spec(node).get("unschedulable"):
         spec["unschedulable"] = None
@@ -176,17 +183,23 @@ def is_enforced_gate_node(node: Mapping[str, Any]) -> bool:
     return bool(labels.get(GATE_LABEL)) and labels.get(GATE_MODE_LABEL) != SHADOW
 
 
-def mark_unproven_patch(node: Mapping[str, Any], *, shadow: bool) -> dict[str, Any] | None:
-    """A gated node seen for the first time: labelled `unproven` (and, in shadow mode,
-    `accelfleet.io/gate-mode=shadow`); None when it is labelled already."""
+def mark_patch(node: Mapping[str, Any], *, shadow: bool) -> dict[str, Any] | None:
+    """A gated node as the controller first sees it: labelled `unproven` when it waits for
+    its first proof (held by the startup taint, or any unproven node of a shadow pool), and
+    `accelfleet.io/gate-mode=shadow` on a shadow pool's node (removed once the pool
+    enforces). None: nothing to change."""
     labels = _labels(node)
-    want = {GATE_LABEL: UNPROVEN}
-    if shadow:
+    tainted = any(t.get("key") == GATE_TAINT_KEY for t in _taints(node))
+    want: dict[str, Any] = {}
+    if not labels.get(GATE_LABEL) and (shadow or tainted) \
+            and not _annotations(node).get(GATE_PROOF_ANNOTATION):
+        want[GATE_LABEL] = UNPROVEN
+    if shadow and labels.get(GATE_MODE_LABEL) != SHADOW:
         want[GATE_MODE_LABEL] = SHADOW
-    if labels.get(GATE_LABEL) and (not shadow or labels.get(GATE_MODE_LABEL) == SHADOW):
+    if not shadow and GATE_MODE_LABEL in labels:
+        want[GATE_MODE_LABEL] = None
+    if not want:
         return None
-    if labels.get(GATE_LABEL):
-        want.pop(GATE_LABEL)
     return {"metadata": {"resourceVersion": _meta(node).get("resourceVersion"),
                          "labels": want}}
 
@@ -234,10 +247,11 @@ def _open_record(node: Mapping[str, Any]) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def close_patch(node: Mapping[str, Any]) -> dict[str, Any] | None:
-    """`gate close`: a node opened while proven goes back to proven; any other (opened
-    unproven, opened after a failure, or never proven) to `unproven`, for a fresh proof.
-    None: not opened, and already held or proven."""
+def close_patch(node: Mapping[str, Any], on_fail: str = "keep") -> dict[str, Any] | None:
+    """`gate close`: a node opened while proven goes back to proven; a node under `smoke run`'s
+    quarantine back to failed (`smoke release` sends it to its fresh proof: no proof lands on
+    a quarantined node); any other (opened unproven, opened after a failure, or never proven)
+    to `unproven`, for a fresh proof. None: not opened, and already held or proven."""
     record = _open_record(node)
     labels = _labels(node)
     tainted = any(t.get("key") == GATE_TAINT_KEY for t in _taints(node))
@@ -247,6 +261,8 @@ def close_patch(node: Mapping[str, Any]) -> dict[str, Any] | None:
     if record.get("was") == PROVEN and proof:
         body: dict[str, Any] = {"metadata": {"labels": {GATE_LABEL: PROVEN},
                                              "annotations": {}}}
+    elif labels.get(SMOKE_KEY) == SMOKE_FAILED:
+        body = failed_patch(node, on_fail)
     else:
         body = fresh_proof_changes(node)
     body["metadata"]["annotations"][GATE_OPEN_ANNOTATION] = None

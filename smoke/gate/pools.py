@@ -103,11 +103,17 @@ class Follower:
 
     def step(self, nodes: list[dict[str, Any]]) -> None:
         self.refresh()
+        fresh = False
         for raw in nodes:
             node = N.GateNode.of(raw)
             pool = self.pools.get(node.pool)
             if pool is None or pool.gate is None:
                 continue
+            if self.is_open(node.pool) and node.state == N.UNPROVEN and not fresh:
+                # about to open a node: on the state as it is now, not as last read (a
+                # `gate close` meanwhile must not be undone)
+                self.read_at, fresh = None, True
+                self.refresh()
             if self.is_open(node.pool) and node.state == N.UNPROVEN:
                 record = self.opened[node.pool]
                 K.patch_node(self.core, node.name, partial(L.open_patch, record=record))
@@ -117,15 +123,12 @@ class Follower:
                              "without a proof", warning=True)
                 continue
             shadow = pool.gate.shadow
-            if node.state in (N.UNPROVEN, N.UNGATED) and not node.proof and (
-                    shadow or node.tainted):
-                labels = node.labels
-                if labels.get(GATE_LABEL) and (not shadow
-                                               or labels.get(GATE_MODE_LABEL) == L.SHADOW):
-                    continue
-                if K.patch_node(self.core, node.name,
-                                partial(L.mark_unproven_patch, shadow=shadow)) is not None:
-                    K.set_condition(self.core, node.name, L.condition(
-                        "Unknown", "AwaitingProof", "accelfleet gate: waiting for its proof"
-                        + (" (shadow mode: nothing is held)" if shadow else
-                           "; it takes no work until proven")))
+            change = L.mark_patch(raw, shadow=shadow)
+            if change is None:
+                continue
+            if K.patch_node(self.core, node.name, partial(L.mark_patch, shadow=shadow)) \
+                    is not None and change["metadata"]["labels"].get(GATE_LABEL) == L.UNPROVEN:
+                K.set_condition(self.core, node.name, L.condition(
+                    "Unknown", "AwaitingProof", "accelfleet gate: waiting for its proof"
+                    + (" (shadow mode: nothing is held)" if shadow else
+                       "; it takes no work until proven")))

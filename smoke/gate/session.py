@@ -400,7 +400,8 @@ def close_pool(request: GateRequest, pool: str, *, by: str) -> list[Changed]:
     from smoke.gate import lifecycle as L
     from smoke.gate.nodes import GateNode
 
-    client, _, namespace = _pool_target(request, pool)
+    client, info, namespace = _pool_target(request, pool)
+    on_fail = info.gate.on_fail if info.gate is not None else "keep"
     core = k.CoreV1Api(client)
     out = []
     try:
@@ -410,7 +411,7 @@ def close_pool(request: GateRequest, pool: str, *, by: str) -> list[Changed]:
     for node in _nodes_of(client, {pool}):
         name = node["metadata"]["name"]
         before = GateNode.of(node)
-        changed = K.patch_node(core, name, L.close_patch)
+        changed = K.patch_node(core, name, lambda n: L.close_patch(n, on_fail))
         if changed is None:
             out.append(Changed(name, "unchanged"))
             continue
