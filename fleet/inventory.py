@@ -168,17 +168,17 @@ def _check_figures(p: InventoryPool) -> None:
         if gate.reprove_interval_s is not None:
             figures.append(("gate.reprove_interval_s", gate.reprove_interval_s, REPROVE_MIN_S,
                             REPROVE_MAX_S))
-        for name, cap in (("quarantine_cap", gate.quarantine_cap),
-                          ("max_unavailable", gate.max_unavailable)):
+        for field, cap in (("quarantine_cap", gate.quarantine_cap),
+                           ("max_unavailable", gate.max_unavailable)):
             if parse_cap(cap) is None:
-                raise InputError(f"malformed inventory: pool {p.name!r} has gate.{name} "
+                raise InputError(f"malformed inventory: pool {p.name!r} has gate.{field} "
                                  f"{cap[:40]!r}, neither a count nor a percentage",
                                  hint="regenerate it from the stack")
-        for name, value, accepted in (("mode", gate.mode, MODES),
+        for field, text, accepted in (("mode", gate.mode, MODES),
                                       ("on_fail", gate.on_fail, ON_FAIL)):
-            if value not in accepted:
-                raise InputError(f"malformed inventory: pool {p.name!r} has gate.{name} "
-                                 f"{value[:40]!r}, not one of {', '.join(accepted)}",
+            if text not in accepted:
+                raise InputError(f"malformed inventory: pool {p.name!r} has gate.{field} "
+                                 f"{text[:40]!r}, not one of {', '.join(accepted)}",
                                  hint="regenerate it from the stack")
     for name, value, least, most in figures:
         if not least <= value <= most:

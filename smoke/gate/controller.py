@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
 
 LEASE_NAME = "accelfleet-gate"
 CROSS_NODE_TIER = 3  # the agent's first tier across nodes (smoke.cluster.workload --cross-node)
+IDLE_RECHECK_S = 10.0  # shadow mode: how long a node found running work is left alone
 
 
 def _identity() -> str:
@@ -127,6 +129,7 @@ class Gate:
         self.lock = threading.Lock()
         self.inflight: dict[str, tuple[Unit, str, threading.Event]] = {}  # node -> proof
         self.backoff: dict[str, tuple[float, float]] = {}  # node -> (not before, delay)
+        self.busy_until: dict[str, float] = {}  # shadow: a node found busy, not asked till
         self.summary = GateSummary(cluster)
         self.targets: set[str] | None = None  # --once: the nodes to prove
         self.started = time.monotonic()
@@ -349,7 +352,10 @@ class Gate:
             # shadow mode: an unheld node that has no proof, proven only while idle (a proof
             # never competes with work on a node it does not hold)
             if n.state not in (N.UNPROVEN, N.UNGATED) or n.proof is not None \
-                    or n.name in self.inflight or not self._idle(n.name):
+                    or n.name in self.inflight or now < self.busy_until.get(n.name, 0.0):
+                return False
+            if not self._idle(n.name):  # asked again in IDLE_RECHECK_S, not every round
+                self.busy_until[n.name] = now + IDLE_RECHECK_S
                 return False
         elif n.state != N.UNPROVEN or n.quarantined:  # `smoke release` first
             return False
@@ -599,8 +605,8 @@ class Gate:
             elif verdict == FAIL:
                 held = self._enforced(pool.name)
                 on_fail = pool.gate.on_fail if pool.gate is not None else "keep"
-                K.patch_node(self.core, name, (lambda n: L.failed_patch(n, on_fail)) if held
-                             else L.shadow_failed_patch)
+                K.patch_node(self.core, name, partial(L.failed_patch, on_fail=on_fail)
+                             if held else L.shadow_failed_patch)
                 K.set_condition(self.core, name, N.condition(False, "ProofFailed",
                                                              f"proof {run_id}: {reason}"))
                 K.node_event(self.core, node, "GateProofFailed", f"accelfleet gate: proof "

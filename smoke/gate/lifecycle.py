@@ -61,7 +61,8 @@ FAILED_TAINT_VALUE = FAILED
 # particular node?", kubernetes/autoscaler 55c37cd5eb550756c5ccc5a89e9068d77797e575; GKE's
 # autoscaler and cluster-autoscaler on EKS are builds of it) and Karpenter (`karpenter.sh/
 # do-not-disrupt` on the Node blocks voluntary disruption: kubernetes-sigs/karpenter
-# pkg/controllers/state/statenode.go `ValidateNodeDisruptable`, v1.14.1, read 2026-11-28).
+# pkg/controllers/state/statenode.go `ValidateNodeDisruptable`, at
+# 2266468104f36373ed002241afaee2d3bbc26078, main after v1.14.0, read 2026-11-28).
 SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 KEEP_ANNOTATIONS = {SCALE_DOWN_DISABLED: "true", DO_NOT_DISRUPT: "true"}

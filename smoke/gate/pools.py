@@ -23,7 +23,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from fleet.gate import POOLS_CONFIGMAP
-from fleet.labels import GATE_LABEL, GATE_MODE_LABEL
+from fleet.labels import GATE_LABEL
 from smoke.cluster.access import with_retries
 from smoke.gate import _kube as K
 from smoke.gate import lifecycle as L

@@ -13,7 +13,6 @@ Deployment mounts), else the stack file or `--outputs`, as `smoke run` reads the
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -395,8 +394,8 @@ def close_pool(request: GateRequest, pool: str, *, by: str) -> list[Changed]:
     `unproven`, with the gate taint, for a fresh proof (smoke.gate.lifecycle.close_patch)."""
     from kubernetes import client as k
 
-    from smoke.gate import _kube as K
     from fleet.errors import SetupError
+    from smoke.gate import _kube as K
     from smoke.gate import lifecycle as L
     from smoke.gate.nodes import GateNode
 

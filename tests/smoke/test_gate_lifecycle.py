@@ -463,3 +463,31 @@ def test_a_malformed_undo_record_undoes_nothing_and_raises_nothing() -> None:
         body = L.fresh_proof_changes(raw)
         assert "unschedulable" not in body["spec"]  # never uncordons on a guess
         assert L.startup_taint() in body["spec"]["taints"]
+
+
+# -- the proof deadline, inside the autoscaler's window ------------------------------------
+def test_the_proof_deadline_defaults_inside_the_autoscalers_startup_window() -> None:
+    from fleet.errors import InputError
+    from fleet.gate import AUTOSCALER_STARTUP_WINDOW_S, PROOF_TIMEOUT_MAX_S, PROOF_TIMEOUT_S
+    from smoke.gate.session import proof_timeout_s
+
+    assert proof_timeout_s(None) == PROOF_TIMEOUT_S == 600  # not smoke.timeout_s (900)
+    assert PROOF_TIMEOUT_S < PROOF_TIMEOUT_MAX_S < AUTOSCALER_STARTUP_WINDOW_S == 15 * 60
+    assert proof_timeout_s(PROOF_TIMEOUT_MAX_S) == PROOF_TIMEOUT_MAX_S
+    for asked in (PROOF_TIMEOUT_MAX_S + 1, 900, 3600):
+        with pytest.raises(InputError) as err:
+            proof_timeout_s(asked)
+        assert "15 minutes" in err.value.message and "--timeout-s 780" in err.value.hint
+
+
+def test_gate_run_refuses_a_deadline_past_the_window(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    inv = tmp_path / "inventory.json"
+    inv.write_text(json.dumps(gated_inventory().to_dict()), encoding="utf-8")
+    result = CliRunner().invoke(app, ["gate", "run", "--once", "--inventory", str(inv),
+                                      "--timeout-s", "900"])
+    assert result.exit_code == 2, result.output
+    assert "past the autoscaler's window" in result.output
