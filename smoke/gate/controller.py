@@ -26,7 +26,6 @@ The loop, on the leader only (a Lease; a standby watches and waits):
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import threading
@@ -41,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from fleet import smoke_defaults as SD
 from smoke.cluster.access import with_retries
+from smoke.gate import _hours as H
 from smoke.gate import _kube as K
 from smoke.gate import lifecycle as L
 from smoke.gate import nodes as N
@@ -159,51 +159,6 @@ class Gate:
                 out[key] = out.get(key, 0) + 1
         return out
 
-    def _count_hours(self, dt_s: float) -> None:
-        for (pool, team, state), count in self.state_counts().items():
-            kind = {"unproven": "unproven", "proving": "unproven", "failed": "quarantined",
-                    "quarantined": "quarantined"}.get(state)
-            if kind is not None:
-                key = (pool, team, kind)
-                self.node_hours[key] = self.node_hours.get(key, 0.0) + count * dt_s / 3600
-
-    def _stored_hours(self) -> dict[tuple[str, str, str], float]:
-        """The node-hours totals the Lease carries (what its holder last wrote)."""
-        from fleet.labels import GATE_NODE_HOURS_ANNOTATION
-
-        text = self.elector.stored.get(GATE_NODE_HOURS_ANNOTATION) if self.elector else None
-        try:
-            rows = json.loads(text) if text else []
-        except ValueError:
-            return {}
-        out: dict[tuple[str, str, str], float] = {}
-        for r in rows if isinstance(rows, list) else []:
-            try:
-                key = (str(r["pool"]), str(r["team"]), str(r["kind"]))
-                out[key] = max(out.get(key, 0.0), float(r["hours"]))
-            except (KeyError, TypeError, ValueError):
-                continue
-        return out
-
-    def _continue_hours(self) -> None:
-        """Take up the totals the Lease carries where they are ahead of ours: node-hours
-        never drop when the controller restarts or another replica takes over."""
-        for key, hours in self._stored_hours().items():
-            if hours > self.node_hours.get(key, 0.0):
-                self.node_hours[key] = hours
-
-    def _hours_record(self) -> dict[str, str]:
-        """The Lease annotation the holder writes with each renewal: its totals, never less
-        than those already on the Lease."""
-        from fleet.labels import GATE_NODE_HOURS_ANNOTATION
-
-        totals = dict(self._stored_hours())
-        for key, hours in list(self.node_hours.items()):
-            totals[key] = max(totals.get(key, 0.0), hours)
-        rows = [{"pool": p, "team": t, "kind": k, "hours": round(h, 6)}
-                for (p, t, k), h in sorted(totals.items())]
-        return {GATE_NODE_HOURS_ANNOTATION: json.dumps(rows, separators=(",", ":"))}
-
     # -- the loop ----------------------------------------------------------------------
     def _changed(self, name: str | None) -> None:
         if name is not None:
@@ -228,7 +183,8 @@ class Gate:
         if o.elect:
             self.elector = Elector(self.client, o.namespace, o.lease_name, o.identity,
                                    lease_s=o.lease_s, stop=inner,
-                                   annotations=self._hours_record)
+                                   annotations=lambda: H.record(self.node_hours,
+                                                                self.elector))
             threads.append(threading.Thread(target=self.elector.run, daemon=True,
                                             name="gate-lease"))
         for t in threads:
@@ -245,7 +201,7 @@ class Gate:
                 self.summary.leader = self.summary.leader or leader
                 if leader and self.watch.synced.is_set():
                     if not self.adopted:
-                        self._continue_hours()
+                        H.take_up(self.node_hours, self.elector)
                         self._adopt()
                         self.adopted = True
                     self._follow()
@@ -268,9 +224,10 @@ class Gate:
                     self.wake.wait(0.5)
                 now = time.monotonic()
                 if self.watch.synced.is_set() and self.is_leader():
-                    self._count_hours(now - self.last_loop)
+                    H.count(self.node_hours, self.state_counts(), now - self.last_loop)
                 elif not self.is_leader():
-                    self._continue_hours()  # a standby exports the leader's totals
+                    H.take_up(self.node_hours, self.elector)  # a standby exports the
+                    # leader's totals
                 self.last_loop = now
         finally:
             for _, _, cancel in list(self.inflight.values()):
