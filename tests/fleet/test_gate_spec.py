@@ -276,3 +276,12 @@ def test_an_inventory_from_before_the_lifecycle_fields_reads_with_their_defaults
         del data["pools"][0]["gate"][field]
     gate = Inventory.from_dict(data).pools[0].gate
     assert (gate.mode, gate.on_fail, gate.max_unavailable) == ("enforce", "keep", "10%")
+
+
+def test_the_gate_in_words_names_what_differs_from_the_defaults():
+    assert gate_words(InventoryGate(on_fail="replace", max_unavailable="2")) == (
+        "T0-T2, re-proof every 24h (2 at a time), quarantine at most 10%, failed nodes "
+        "replaced")
+    assert gate_words(InventoryGate()) == "T0-T2, re-proof every 24h, quarantine at most 10%"
+    assert gate_words(InventoryGate(mode="shadow", reprove_interval_s=None)) == (
+        "shadow T0-T2, no re-proof, reported only")
