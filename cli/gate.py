@@ -199,6 +199,12 @@ def status(
         out.print(f"cluster {escape(c.cluster)}: controller " + (
             f"up ({escape(c.holder)}, renewed {c.renewed})" if c.up else
             "[red]DOWN[/red]: no live Lease; new nodes stay gated until it runs"))
+    for cluster, pool, record in result.open_pools:
+        out.print(f"cluster {escape(cluster)}: pool {escape(pool)} is [yellow]OPEN[/yellow] "
+                  f"(by {escape(str(record.get('by', '?')))} at "
+                  f"{escape(str(record.get('at', '?')))}: "
+                  f"{escape(str(record.get('reason', '')))}); its new nodes are opened by "
+                  "the controller while it runs")
     t = Table(title=f"{len(result.nodes)} node(s) of gated pools")
     for col in ("cluster", "team", "pool", "node", "state", "age", "since", "reason"):
         t.add_column(col, overflow="fold")

@@ -241,10 +241,13 @@ class ControllerRow:
 class GateStatus:
     nodes: tuple[NodeRow, ...]
     controllers: tuple[ControllerRow, ...]
+    # (cluster, pool) -> the opening (at, by, reason) of each pool `gate open` recorded open
+    open_pools: tuple[tuple[str, str, dict[str, Any]], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": "accelfleet.gate/status", "schema_version": 1,
                 "controllers": [c.to_dict() for c in self.controllers],
+                "open_pools": [{"cluster": c, "pool": p, **r} for c, p, r in self.open_pools],
                 "nodes": [n.to_dict() for n in self.nodes]}
 
 
@@ -297,10 +300,19 @@ def gate_status(request: GateRequest) -> GateStatus:
     target = _target(request)
     rows: list[NodeRow] = []
     controllers = []
+    open_pools: list[tuple[str, str, dict[str, Any]]] = []
     now = datetime.now(UTC)
     for cluster, client in sorted(target.clients.items()):
         pools = {p.name: p for p in target.inventory.pools if p.cluster == cluster and p.gated}
         controllers.append(_controller(client, cluster, target.namespace))
+        from kubernetes import client as k
+
+        from smoke.gate.pools import read_open
+
+        for name, record in sorted((read_open(k.CoreV1Api(client), target.namespace)
+                                    or {}).items()):
+            if name in pools:
+                open_pools.append((cluster, name, record))
         for raw_node in _nodes_of(client, set(pools)):
             n = GateNode.of(raw_node)
             cond = n.condition or {}
@@ -320,7 +332,7 @@ def gate_status(request: GateRequest) -> GateStatus:
             rows.append(NodeRow(cluster, n.pool, n.team or pools[n.pool].team, n.name,
                                 n.state, age, since, reason, n.quarantined))
     rows.sort(key=lambda r: (r.cluster, r.team, r.pool, r.node))
-    return GateStatus(tuple(rows), tuple(controllers))
+    return GateStatus(tuple(rows), tuple(controllers), tuple(open_pools))
 
 
 # -- open and close -------------------------------------------------------------------------

@@ -281,10 +281,16 @@ def test_an_open_pool_opens_the_nodes_that_join_later_and_close_proves_them(
         assert record["reason"] == "INC-7: proof image broken" and record["was"] == "unproven"
         wait_for(lambda: "GateOpened" in [e["reason"] for e in events(fake_cluster, late)])
         assert running.gate.summary.proofs == 0  # an open pool's nodes are not proven
+        from smoke.gate.session import gate_status
+
+        status = gate_status(request).to_dict()  # `gate status` shows the pool open
+        assert [(o["pool"], o["by"]) for o in status["open_pools"]] == [(POOL, "ops@test")]
+        assert {n["node"]: n["state"] for n in status["nodes"]}[late] == "open"
         closed = close_pool(request, POOL, by="ops@test")
         assert sorted(c.what for c in closed) == ["closed", "closed"]
         assert POOL not in (fake_cluster.get("configmaps", NAMESPACE, POOLS_CONFIGMAP)
                             or {}).get("data", {})
+        assert gate_status(request).open_pools == ()
         wait_for(lambda: all(gate_state(fake_cluster, n) == "proven" for n in (early, late)))
         assert running.gate.summary.proofs >= 1  # proven afresh once closed
 
