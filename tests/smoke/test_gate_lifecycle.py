@@ -497,3 +497,30 @@ def test_gate_run_refuses_a_deadline_past_the_window(tmp_path: Path) -> None:
                                       "--timeout-s", "900"])
     assert result.exit_code == 2, result.output
     assert "past the autoscaler's window" in result.output
+
+
+def test_releasing_a_proven_gated_node_that_smoke_run_quarantined_needs_a_fresh_proof() -> None:
+    """`smoke run` quarantined a node the gate had proven: released, it goes back to
+    unproven with the startup taint (its old proof no longer counts); a node of no gated
+    pool, or of a shadow pool, is released as before."""
+    from smoke.cluster.quarantine import UNDO
+    from smoke.cluster.release import _release_patch
+
+    smoke_taint = {"key": SMOKE_KEY, "value": "failed", "effect": "NoSchedule"}
+    undo = json.dumps({"label": None, "cordoned": True, "tainted": True, "annotations": {}})
+    proof = json.dumps({"at": "2026-11-27T00:00:00Z", "run": "r1", "verdict": "pass"})
+    gated = _raw([GPU, smoke_taint], unschedulable=True,
+                 ann={UNDO: undo, GATE_PROOF_ANNOTATION: proof},
+                 labels={GATE_LABEL: "proven", SMOKE_KEY: "failed"})
+    patch = _release_patch(gated)
+    assert patch is not None
+    assert patch["spec"]["taints"] == [GPU, L.startup_taint()]
+    assert patch["metadata"]["labels"][GATE_LABEL] == "unproven"
+    assert patch["metadata"]["annotations"][GATE_PROOF_ANNOTATION] is None
+    assert patch["spec"]["unschedulable"] is None  # the quarantine's own cordon, undone
+    for labels in ({SMOKE_KEY: "failed"},
+                   {SMOKE_KEY: "failed", GATE_LABEL: "proven", GATE_MODE_LABEL: "shadow"}):
+        plain = _raw([GPU, smoke_taint], unschedulable=True, ann={UNDO: undo}, labels=labels)
+        patch = _release_patch(plain)
+        assert patch is not None and patch["spec"]["taints"] == [GPU]
+        assert GATE_LABEL not in patch["metadata"]["labels"]
