@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from fleet.spec.fields import interval_text
+from fleet.spec.fields import MAX_UNAVAILABLE_DEFAULT, interval_text
 
 if TYPE_CHECKING:
     from fleet.gate import InventoryGate
@@ -22,7 +22,12 @@ def gate_words(gate: InventoryGate | None) -> str:
     fabric = " + fabric" if gate.fabric else ""
     every = (f"re-proof every {interval_text(gate.reprove_interval_s)}"
              if gate.reprove_interval_s else "no re-proof")
-    return f"{tiers}{fabric}, {every}, quarantine at most {gate.quarantine_cap}"
+    if gate.reprove_interval_s and gate.max_unavailable != MAX_UNAVAILABLE_DEFAULT:
+        every += f" ({gate.max_unavailable} at a time)"
+    if gate.shadow:  # nothing is held: no quarantine, no failed node kept or replaced
+        return f"shadow {tiers}{fabric}, {every}, reported only"
+    failed = ", failed nodes replaced" if gate.on_fail == "replace" else ""
+    return f"{tiers}{fabric}, {every}, quarantine at most {gate.quarantine_cap}{failed}"
 
 
 def gate_lines(pools: Iterable[ResolvedPool]) -> list[str]:

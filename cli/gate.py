@@ -79,8 +79,9 @@ def run(
     once: Annotated[bool, typer.Option(
         "--once", help="Prove every gated node present now, then exit.")] = False,
     timeout_s: Annotated[int | None, typer.Option(
-        "--timeout-s", min=1, metavar="SECONDS", help="One proof's deadline (default: the "
-        "stack's smoke.timeout_s).", show_default=False)] = None,
+        "--timeout-s", min=1, metavar="SECONDS", help="One proof's deadline (default 600; at "
+        "most 780: it must end inside the cluster-autoscaler's 15-minute startup window, "
+        "docs/gate.md).", show_default=False)] = None,
     health_port: Annotated[int | None, typer.Option(
         "--health-port", min=1, max=65535, metavar="PORT", help="Serve /healthz and /readyz "
         "here.", show_default=False)] = None,
@@ -225,6 +226,12 @@ def status(
             "until it runs"))
     for line in result.skipped:
         out.print(f"[yellow]skipped[/yellow] {escape(line)}")
+    for cluster, pool, record in result.open_pools:
+        out.print(f"cluster {escape(cluster)}: pool {escape(pool)} is [yellow]OPEN[/yellow] "
+                  f"(by {escape(str(record.get('by', '?')))} at "
+                  f"{escape(str(record.get('at', '?')))}: "
+                  f"{escape(str(record.get('reason', '')))}); its new nodes are opened by "
+                  "the controller while it runs")
     t = Table(title=f"{len(result.nodes)} node(s) of gated pools")
     for col in ("cluster", "team", "pool", "node", "state", "age", "since", "reason"):
         t.add_column(col, overflow="fold")
@@ -267,9 +274,11 @@ def open_pool_gate(
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:
-    """Lift the gate of POOL by hand: every node of the pool loses the gate taint and
-    records who opened it, when and why (an Event too); the controller leaves them alone
-    until `gate close`.
+    """Lift the gate of POOL by hand: the pool is recorded open (who, when, why) in the
+    gate's ConfigMap `accelfleet-gate-pools`, every node of the pool loses the gate taint
+    (and a failed proof's cordon) with the record on it (an Event too), and the controller
+    opens the nodes that join later, until `gate close`. While no controller runs, nodes
+    that join stay gated: run `gate open` again.
 
     Exit 0; 2 for bad input (an unknown pool, no reason) or a cluster that cannot be reached.
     """
@@ -278,8 +287,8 @@ def open_pool_gate(
     changed = open_pool(_request(stack_file, outputs, inventory, kubeconfig, context, None,
                                  None), pool, reason=reason, by=_who())
     for c in changed:
-        echo(f"{c.what.upper()} {pool} {c.node}")
-    if not changed:
+        echo(f"{c.what.upper()} {pool} {c.node}" if c.node else f"warning: pool {pool}: {c.what}")
+    if not [c for c in changed if c.node]:
         echo(f"pool {pool} has no node now; nothing to open")
 
 
@@ -296,8 +305,9 @@ def close(
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:
-    """Restore the gate of POOL: the open record goes, and every node without a passed proof
-    gets the gate taint back (the controller proves it).
+    """Restore the gate of POOL: the open record goes; a node opened while proven is proven
+    again, every other node gets the gate taint back and a fresh proof (a node that had
+    failed too).
 
     Exit 0; 2 for bad input or a cluster that cannot be reached.
     """
@@ -306,4 +316,4 @@ def close(
     changed = close_pool(_request(stack_file, outputs, inventory, kubeconfig, context, None,
                                   None), pool, by=_who())
     for c in changed:
-        echo(f"{c.what.upper()} {pool} {c.node}")
+        echo(f"{c.what.upper()} {pool} {c.node}" if c.node else f"warning: pool {pool}: {c.what}")

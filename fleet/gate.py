@@ -7,7 +7,8 @@ the deploy side and the controller share.
 Decisions: every accelerator pool in Kubernetes (GPU and TPU, GKE and EKS) is gated unless its
 stack opts out with a reason; CPU pools and Cloud TPU VMs (outside Kubernetes) never are. The
 default gate runs tiers 0-2 on each node, plus the fabric check where the pool has a GPU
-fabric, re-proves idle nodes every 24 hours and quarantines at most 10% of the pool.
+fabric, re-proves idle nodes every 24 hours, at most 10% of the pool (at least one node) at once,
+quarantines at most 10% of the pool and keeps a failed node for diagnosis (`on_fail: keep`).
 
 Also here: the gate taint as a catalog `Taint` record (the components set it in each API's
 spelling through fleet.taints), the proof pods' toleration, the controller's default image
@@ -35,7 +36,12 @@ class InventoryGate:
     Kueue LocalQueue (and its namespace) the pool's owner team submits to, which holds the
     pool's flavor: a re-proof goes through it at the lowest priority (`REPROOF_PRIORITY_CLASS`);
     None where the pool is not routed through Kueue, or is a queued-provisioning pool (Kueue
-    would ask GKE for new nodes, not admit onto the idle one). (Read from `fleet.inventory`.)"""
+    would ask GKE for new nodes, not admit onto the idle one). `mode`: `enforce` (new nodes
+    carry the taint until proven) or `shadow` (nothing tainted, cordoned or quarantined: every
+    node proven and reported). `max_unavailable`: how many of the pool's nodes a rolling re-proof
+    takes at once (`1`, `10%`; never less than one). `on_fail`: `keep` (a failed node is held
+    for diagnosis, scale-down disabled) or `replace` (left to the autoscaler to replace).
+    (Read from `fleet.inventory`.)"""
 
     enabled: bool = True
     reason: str | None = None
@@ -45,6 +51,19 @@ class InventoryGate:
     quarantine_cap: str = "10%"
     queue: str | None = None
     queue_namespace: str | None = None
+    mode: str = "enforce"
+    max_unavailable: str = "10%"
+    on_fail: str = "keep"
+
+    @property
+    def enforced(self) -> bool:
+        """Whether the pool's new nodes carry the startup taint until proven (on, and not in
+        shadow mode)."""
+        return self.enabled and self.mode == "enforce"
+
+    @property
+    def shadow(self) -> bool:
+        return self.enabled and self.mode == "shadow"
 
 
 DEFAULT_REPROVE_S = interval_s(REPROVE_DEFAULT)
@@ -66,7 +85,8 @@ def decide_gate(declared: PoolGate | None, *, kind: str, runtime: str, fabric: b
                          max_tier=declared.max_tier,
                          fabric=fabric and declared.fabric == "auto",
                          reprove_interval_s=declared.reprove_interval_s,
-                         quarantine_cap=declared.max_quarantine)
+                         quarantine_cap=declared.max_quarantine, mode=declared.mode,
+                         max_unavailable=declared.max_unavailable, on_fail=declared.on_fail)
 
 
 # The Kueue WorkloadPriorityClass a re-proof carries (label `kueue.x-k8s.io/priority-class`) on a
@@ -96,7 +116,8 @@ def gate_summary(gate: InventoryGate | None) -> dict[str, object] | None:
         return None
     return {"enabled": gate.enabled, "reason": gate.reason, "max_tier": gate.max_tier,
             "fabric": gate.fabric, "reprove_interval_s": gate.reprove_interval_s,
-            "max_quarantine": gate.quarantine_cap}
+            "max_quarantine": gate.quarantine_cap, "mode": gate.mode,
+            "max_unavailable": gate.max_unavailable, "on_fail": gate.on_fail}
 
 
 def routed_gate(gate: InventoryGate | None, queue: str | None, namespace: str | None
@@ -131,3 +152,17 @@ METRICS_PORT = 9090  # /metrics (OpenMetrics)
 INVENTORY_DIR = "/etc/accelfleet"
 INVENTORY_FILE = "inventory.json"
 INVENTORY_CONFIGMAP = "accelfleet-gate-inventory"
+# The pools' gate state that `gate open` records and the controller follows for nodes that join
+# later (a ConfigMap in the controller's namespace: one key per open pool, JSON at/by/reason)
+POOLS_CONFIGMAP = "accelfleet-gate-pools"
+
+# One proof's deadline, inside the cluster-autoscaler's startup window: a node that is not
+# Ready (a startup taint counts as not Ready) 15 minutes after its creation is counted unready
+# (`--max-node-startup-time`, 15m: kubernetes/autoscaler cluster-autoscaler/FAQ.md at
+# 55c37cd5eb550756c5ccc5a89e9068d77797e575, cluster-autoscaler/clusterstate/clusterstate.go
+# `updateReadinessStats`, read 2026-11-28); past 3 unready nodes and 45% of the cluster it
+# halts. 10 minutes of proof leave 5 for the node to boot, register and turn Ready.
+# `gate run --timeout-s` may raise it to PROOF_TIMEOUT_MAX_S (2 minutes left for the node).
+AUTOSCALER_STARTUP_WINDOW_S = 15 * 60
+PROOF_TIMEOUT_S = 10 * 60
+PROOF_TIMEOUT_MAX_S = 13 * 60

@@ -20,7 +20,7 @@ from fleet.gate import InventoryGate as InventoryGate
 from fleet.gate import gate_toleration, routed_gate
 from fleet.model import POOL_LABEL, Fleet, ResolvedPool
 from fleet.quarantine_cap import parse_cap
-from fleet.spec.fields import GATE_TOP_TIER, REPROVE_MAX_S, REPROVE_MIN_S
+from fleet.spec.fields import GATE_TOP_TIER, MODES, ON_FAIL, REPROVE_MAX_S, REPROVE_MIN_S
 
 SCHEMA_VERSION = 1
 # The Kueue queue (LocalQueue and ClusterQueue, fleet.routing.smoke_queue) `accelfleet smoke`
@@ -91,8 +91,14 @@ class InventoryPool:
 
     @property
     def gated(self) -> bool:
-        """Whether the pool's new nodes wait for their proof (its gate is declared and on)."""
+        """Whether the gate controller proves the pool's nodes (its gate is declared and on,
+        enforcing or in shadow mode)."""
         return self.gate is not None and self.gate.enabled
+
+    @property
+    def gate_enforced(self) -> bool:
+        """Whether the pool's new nodes carry the startup taint until proven (not shadow)."""
+        return self.gate is not None and self.gate.enforced
 
 
 @dataclass(frozen=True)
@@ -162,10 +168,18 @@ def _check_figures(p: InventoryPool) -> None:
         if gate.reprove_interval_s is not None:
             figures.append(("gate.reprove_interval_s", gate.reprove_interval_s, REPROVE_MIN_S,
                             REPROVE_MAX_S))
-        if parse_cap(gate.quarantine_cap) is None:
-            raise InputError(f"malformed inventory: pool {p.name!r} has gate.quarantine_cap "
-                             f"{gate.quarantine_cap[:40]!r}, neither a count nor a percentage",
-                             hint="regenerate it from the stack")
+        for field, cap in (("quarantine_cap", gate.quarantine_cap),
+                           ("max_unavailable", gate.max_unavailable)):
+            if parse_cap(cap) is None:
+                raise InputError(f"malformed inventory: pool {p.name!r} has gate.{field} "
+                                 f"{cap[:40]!r}, neither a count nor a percentage",
+                                 hint="regenerate it from the stack")
+        for field, text, accepted in (("mode", gate.mode, MODES),
+                                      ("on_fail", gate.on_fail, ON_FAIL)):
+            if text not in accepted:
+                raise InputError(f"malformed inventory: pool {p.name!r} has gate.{field} "
+                                 f"{text[:40]!r}, not one of {', '.join(accepted)}",
+                                 hint="regenerate it from the stack")
     for name, value, least, most in figures:
         if not least <= value <= most:
             raise InputError(f"malformed inventory: pool {p.name!r} has {name} {value}, "
@@ -191,7 +205,7 @@ def inventory_pool(pool: ResolvedPool, catalog: Catalog, *, project: str | None 
     ]
     if pool.flex_start and pool.cloud == "gcp":  # GKE taints flex-start / queued nodes
         tolerations.append(catalog.taints[("gcp", "flex_start")].as_toleration())
-    if pool.gated:  # proof pods land on unproven nodes (the gate's startup taint)
+    if pool.gate_enforced:  # proof pods land on unproven nodes (the gate's startup taint)
         tolerations.append(gate_toleration())
     return InventoryPool(
         name=pool.name,

@@ -46,7 +46,13 @@ STARTUP_TAINT_PREFIX = "startup-taint.cluster-autoscaler.kubernetes.io/"
 GATE_TAINT_KEY = STARTUP_TAINT_PREFIX + "accelfleet-gate"
 GATE_TAINT_VALUE = "unproven"
 GATE_TAINT_EFFECT = NO_SCHEDULE  # fleet.taints spells the effect (and each API's form)
-GATE_LABEL = PREFIX + "gate"  # a node's gate state: proving, proven, failed, open
+GATE_LABEL = PREFIX + "gate"  # a node's gate state: unproven, proving, proven, failed, open
+# ... and the key of the gate's own taint on a failed node (`accelfleet.io/gate=failed`,
+# NoSchedule): outside the autoscaler's startup-taint prefix (smoke/gate/lifecycle.py)
+GATE_MODE_LABEL = PREFIX + "gate-mode"  # `shadow` on a node a shadow gate proves, never holds
+# JSON: what the gate's failure did to a node (its cordon, the keep annotations it added), so a
+# fresh proof undoes exactly that
+GATE_UNDO_ANNOTATION = PREFIX + "gate-undo"
 GATE_PROOF_ANNOTATION = PREFIX + "gate-proof"  # JSON: at, tiers, version, run, verdict
 GATE_OPEN_ANNOTATION = PREFIX + "gate-open"  # JSON: who opened the pool's gate, when, why
 GATE_CONDITION = "AccelfleetProof"  # the node condition a failed (or passed) proof sets

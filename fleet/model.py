@@ -225,9 +225,17 @@ class ResolvedPool:
 
     @property
     def gated(self) -> bool:
-        """Whether the pool's new nodes carry the gate's startup taint until proven."""
+        """Whether the gate controller proves the pool's nodes (its gate is on, enforcing or
+        in shadow mode)."""
         gate = self.gate
         return gate is not None and gate.enabled
+
+    @property
+    def gate_enforced(self) -> bool:
+        """Whether the pool's new nodes carry the gate's startup taint until proven (a gate in
+        shadow mode taints nothing)."""
+        gate = self.gate
+        return gate is not None and gate.enforced
 
     @property
     def auto_repair(self) -> bool:

@@ -115,7 +115,7 @@ def pool_taints(pool: ResolvedPool, catalog: Catalog) -> tuple[Taint, ...]:
     (simulator/node_info_utils.go SanitizedTemplateNodeInfoFromNodeGroup -> taints.go
     SanitizeTaints, kubernetes/autoscaler, read 2026-11-27); docs/gate.md has the rest."""
     gpu = catalog.kube(pool.shape).taint
-    gate = (gate_taint(),) if pool.gated else ()
+    gate = (gate_taint(),) if pool.gate_enforced else ()  # shadow mode: no taint
     return (gpu, *gate,
             *(Taint(key=t.key, value=t.value, effect=t.effect) for t in pool.spec.taints))
 

@@ -41,7 +41,7 @@ def taints(pool: ResolvedPool, catalog: Catalog
         t = catalog.kube(pool.shape).taint
         out.append(C.NodePoolNodeConfigTaintArgs(key=t.key, value=t.value,
                                                  effect=api_effect(t.effect, "gke")))
-    if pool.gated:
+    if pool.gate_enforced:  # a gate in shadow mode taints nothing
         g = gate_taint()
         out.append(C.NodePoolNodeConfigTaintArgs(key=g.key, value=g.value,
                                                  effect=api_effect(g.effect, "gke")))

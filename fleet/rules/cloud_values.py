@@ -82,7 +82,7 @@ def _taints(r: Reporter, pool: ResolvedPool) -> None:
     if pool.shape.kind != "cpu":
         ours = r.catalog.kube(pool.shape).taint
         seen[ours.key, ours.effect] = -1
-    if pool.gated:  # the gate's startup taint (docs/gate.md), also accelfleet's own
+    if pool.gate_enforced:  # the gate's startup taint (docs/gate.md), also accelfleet's own
         gate = gate_taint()
         seen[gate.key, gate.effect] = -2
     for i, taint in enumerate(pool.spec.taints):

@@ -1,6 +1,7 @@
 """The gate's fields (docs/gate.md): a pool's `gate` (PoolGate: the startup taint, tiers,
-re-proof interval, quarantine cap, opting out with a reason) and the stack's `gate` (Gate: the
-controller's image and replicas). Imported through `fleet.spec.fields`."""
+re-proof interval, quarantine cap, what becomes of a failed node, how many nodes a rolling
+re-proof takes at once, enforcing or shadowing, opting out with a reason) and the stack's `gate`
+(Gate: the controller's image and replicas). Imported through `fleet.spec.fields`."""
 
 from __future__ import annotations
 
@@ -22,6 +23,19 @@ DAY_S = 24 * HOUR_S
 REPROVE_MIN_S = HOUR_S
 REPROVE_MAX_S = 30 * DAY_S
 GATE_TOP_TIER = 2  # the per-node tiers (T0-T2); the fabric check (T3) is `gate.fabric`
+# What becomes of a node that fails its proof (docs/gate.md "A failed node and the
+# autoscalers"): `keep` holds it for diagnosis (scale-down disabled), `replace` leaves it to the
+# autoscaler, Karpenter or the node group to remove and replace.
+ON_FAIL = ("keep", "replace")
+ON_FAIL_DEFAULT = "keep"
+# `enforce`: new nodes carry the startup taint until proven; `shadow`: nothing is tainted,
+# cordoned or quarantined, every node is proven and reported (as node-readiness-controller's
+# `dryRun`), to try the gate on a live cluster before it holds capacity.
+MODES = ("enforce", "shadow")
+MODE_DEFAULT = "enforce"
+# A rolling re-proof takes at most this many of a pool's nodes at once: a count or a share of
+# the pool, never less than one node (a share rounds down, as Kubernetes' maxUnavailable does).
+MAX_UNAVAILABLE_DEFAULT = "10%"
 _INTERVAL = re.compile(r"^([1-9][0-9]{0,5})([hd])$")
 
 
@@ -55,16 +69,22 @@ class PoolGate(_Model):
     """A pool's gate (docs/gate.md): its new nodes carry a startup taint that only proof pods
     tolerate, until the gate controller proves them with tiers 0..`max_tier` (and the fabric
     check, `fabric: auto`, where the pool has a GPU fabric). Idle proven nodes are proven again
-    every `reprove_interval` (`off`: never); a failed proof quarantines at most
-    `max_quarantine` of the pool (`3` nodes or `10%`, as `smoke run --max-quarantine`).
+    every `reprove_interval` (`off`: never), at most `max_unavailable` of the pool at once (`1`
+    or `10%`, never less than one node); a failed proof quarantines at most `max_quarantine` of
+    the pool (`3` nodes or `10%`, as `smoke run --max-quarantine`), and `on_fail` says what
+    becomes of the failed node (`keep` for diagnosis, `replace`: the autoscaler replaces it).
+    `mode: shadow` proves and reports without tainting anything.
     On by default for every accelerator pool; `enabled: false` opts out, with a `reason`."""
 
     enabled: bool = True
     reason: str | None = None
+    mode: Literal["enforce", "shadow"] = "enforce"
     max_tier: int = Field(default=SD.MAX_TIER, ge=0, le=GATE_TOP_TIER)
     fabric: Literal["auto", "off"] = "auto"
     reprove_interval: str = REPROVE_DEFAULT
+    max_unavailable: str = MAX_UNAVAILABLE_DEFAULT
     max_quarantine: str = DEFAULT_CAP
+    on_fail: Literal["keep", "replace"] = "keep"
 
     @model_validator(mode="before")
     @classmethod
@@ -96,6 +116,17 @@ class PoolGate(_Model):
                                  f"max_quarantine: 25% (default {DEFAULT_CAP} of the pool)")
         return text.strip() if isinstance(text, str) else text
 
+    @field_validator("max_unavailable", mode="before")
+    @classmethod
+    def _unavailable(cls, value: Any) -> Any:
+        text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+        if isinstance(text, str) and parse_cap(text) is None:
+            raise SpecValueError(f"{text[:40]!r} is not a count of 1 or more nor a percentage "
+                                 "in (0, 100]", "write e.g. max_unavailable: 2 or "
+                                 f"max_unavailable: 25% (default {MAX_UNAVAILABLE_DEFAULT} of "
+                                 "the pool, at least one node)")
+        return text.strip() if isinstance(text, str) else text
+
     @model_validator(mode="after")
     def _opt_out(self) -> PoolGate:
         if not self.enabled and self.reason is None:
@@ -105,6 +136,11 @@ class PoolGate(_Model):
         if self.enabled and self.reason is not None:
             raise SpecValueError("`reason` is for a gate that is turned off",
                                  "remove `reason`, or add `enabled: false`")
+        if not self.enabled and self.mode == "shadow":
+            raise SpecValueError("a gate in shadow mode is on (it proves and reports every "
+                                 "node, tainting none)",
+                                 "remove `enabled: false` and `reason` to shadow the pool, or "
+                                 "remove `mode: shadow` to turn the gate off")
         return self
 
     @property

@@ -22,6 +22,9 @@ from pydantic import (
 
 from fleet import smoke_defaults as SD
 from fleet.spec._gate import GATE_TOP_TIER as GATE_TOP_TIER
+from fleet.spec._gate import MAX_UNAVAILABLE_DEFAULT as MAX_UNAVAILABLE_DEFAULT
+from fleet.spec._gate import MODES as MODES
+from fleet.spec._gate import ON_FAIL as ON_FAIL
 from fleet.spec._gate import REPROVE_DEFAULT as REPROVE_DEFAULT
 from fleet.spec._gate import REPROVE_MAX_S as REPROVE_MAX_S
 from fleet.spec._gate import REPROVE_MIN_S as REPROVE_MIN_S

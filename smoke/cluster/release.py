@@ -115,6 +115,23 @@ def _release_patch(node: dict[str, Any]) -> dict[str, Any] | None:
         kept = [t for t in spec.get("taints") or []
                 if not (t.get("key") == KEY and t.get("effect") == EFFECT)]
         patch.setdefault("spec", {})["taints"] = kept
+    return _fresh_proof(node, patch)
+
+
+def _fresh_proof(node: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """A node the gate holds returns to service only on a fresh proof (issue 35): released,
+    it goes back to `unproven` with the gate's startup taint, and what the gate's failure did
+    (its taint, its cordon, its keep annotations) is undone (smoke.gate.lifecycle)."""
+    from smoke.gate import lifecycle as L
+
+    if not L.is_enforced_gate_node(node):
+        return patch
+    taints = patch.get("spec", {}).get("taints", (node.get("spec") or {}).get("taints") or [])
+    gate = L.fresh_proof_changes({**node, "spec": {**(node.get("spec") or {}),
+                                                   "taints": taints}})
+    patch["metadata"]["labels"].update(gate["metadata"]["labels"])
+    patch["metadata"]["annotations"].update(gate["metadata"]["annotations"])
+    patch.setdefault("spec", {}).update(gate["spec"])
     return patch
 
 
@@ -124,6 +141,16 @@ def _release_one(api: CoreV1Api, cluster: str, name: str, node: dict[str, Any]) 
     ann = node["metadata"].get("annotations") or {}
     pool, host = ann.get(PREFIX + "pool", "-"), ann.get(PREFIX + "host", "")
     undo = _undo(node)
+    if not undo and _gate_failed(node):  # failed its gate proof, over the cap: not quarantined
+        try:
+            obj = _patch(api, name, _gate_fresh_proof_patch)
+        except ApiException as exc:
+            return NodeAction(cluster, pool, name, "error", host, "",
+                              _api_problem(exc, "patch nodes"))
+        note = _event(api, obj, "GateFreshProof", f"accelfleet smoke release: {name} failed "
+                      "its gate proof; sent to a fresh proof")
+        return NodeAction(cluster, pool, name, "released", host, "failed its gate proof",
+                          "; ".join(x for x in (_fresh_proof_note(obj), note) if x))
     if not undo:
         why = ("labelled but with no undo record: not quarantined by accelfleet, left as it is"
                if (node["metadata"].get("labels") or {}).get(KEY) else
@@ -134,7 +161,10 @@ def _release_one(api: CoreV1Api, cluster: str, name: str, node: dict[str, Any]) 
     except ApiException as exc:
         return NodeAction(cluster, pool, name, "error", host, "", _api_problem(exc, "patch nodes"))
     kept = []
-    if not undo.get("cordoned"):
+    fresh = _fresh_proof_note(obj)
+    if fresh:
+        kept.append(fresh)
+    elif not undo.get("cordoned"):
         kept.append("left cordoned: it was cordoned before the quarantine")
     if not undo.get("tainted"):
         kept.append(f"left its {KEY} taint: it was there before")
@@ -147,6 +177,30 @@ def _release_one(api: CoreV1Api, cluster: str, name: str, node: dict[str, Any]) 
              f"{ann.get(PREFIX + 'figure', '-')} vs {ann.get(PREFIX + 'threshold', '-')}")
     return NodeAction(cluster, pool, name, "released", host, cause,
                       "; ".join([*kept, note] if note else kept))
+
+
+def _gate_failed(node: dict[str, Any]) -> bool:
+    from fleet.labels import GATE_LABEL
+    from smoke.gate import lifecycle as L
+
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    return L.is_enforced_gate_node(node) and labels.get(GATE_LABEL) == L.FAILED
+
+
+def _gate_fresh_proof_patch(node: dict[str, Any]) -> dict[str, Any] | None:
+    from smoke.gate import lifecycle as L
+
+    return L.fresh_proof_patch(node) if _gate_failed(node) else None
+
+
+def _fresh_proof_note(node: dict[str, Any] | None) -> str:
+    from fleet.labels import GATE_LABEL
+
+    labels = ((node or {}).get("metadata") or {}).get("labels") or {}
+    if labels.get(GATE_LABEL) != "unproven":
+        return ""
+    return ("gated: back to unproven with the gate's startup taint; it takes work again once "
+            "the gate controller proves it afresh")
 
 
 # -- status -------------------------------------------------------------------------------

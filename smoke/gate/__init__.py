@@ -2,11 +2,15 @@
 
 - `controller`: the controller of one cluster (`Gate`, `GateOptions`, `GateSummary`);
 - `nodes`: what the gate reads of a node (its state) and the patches it writes;
+- `lifecycle`: the states as patches (a failed node's own taint, cordon and `on_fail`; a
+  fresh proof; open and close), which `smoke release` uses too;
+- `pools`: the pools' open state (`gate open`) and the controller's per-round follower;
 - `session`: the controller as one library call over a stack's clusters (`run_gate`),
   `gate status`, `gate open` and `gate close`;
 - private: `_watch` (list + watch), `_lease` (leader election), `_proof` (one proof pinned
-  to its nodes, judged as `smoke run` judges), `_kube` (the API calls), `_serve` (health
-  and metrics endpoints), `_metrics` (OpenMetrics).
+  to its nodes, judged as `smoke run` judges), `_reproof` (the rolling re-proof's choice),
+  `_kube` (the API calls), `_serve` (health and metrics endpoints), `_metrics`
+  (OpenMetrics), `_hours` (the node-hours totals carried on the Lease).
 
 Never imports pulumi (the import contracts hold it).
 """

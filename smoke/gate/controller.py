@@ -26,7 +26,6 @@ The loop, on the leader only (a Lease; a standby watches and waits):
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import threading
@@ -35,13 +34,16 @@ from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fleet import smoke_defaults as SD
 from smoke.cluster.access import with_retries
 from smoke.cluster.objects import pod_problem, valid
+from smoke.gate import _hours as H
 from smoke.gate import _kube as K
+from smoke.gate import lifecycle as L
 from smoke.gate import nodes as N
 from smoke.gate._cap import Caps
 from smoke.gate._guard import Guard
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
 
 LEASE_NAME = "accelfleet-gate"
 CROSS_NODE_TIER = 3  # the agent's first tier across nodes (smoke.cluster.workload --cross-node)
+IDLE_RECHECK_S = 10.0  # shadow mode: how long a node found running work is left alone
 
 
 def _identity() -> str:
@@ -138,6 +141,7 @@ class Gate:
         self.lock = threading.Lock()
         self.inflight: dict[str, tuple[Unit, str, threading.Event]] = {}  # node -> proof
         self.backoff: dict[str, tuple[float, float]] = {}  # node -> (not before, delay)
+        self.busy_until: dict[str, float] = {}  # shadow: a node found busy, not asked till
         self.summary = GateSummary(cluster)
         self.targets: set[str] | None = None  # --once: the nodes to prove
         self.started = time.monotonic()
@@ -145,6 +149,7 @@ class Gate:
         self.adopted = False
         self.watch: Any = None
         self.elector: Any = None
+        self.follower: Any = None  # smoke.gate.pools.Follower: labels, open pools
         self.last_loop = time.monotonic()
         # metrics (smoke.gate._metrics)
         self.verdict_counts: dict[tuple[str, str], int] = {}  # (pool, verdict) -> proofs
@@ -169,51 +174,6 @@ class Gate:
                 out[key] = out.get(key, 0) + 1
         return out
 
-    def _count_hours(self, dt_s: float) -> None:
-        for (pool, team, state), count in self.state_counts().items():
-            kind = {"unproven": "unproven", "proving": "unproven", "failed": "quarantined",
-                    "quarantined": "quarantined"}.get(state)
-            if kind is not None:
-                key = (pool, team, kind)
-                self.node_hours[key] = self.node_hours.get(key, 0.0) + count * dt_s / 3600
-
-    def _stored_hours(self) -> dict[tuple[str, str, str], float]:
-        """The node-hours totals the Lease carries (what its holder last wrote)."""
-        from fleet.labels import GATE_NODE_HOURS_ANNOTATION
-
-        text = self.elector.stored.get(GATE_NODE_HOURS_ANNOTATION) if self.elector else None
-        try:
-            rows = json.loads(text) if text else []
-        except ValueError:
-            return {}
-        out: dict[tuple[str, str, str], float] = {}
-        for r in rows if isinstance(rows, list) else []:
-            try:
-                key = (str(r["pool"]), str(r["team"]), str(r["kind"]))
-                out[key] = max(out.get(key, 0.0), float(r["hours"]))
-            except (KeyError, TypeError, ValueError):
-                continue
-        return out
-
-    def _continue_hours(self) -> None:
-        """Take up the totals the Lease carries where they are ahead of ours: node-hours
-        never drop when the controller restarts or another replica takes over."""
-        for key, hours in self._stored_hours().items():
-            if hours > self.node_hours.get(key, 0.0):
-                self.node_hours[key] = hours
-
-    def _hours_record(self) -> dict[str, str]:
-        """The Lease annotation the holder writes with each renewal: its totals, never less
-        than those already on the Lease."""
-        from fleet.labels import GATE_NODE_HOURS_ANNOTATION
-
-        totals = dict(self._stored_hours())
-        for key, hours in list(self.node_hours.items()):
-            totals[key] = max(totals.get(key, 0.0), hours)
-        rows = [{"pool": p, "team": t, "kind": k, "hours": round(h, 6)}
-                for (p, t, k), h in sorted(totals.items())]
-        return {GATE_NODE_HOURS_ANNOTATION: json.dumps(rows, separators=(",", ":"))}
-
     # -- the loop ----------------------------------------------------------------------
     def _changed(self, name: str | None) -> None:
         if name is not None:
@@ -227,8 +187,10 @@ class Gate:
     def run(self, stop: threading.Event) -> GateSummary:
         from smoke.gate._lease import Elector
         from smoke.gate._watch import NodeWatch
+        from smoke.gate.pools import Follower
 
         o = self.options
+        self.follower = Follower(self.core, o.namespace, self.pools)
         inner = threading.Event()  # ends the helper threads once this returns
         self.watch = NodeWatch(self.core, self._changed, inner,
                                watch_timeout_s=o.watch_timeout_s, rejected=self.guard.rejected)
@@ -236,7 +198,8 @@ class Gate:
         if o.elect:
             self.elector = Elector(self.client, o.namespace, o.lease_name, o.identity,
                                    lease_s=o.lease_s, stop=inner,
-                                   annotations=self._hours_record)
+                                   annotations=lambda: H.record(self.node_hours,
+                                                                self.elector))
             threads.append(threading.Thread(target=self.elector.run, daemon=True,
                                             name="gate-lease"))
         for t in threads:
@@ -256,9 +219,10 @@ class Gate:
                 self.summary.leader = self.summary.leader or leader
                 if leader and self.watch.synced.is_set():
                     if not self.adopted:
-                        self._continue_hours()
+                        H.take_up(self.node_hours, self.elector)
                         self.adopted = self.guard.guarded("adopting nodes left proving",
                                                           self._adopt)
+                    self.guard.guarded("following open pools", self._follow)
                     if o.once and self.targets is None:
                         self.targets = self._once_targets()
                     jobs: list[tuple[Unit, InventoryPool]] = self.guard.attempt(
@@ -280,9 +244,10 @@ class Gate:
                     self.wake.wait(0.5)
                 now = time.monotonic()
                 if self.watch.synced.is_set() and self.is_leader():
-                    self._count_hours(now - self.last_loop)
+                    H.count(self.node_hours, self.state_counts(), now - self.last_loop)
                 elif not self.is_leader():
-                    self._continue_hours()  # a standby exports the leader's totals
+                    H.take_up(self.node_hours, self.elector)  # a standby exports the
+                    # leader's totals
                 self.last_loop = now
         finally:
             for _, _, cancel in list(self.inflight.values()):
@@ -299,15 +264,37 @@ class Gate:
     def _nodes(self) -> list[N.GateNode]:
         return [N.GateNode.of(n) for n in self.watch.snapshot().values()]
 
+    def _follow(self) -> None:
+        """Label the gated nodes seen for the first time, open an open pool's new nodes
+        (smoke.gate.pools); a refused call is reported, and tried again next round."""
+        try:
+            self.follower.step(list(self.watch.snapshot().values()))
+        except Exception as exc:
+            self.summary.errors.append(f"following the pools' state: {type(exc).__name__}")
+
     def _once_targets(self) -> set[str]:
+        """--once: every node of a gated pool waiting for a proof, and each failed one, which
+        gets a fresh proof now (a quarantined one waits for `smoke release`)."""
         out = set()
         for n in self._nodes():
-            if n.pool in self.pools and n.state in (N.UNPROVEN, N.PROVING, N.FAILED):
-                out.add(n.name)
-                if n.state == N.FAILED:
-                    self.summary.results[n.name] = NodeResult(
-                        n.name, n.pool, FAIL, "failed an earlier proof: "
-                        + str((n.condition or {}).get("message", "")))
+            pool = self.pools.get(n.pool)
+            if pool is None or self.follower.is_open(n.pool):
+                continue
+            waiting = (N.UNPROVEN, N.PROVING, N.FAILED) + (
+                (N.UNGATED,) if pool.gate is not None and pool.gate.shadow else ())
+            if n.state not in waiting:
+                continue
+            out.add(n.name)
+            if n.state == N.FAILED and n.quarantined:
+                self.summary.results[n.name] = NodeResult(
+                    n.name, n.pool, FAIL, "failed an earlier proof and is quarantined ("
+                    + str((n.condition or {}).get("message", ""))[:300]
+                    + "); `accelfleet smoke release` sends it to a fresh proof")
+            elif n.state == N.FAILED:
+                K.patch_node(self.core, n.name, L.fresh_proof_patch)
+                K.set_condition(self.core, n.name, L.condition(
+                    "Unknown", "AwaitingProof", "accelfleet gate run --once: a fresh proof "
+                    "after a failed one"))
         return out
 
     def _once_done(self, deadline: float | None) -> bool:
@@ -336,7 +323,19 @@ class Gate:
         return False
 
     def _eligible(self, n: N.GateNode, now: float) -> bool:
-        if n.pool not in self.pools or n.state != N.UNPROVEN or not n.ready:
+        pool = self.pools.get(n.pool)
+        if pool is None or not n.ready or self.follower.is_open(n.pool):
+            return False
+        if pool.gate is not None and pool.gate.shadow:
+            # shadow mode: an unheld node that has no proof, proven only while idle (a proof
+            # never competes with work on a node it does not hold)
+            if n.state not in (N.UNPROVEN, N.UNGATED) or n.proof is not None \
+                    or n.name in self.inflight or now < self.busy_until.get(n.name, 0.0):
+                return False
+            if not self._idle(n.name):  # asked again in IDLE_RECHECK_S, not every round
+                self.busy_until[n.name] = now + IDLE_RECHECK_S
+                return False
+        elif n.state != N.UNPROVEN or n.quarantined:  # `smoke release` first
             return False
         if self.targets is not None and n.name not in self.targets:
             return False
@@ -400,36 +399,18 @@ class Gate:
     # -- re-proof on a schedule ------------------------------------------------------------
     def _due(self, by_pool: dict[str, list[N.GateNode]], now: float
              ) -> list[tuple[Unit, InventoryPool]]:
-        """Proven nodes whose proof is older than the pool's interval and that run nothing
-        but DaemonSet pods (a multi-host TPU slice: every host), one unit per pool per round:
-        re-proof never evicts work and never takes a pool's capacity at once."""
-        out: list[tuple[Unit, InventoryPool]] = []
-        for name, pool in sorted(self.pools.items()):
-            gate = pool.gate
-            if gate is None or gate.reprove_interval_s is None:
-                continue
-            members = by_pool.get(name, [])
-            due = [n for n in members if n.state == N.PROVEN and n.ready
-                   and n.name not in self.inflight and not n.quarantined
-                   and now >= self.backoff.get(n.name, (0.0, 0.0))[0]
-                   and ((N.proof_age_s(n) or 0.0) > gate.reprove_interval_s
-                        or n.signal is not None)]  # another agent's GPU condition (issue 37)
-            if pool.kind == "tpu" and pool.hosts_per_slice > 1:
-                slices: dict[str, list[N.GateNode]] = {}
-                for n in due:
-                    slices.setdefault(n.slice, []).append(n)
-                for sl, hosts in sorted(slices.items()):
-                    if len(hosts) == pool.hosts_per_slice and all(
-                            self._idle(h.name) for h in hosts):
-                        out.append((Unit(name, tuple(h.name for h in hosts), slice=sl,
-                                         reproof=True), pool))
-                        break
-                continue
-            for n in sorted(due, key=lambda n: -(N.proof_age_s(n) or 0.0)):
-                if self._idle(n.name):
-                    out.append((Unit(name, (n.name,), reproof=True), pool))
-                    break
-        return out
+        """Proven nodes due for their re-proof, idle, within each pool's `max_unavailable`
+        (smoke.gate._reproof): re-proof never evicts work, never takes a pool at once."""
+        from smoke.gate._reproof import due_units
+
+        with self.lock:
+            reproving: dict[str, set[str]] = {}
+            for name, (unit, _, _) in self.inflight.items():
+                if unit.reproof:
+                    reproving.setdefault(unit.pool, set()).add(name)
+        return due_units(self.pools, by_pool, reproving=reproving, now=now, idle=self._idle,
+                         not_before=lambda n: self.backoff.get(n, (0.0, 0.0))[0],
+                         skip=[p for p in self.pools if self.follower.is_open(p)])
 
     def _idle(self, node: str) -> bool:
         """No pod but DaemonSet pods is running or starting on the node."""
@@ -464,7 +445,8 @@ class Gate:
             node = self.watch.get(name)
             if node is None:
                 continue
-            claim = N.reproof_claim_patch if unit.reproof else N.claim_patch
+            held = unit.reproof and self._enforced(unit.pool)  # shadow: never tainted
+            claim = N.reproof_claim_patch if held else N.claim_patch
             try:
                 with_retries(self.core.patch_node, name, claim(N.GateNode.of(node), run_id),
                              _preload_content=False, _request_timeout=K.REQUEST_TIMEOUT_S)
@@ -483,7 +465,22 @@ class Gate:
         with self.lock:
             for name in unit.nodes:
                 self.inflight[name] = (unit, run_id, cancel)
+        for name in unit.nodes:
+            self._condition(name, L.condition("Unknown", "Proving",
+                                              f"accelfleet gate: proof {run_id} running"))
         return unit
+
+    def _condition(self, name: str, cond: dict[str, Any]) -> None:
+        try:
+            K.set_condition(self.core, name, cond)
+        except Exception as exc:
+            self.summary.errors.append(f"the {cond['reason']} condition of {name}: "
+                                       f"{K.status_of(exc) or type(exc).__name__}")
+
+    def _enforced(self, pool: str) -> bool:
+        """Whether the gate holds the pool's nodes (not shadow mode)."""
+        p = self.pools.get(pool)
+        return p is not None and p.gate is not None and p.gate.enforced
 
     @staticmethod
     def _release(unit: Unit) -> Any:
@@ -590,11 +587,17 @@ class Gate:
                     name, pool.name, PASS, reason, run_id, to_proven, proof_s,
                     _probe_s(outcome, name), time.time())
             elif verdict == FAIL:
-                K.patch_node(self.core, name, lambda n: N.failed_patch(N.GateNode.of(n)))
+                held = self._enforced(pool.name)
+                on_fail = pool.gate.on_fail if pool.gate is not None else "keep"
+                K.patch_node(self.core, name, partial(L.failed_patch, on_fail=on_fail)
+                             if held else L.shadow_failed_patch)
                 K.set_condition(self.core, name, N.condition(False, "ProofFailed",
                                                              f"proof {run_id}: {reason}"))
                 K.node_event(self.core, node, "GateProofFailed", f"accelfleet gate: proof "
-                             f"{run_id} failed; the node stays gated: {reason}", warning=True)
+                             f"{run_id} failed; " + (
+                                 f"the node is held (cordoned, on_fail: {on_fail}): {reason}"
+                                 if held else f"shadow mode, nothing is held: {reason}"),
+                             warning=True)
                 failed.append(name)
                 self.summary.results[name] = NodeResult(name, pool.name, FAIL, reason, run_id,
                                                         None, proof_s, _probe_s(outcome, name))
@@ -608,7 +611,7 @@ class Gate:
         self.caps.judged(pool.name, [r.verdict for r in mine])
         report = outcome.report
         if report is not None and not report.cancelled:
-            if failed:
+            if failed and self._enforced(pool.name):  # shadow mode quarantines nothing
                 self._quarantine(report, pool, failed)
             if o.record_history:
                 self._record(report)

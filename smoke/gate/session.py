@@ -13,7 +13,6 @@ Deployment mounts), else the stack file or `--outputs`, as `smoke run` reads the
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -146,6 +145,25 @@ def _target(request: GateRequest, *, gated_only: bool = True, pool: str | None =
                    request.timeout_s or timeout_s, images, clients)
 
 
+def proof_timeout_s(asked_s: int | None) -> int:
+    """One proof's deadline: `asked_s`, or the gate's default (fleet.gate.PROOF_TIMEOUT_S, not
+    the stack's smoke.timeout_s); never past the autoscaler's startup window, less the time a
+    node takes to turn Ready (fleet.gate.PROOF_TIMEOUT_MAX_S)."""
+    from fleet.gate import AUTOSCALER_STARTUP_WINDOW_S, PROOF_TIMEOUT_MAX_S, PROOF_TIMEOUT_S
+
+    if asked_s is None:
+        return PROOF_TIMEOUT_S
+    if not 1 <= asked_s <= PROOF_TIMEOUT_MAX_S:
+        raise InputError(
+            f"a gate proof deadline of {asked_s} s is past the autoscaler's window: a node "
+            f"still tainted {AUTOSCALER_STARTUP_WINDOW_S // 60} minutes after its creation "
+            "counts as unready, and past 3 such nodes and 45% of the cluster the "
+            "cluster-autoscaler stops scaling (docs/gate.md)",
+            hint=f"use --timeout-s {PROOF_TIMEOUT_MAX_S} or less (default {PROOF_TIMEOUT_S}); "
+            "a longer proof belongs in `accelfleet smoke run`")
+    return asked_s
+
+
 def run_gate(request: GateRequest, stop: threading.Event | None = None
              ) -> list[GateSummary]:
     """One controller per cluster of the gated pools, each in a thread, until `stop` (or,
@@ -153,11 +171,12 @@ def run_gate(request: GateRequest, stop: threading.Event | None = None
     from smoke.gate._serve import Servers
     from smoke.gate.controller import Gate, GateOptions
 
+    timeout_s = proof_timeout_s(request.timeout_s)
     target = _target(request)
     stop = stop or threading.Event()
     gates = [Gate(client, name, target.inventory, GateOptions(
-        namespace=target.namespace, once=request.once, timeout_s=target.timeout_s,
-        images=target.images, once_wait_s=float(target.timeout_s) if request.once else None,
+        namespace=target.namespace, once=request.once, timeout_s=timeout_s,
+        images=target.images, once_wait_s=float(timeout_s) if request.once else None,
         history=request.history, record_history=request.record_history,
         elect=request.elect, lease_s=request.lease_s))
         for name, client in sorted(target.clients.items())]
@@ -233,10 +252,13 @@ class GateStatus:
     nodes: tuple[NodeRow, ...]
     controllers: tuple[ControllerRow, ...]
     skipped: tuple[str, ...] = ()  # node objects that do not read as Nodes, and why
+    # (cluster, pool) -> the opening (at, by, reason) of each pool `gate open` recorded open
+    open_pools: tuple[tuple[str, str, dict[str, Any]], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": "accelfleet.gate/status", "schema_version": 1,
                 "controllers": [c.to_dict() for c in self.controllers],
+                "open_pools": [{"cluster": c, "pool": p, **r} for c, p, r in self.open_pools],
                 "nodes": [n.to_dict() for n in self.nodes], "skipped": list(self.skipped)}
 
 
@@ -322,10 +344,19 @@ def gate_status(request: GateRequest) -> GateStatus:
     rows: list[NodeRow] = []
     controllers = []
     skipped: list[str] = []
+    open_pools: list[tuple[str, str, dict[str, Any]]] = []
     now = datetime.now(UTC)
     for cluster, client in sorted(target.clients.items()):
         pools = {p.name: p for p in target.inventory.pools if p.cluster == cluster and p.gated}
         controllers.append(_controller(client, cluster, target.namespace))
+        from kubernetes import client as k
+
+        from smoke.gate.pools import read_open
+
+        for name, record in sorted((read_open(k.CoreV1Api(client), target.namespace)
+                                    or {}).items()):
+            if name in pools:
+                open_pools.append((cluster, name, record))
         bad: list[tuple[str, str]] = []
         good = _nodes_of(client, set(pools), bad)
         skipped += [f"{cluster}/{name or '(no name)'}: {why}" for name, why in bad]
@@ -356,7 +387,7 @@ def gate_status(request: GateRequest) -> GateStatus:
             rows.append(NodeRow(cluster, n.pool, n.team or pools[n.pool].team, n.name,
                                 n.state, age, since, reason, n.quarantined))
     rows.sort(key=lambda r: (r.cluster, r.team, r.pool, r.node))
-    return GateStatus(tuple(rows), tuple(controllers), tuple(skipped))
+    return GateStatus(tuple(rows), tuple(controllers), tuple(skipped), tuple(open_pools))
 
 
 # -- open and close -------------------------------------------------------------------------
@@ -369,77 +400,90 @@ class Changed:
         return {"node": self.node, "what": self.what}
 
 
-def _pool_target(request: GateRequest, pool: str) -> tuple[ApiClient, Any]:
+def _pool_target(request: GateRequest, pool: str) -> tuple[ApiClient, Any, str]:
     target = _target(request, gated_only=False, pool=pool)
     info = next(p for p in target.inventory.pools if p.name == pool)
-    return target.clients[str(info.cluster)], info
+    return target.clients[str(info.cluster)], info, target.namespace
 
 
 def open_pool(request: GateRequest, pool: str, *, reason: str, by: str) -> list[Changed]:
-    """Lift the gate of `pool` by hand: every node of the pool gets GATE_OPEN_ANNOTATION (who,
-    when, why) and loses the gate taint; the controller leaves an open node alone."""
-    from fleet.labels import GATE_OPEN_ANNOTATION, GATE_TAINT_KEY
+    """Lift the gate of `pool` by hand. The pool is recorded open (who, when, why) in the
+    controller's pools ConfigMap (smoke.gate.pools), which the controller follows for nodes
+    that join later; every node present is opened now (its gate taint, and what a failed
+    proof did, undone; GATE_OPEN_ANNOTATION records the opening and the state it was in)."""
+    from kubernetes import client as k
+
+    from fleet.errors import SetupError
     from smoke.gate import _kube as K
+    from smoke.gate import lifecycle as L
 
     if not reason.strip():
         raise InputError("gate open needs a reason", hint="e.g. --reason 'INC-42: the proof "
                          "image is broken; nodes checked by hand'")
-    client, _ = _pool_target(request, pool)
-    from kubernetes import client as k
-
+    client, _, namespace = _pool_target(request, pool)
     core = k.CoreV1Api(client)
-    record = json.dumps({"at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "by": by,
-                         "reason": reason.strip()[:500]}, sort_keys=True)
+    record = {"at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "by": by,
+              "reason": reason.strip()[:500]}
     out = []
+    try:
+        _record_pool(core, namespace, pool, record)
+    except SetupError as exc:  # the escape hatch still opens the nodes present
+        out.append(Changed("", f"not recorded: {exc.message}; nodes that join later stay "
+                           "gated (run `gate open` again for them)"))
     for node in _nodes_of(client, {pool}):
         name = node["metadata"]["name"]
-
-        def change(n: dict[str, Any]) -> dict[str, Any]:
-            taints = (n.get("spec") or {}).get("taints") or []
-            return {"metadata": {"resourceVersion": n["metadata"]["resourceVersion"],
-                                 "annotations": {GATE_OPEN_ANNOTATION: record}},
-                    "spec": {"taints": [t for t in taints if t.get("key") != GATE_TAINT_KEY]}}
-
-        K.patch_node(core, name, change)
+        K.patch_node(core, name, lambda n: L.open_patch(n, record))
         K.node_event(core, node, "GateOpened", f"accelfleet gate opened on pool {pool} by "
                      f"{by}: {reason.strip()[:500]}", warning=True)
         out.append(Changed(name, "opened"))
     return out
 
 
-def close_pool(request: GateRequest, pool: str, *, by: str) -> list[Changed]:
-    """Restore the gate of `pool`: the open record goes; every node that has no passed proof
-    gets the gate taint back (the controller proves it)."""
-    from fleet.labels import GATE_LABEL, GATE_OPEN_ANNOTATION
+def _record_pool(core: Any, namespace: str, pool: str, record: dict[str, Any] | None) -> None:
+    from fleet.errors import SetupError
     from smoke.gate import _kube as K
-    from smoke.gate.nodes import PROVEN, GateNode, gate_taint
+    from smoke.gate.pools import set_open
 
-    client, _ = _pool_target(request, pool)
+    try:
+        set_open(core, namespace, pool, record)
+    except Exception as exc:
+        raise SetupError(f"could not record pool {pool} {'open' if record else 'closed'} in "
+                         f"{namespace}/accelfleet-gate-pools "
+                         f"({K.status_of(exc) or type(exc).__name__})",
+                         hint="you need create and patch on ConfigMaps in the gate's namespace "
+                         "(--namespace, default the stack's smoke namespace); is the gate "
+                         "deployed on this cluster?") from None
+
+
+def close_pool(request: GateRequest, pool: str, *, by: str) -> list[Changed]:
+    """Restore the gate of `pool`: the pool's open record goes; a node opened while proven is
+    proven again, every other node of the pool without a standing proof goes back to
+    `unproven`, with the gate taint, for a fresh proof (smoke.gate.lifecycle.close_patch)."""
     from kubernetes import client as k
 
+    from fleet.errors import SetupError
+    from smoke.gate import _kube as K
+    from smoke.gate import lifecycle as L
+    from smoke.gate.nodes import GateNode
+
+    client, info, namespace = _pool_target(request, pool)
+    on_fail = info.gate.on_fail if info.gate is not None else "keep"
     core = k.CoreV1Api(client)
     out = []
+    try:
+        _record_pool(core, namespace, pool, None)
+    except SetupError as exc:  # the nodes are still closed: the gate fails closed
+        out.append(Changed("", f"not recorded: {exc.message}"))
     for node in _nodes_of(client, {pool}):
         name = node["metadata"]["name"]
         before = GateNode.of(node)
-
-        def change(n: dict[str, Any]) -> dict[str, Any] | None:
-            g = GateNode.of(n)
-            if g.opened is None and (g.tainted or g.proof is not None):
-                return None
-            body: dict[str, Any] = {"metadata": {
-                "resourceVersion": n["metadata"]["resourceVersion"],
-                "annotations": {GATE_OPEN_ANNOTATION: None}}}
-            proven = g.proof is not None and g.labels.get(GATE_LABEL) == PROVEN
-            if not g.tainted and not proven:
-                body["spec"] = {"taints": [*(dict(t) for t in g.taints), gate_taint()]}
-            return body
-
-        changed = K.patch_node(core, name, change)
+        changed = K.patch_node(core, name, lambda n: L.close_patch(n, on_fail))
         if changed is None:
             out.append(Changed(name, "unchanged"))
             continue
+        after = GateNode.of(changed)
         K.node_event(core, node, "GateClosed", f"accelfleet gate closed on pool {pool} by "
-                     f"{by}", warning=False)
+                     f"{by}" + ("; the node waits for a fresh proof"
+                                if after.tainted else ""), warning=False)
         out.append(Changed(name, "closed" if before.opened is not None else "gated"))
     return out

@@ -27,7 +27,8 @@ def test_validate_shows_each_pools_gate(tmp_path: Path) -> None:
     gates = {p["name"]: p["gate"] for p in data["pools"]}
     assert gates["p5-train"] == {"enabled": True, "reason": None, "max_tier": 2,
                                  "fabric": True, "reprove_interval_s": 86_400,
-                                 "max_quarantine": "10%"}
+                                 "max_quarantine": "10%", "mode": "enforce",
+                                 "max_unavailable": "10%", "on_fail": "keep"}
     opted = tmp_path / "Pulumi.opted.yaml"
     opted.write_text(Path(EXAMPLE).read_text().replace(
         "        capacity: spot\n",
@@ -35,6 +36,13 @@ def test_validate_shows_each_pools_gate(tmp_path: Path) -> None:
     result = runner.invoke(app, ["fleet", "validate", str(opted)])
     assert result.exit_code == 0, result.output
     assert "gate off (spot churn): l4-spot" in result.output
+    shadow = tmp_path / "Pulumi.shadow.yaml"  # issue 35: shadow mode and on_fail in words
+    shadow.write_text(Path(EXAMPLE).read_text().replace(
+        "        capacity: spot\n",
+        "        capacity: spot\n        gate: {mode: shadow}\n", 1), encoding="utf-8")
+    result = runner.invoke(app, ["fleet", "validate", str(shadow)])
+    assert result.exit_code == 0, result.output
+    assert "gate shadow T0-T2, re-proof every 24h, reported only: l4-spot" in result.output
 
 
 def test_a_bad_gate_exits_2_with_the_fix(tmp_path: Path) -> None:

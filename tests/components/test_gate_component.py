@@ -352,3 +352,26 @@ def test_turning_the_gate_on_updates_pools_in_place() -> None:
     assert rule_for("gcp:container/nodePool:NodePool", "nodeConfig.taints[1]", None,
                     GKE_GATE) is None
     assert rule_for("aws:eks/nodeGroup:NodeGroup", "taints", before, after) is None
+
+
+def test_a_shadow_pool_is_created_without_the_taint_and_still_gets_its_controller(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`gate.mode: shadow` (issue 35): the pool's nodes join untainted (GKE node pool and EKS
+    node group alike), and the controller that proves and reports them is deployed."""
+    text = STACK.replace('''zone: us-central1-a}
+      - {name: v5p''', '''zone: us-central1-a, gate: {mode: shadow}}
+      - {name: v5p''').replace('''zone: us-east-1a}''', '''zone: us-east-1a,
+         gate: {mode: shadow, on_fail: replace}}''')
+    plan = _plan(tmp_path_factory.mktemp("shadow"), "shadow", text)
+    pools = {r.inputs["name"]: r.inputs for r in
+             plan.of_type("gcp:container/nodePool:NodePool")}
+    assert GKE_GATE not in pools["h100"]["nodeConfig"].get("taints", [])
+    assert GKE_GATE in pools["l4-q"]["nodeConfig"]["taints"]  # enforcing, beside it
+    groups = {r.name: r.inputs for r in plan.of_type("aws:eks/nodeGroup:NodeGroup")}
+    [p5] = [g for n, g in groups.items() if n.startswith("p5")]
+    assert GKE_GATE not in (p5.get("taints") or [])
+    objs = _by_kind(plan, "e1")  # the only pool of e1 is shadowed: its controller still runs
+    assert "Deployment" in objs
+    mounted = json.loads(objs["ConfigMap"]["data"]["inventory.json"])
+    gate = mounted["pools"][0]["gate"]
+    assert (gate["mode"], gate["on_fail"]) == ("shadow", "replace")

@@ -52,7 +52,8 @@ def test_every_accelerator_pool_is_gated_by_default_and_cpu_and_tpu_vm_never(spe
     assert not by["cpu"].gated and not by["vm"].gated
     assert by["h100"].summary()["gate"] == {
         "enabled": True, "reason": None, "max_tier": 2, "fabric": True,
-        "reprove_interval_s": 86_400, "max_quarantine": "10%"}
+        "reprove_interval_s": 86_400, "max_quarantine": "10%", "mode": "enforce",
+        "max_unavailable": "10%", "on_fail": "keep"}
     assert by["cpu"].summary()["gate"] is None
 
 
@@ -201,3 +202,86 @@ def test_a_malformed_gate_in_a_saved_inventory_is_refused(spec, field, value):
     with pytest.raises(InputError) as err:
         Inventory.from_dict(data)
     assert "gate." in err.value.message and err.value.exit_code == 2
+
+
+def test_on_fail_max_unavailable_and_mode_reach_the_inventory(spec):
+    """Issue 35: what becomes of a failed node, how many nodes a rolling re-proof takes, and
+    shadow mode: declared per pool, carried to the controller through the inventory."""
+    fleet = _fleet(spec, on_fail="replace", max_unavailable=2, mode="shadow")
+    gate = fleet.pools[0].gate
+    assert (gate.on_fail, gate.max_unavailable, gate.mode) == ("replace", "2", "shadow")
+    assert fleet.pools[0].gated and not fleet.pools[0].gate_enforced  # proven, never tainted
+    inv = build_inventory(fleet, "test")
+    h100 = inv.pool("h100")
+    assert h100.gated and not h100.gate_enforced
+    assert GATE not in h100.tolerations  # a shadow pool's nodes carry no gate taint
+    assert Inventory.from_dict(inv.to_dict()).pool("h100").gate == h100.gate
+    assert gate_words(gate).startswith("shadow T0-T2 + fabric")
+
+
+def test_the_defaults_keep_a_failed_node_and_re_prove_a_tenth_at_a_time(spec):
+    gate = validate_fleet(spec).pools[0].gate
+    assert (gate.on_fail, gate.max_unavailable, gate.mode) == ("keep", "10%", "enforce")
+    assert gate.enforced and not gate.shadow
+
+
+@pytest.mark.parametrize(("field", "value", "near"), [
+    ("on_fail", "replce", "replace"), ("on_fail", "kept", "keep"),
+    ("mode", "shadw", "shadow"), ("mode", "enforcing", "enforce")])
+def test_on_fail_and_mode_get_did_you_mean(spec, field, value, near):
+    spec["pools"][0]["gate"] = {field: value}
+    p = only(spec, f"pools[0] 'h100'.gate.{field}")
+    assert f"did you mean {near!r}" in p.message and p.hint == f"use {near!r}"
+
+
+@pytest.mark.parametrize("value", ["0", "0%", "150%", "some", -1, True])
+def test_max_unavailable_is_a_count_or_a_share(spec, value):
+    spec["pools"][0]["gate"] = {"max_unavailable": value}
+    p = only(spec, "pools[0] 'h100'.gate.max_unavailable")
+    assert "max_unavailable" in p.hint or "count" in p.message
+
+
+def test_a_shadow_gate_turned_off_is_refused(spec):
+    spec["pools"][0]["gate"] = {"enabled": False, "reason": "x", "mode": "shadow"}
+    p = only(spec, "pools[0] 'h100'.gate")
+    assert "shadow mode is on" in p.message and "remove `mode: shadow`" in p.hint
+
+
+def test_a_misspelt_on_fail_field_gets_did_you_mean(spec):
+    spec["pools"][0]["gate"] = {"on_failure": "keep"}
+    p = only(spec, "pools[0] 'h100'.gate.on_failure")
+    assert "did you mean 'on_fail'" in p.message
+
+
+def test_a_shadow_pool_declares_no_gate_taint_of_its_own(spec):
+    fleet = _fleet(spec, mode="shadow")
+    assert fleet.pools[0].gated and not fleet.pools[0].gate_enforced
+    spec["pools"][0]["taints"] = [{"key": GATE_TAINT_KEY, "value": "mine"}]
+    assert validate_fleet(spec).pools[0].spec.taints  # no gate taint of ours to clash with
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("mode", "loud"), ("on_fail", "burn"), ("max_unavailable", "all")])
+def test_a_malformed_lifecycle_field_in_a_saved_inventory_is_refused(spec, field, value):
+    data = build_inventory(validate_fleet(spec), "test").to_dict()
+    data["pools"][0]["gate"][field] = value
+    with pytest.raises(InputError) as err:
+        Inventory.from_dict(data)
+    assert f"gate.{field}" in err.value.message and err.value.exit_code == 2
+
+
+def test_an_inventory_from_before_the_lifecycle_fields_reads_with_their_defaults(spec):
+    data = build_inventory(validate_fleet(spec), "test").to_dict()
+    for field in ("mode", "on_fail", "max_unavailable"):
+        del data["pools"][0]["gate"][field]
+    gate = Inventory.from_dict(data).pools[0].gate
+    assert (gate.mode, gate.on_fail, gate.max_unavailable) == ("enforce", "keep", "10%")
+
+
+def test_the_gate_in_words_names_what_differs_from_the_defaults():
+    assert gate_words(InventoryGate(on_fail="replace", max_unavailable="2")) == (
+        "T0-T2, re-proof every 24h (2 at a time), quarantine at most 10%, failed nodes "
+        "replaced")
+    assert gate_words(InventoryGate()) == "T0-T2, re-proof every 24h, quarantine at most 10%"
+    assert gate_words(InventoryGate(mode="shadow", reprove_interval_s=None)) == (
+        "shadow T0-T2, no re-proof, reported only")
