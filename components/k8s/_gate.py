@@ -74,7 +74,9 @@ NAMESPACE_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 QUEUE_NAMESPACE_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("batch", "jobs", tuple(VERBS_OBJECTS)),
     ("jobset.x-k8s.io", "jobsets", tuple(VERBS_OBJECTS)),
-    ("", "pods", tuple(VERBS_OBJECTS)),
+    # patch: a TPU slice re-proof through the team's queue tells its pods when the last host
+    # started, as in the controller's own namespace (issue 35: refused there before)
+    ("", "pods", (*VERBS_OBJECTS, "patch")),
     ("", "pods/log", ("get",)),
     ("", "configmaps", tuple(VERBS_OBJECTS)),
     ("", "services", tuple(VERBS_OBJECTS)),

@@ -125,6 +125,7 @@ class Gate:
         self.wake = threading.Condition()
         self.lock = threading.Lock()
         self.inflight: dict[str, tuple[Unit, str, threading.Event]] = {}  # node -> proof
+        self.claimed: dict[str, dict[str, str]] = {}  # node -> the uid and boot ID claimed
         self.backoff: dict[str, tuple[float, float]] = {}  # node -> (not before, delay)
         self.summary = GateSummary(cluster)
         self.targets: set[str] | None = None  # --once: the nodes to prove
@@ -436,7 +437,7 @@ class Gate:
         got = []
         for name in unit.nodes:
             node = self.watch.get(name)
-            if node is None:
+            if node is None or not self.is_leader():  # stepped down meanwhile: act no more
                 continue
             claim = N.reproof_claim_patch if unit.reproof else N.claim_patch
             try:
@@ -448,9 +449,11 @@ class Gate:
                 self.summary.errors.append(f"claiming {name}: {type(exc).__name__}")
                 continue
             got.append(name)
+            self.claimed[name] = N.GateNode.of(node).identity  # the claim was guarded by rv
         busy = unit.reproof and not all(self._idle(name) for name in got)  # bound meanwhile
         if not got or busy or (unit.slice and len(got) != len(unit.nodes)):
             for name in got:  # a slice is proven whole or not at all
+                self.claimed.pop(name, None)
                 K.patch_node(self.core, name, self._release(unit))
             return None
         unit = replace(unit, nodes=tuple(got))
@@ -518,11 +521,19 @@ class Gate:
                               dict.fromkeys(unit.nodes, why))
         proof_s = time.monotonic() - started
         try:
-            self._apply(unit, pool, run_id, outcome, proof_s)
+            if self.is_leader():
+                self._apply(unit, pool, run_id, outcome, proof_s)
+            else:  # the lease was lost mid-proof (a hang, a stopped process): the verdict is
+                # not written; the leader adopts the node (`_adopt`) and proves it afresh
+                for name in unit.nodes:
+                    self.summary.results[name] = NodeResult(
+                        name, pool.name, INFRA, "this replica lost the lease during the "
+                        "proof; the leader proves the node afresh", run_id)
         finally:
             with self.lock:
                 for name in unit.nodes:
                     self.inflight.pop(name, None)
+                    self.claimed.pop(name, None)
             with self.wake:
                 self.wake.notify_all()
 
@@ -545,8 +556,10 @@ class Gate:
                              "+fabric" if len(unit.hosts) > 1 and pool.gate is not None
                              and pool.gate.fabric else ""),
                          "version": _version(), "run": run_id, "verdict": "pass",
-                         "peers": list(unit.peers)}
-                K.patch_node(self.core, name, _passing(proof))
+                         "peers": list(unit.peers), **self.claimed.get(name, {})}
+                if K.patch_node(self.core, name, _passing(proof)) is None:
+                    self._replaced(unit, name, node, run_id, pool)
+                    continue
                 K.set_condition(self.core, name, N.condition(True, "ProofPassed",
                                                              f"proof {run_id} passed"))
                 K.node_event(self.core, node, "GateProofPassed", f"accelfleet gate: proof "
@@ -590,6 +603,24 @@ class Gate:
                 self._quarantine(report, pool)
             if o.record_history:
                 self._record(report)
+
+    def _replaced(self, unit: Unit, name: str, node: dict[str, Any], run_id: str,
+                  pool: InventoryPool) -> None:
+        """A pass that belongs to no node now: the node of that name is another Node object
+        (deleted and registered again) or rebooted during the proof. Nothing is lifted; a
+        rebooted node still claimed by this run is given back (it is proven afresh); another
+        Node object is not this proof's to touch."""
+        def release(n: dict[str, Any]) -> dict[str, Any] | None:
+            return self._release(unit)(n) if N.GateNode.of(n).run == run_id else None
+
+        K.patch_node(self.core, name, release)
+        now = N.GateNode.of(node)
+        why = (f"the node changed during proof {run_id} (now uid {now.uid or '?'}, boot ID "
+               f"{now.boot_id or '?'}: registered again or rebooted); its pass is not "
+               "carried over, it is proven afresh")
+        K.node_event(self.core, node, "GateProofVoided", f"accelfleet gate: {why}",
+                     warning=True)
+        self.summary.results[name] = NodeResult(name, pool.name, INFRA, why, run_id)
 
     def _unit_tier(self, pool: InventoryPool, unit: Unit) -> int:
         """The tier a proof runs: the pool's per-node tiers, and on a fabric pool's unit of
@@ -639,7 +670,7 @@ def _probe_s(outcome: Outcome, node: str) -> float | None:
 
 
 def _passing(proof: dict[str, Any]) -> Any:
-    def change(node: dict[str, Any]) -> dict[str, Any]:
+    def change(node: dict[str, Any]) -> dict[str, Any] | None:
         return N.proven_patch(N.GateNode.of(node), proof)
 
     return change

@@ -375,7 +375,7 @@ def close_pool(request: GateRequest, pool: str, *, by: str) -> list[Changed]:
             body: dict[str, Any] = {"metadata": {
                 "resourceVersion": n["metadata"]["resourceVersion"],
                 "annotations": {GATE_OPEN_ANNOTATION: None}}}
-            proven = g.proof is not None and g.labels.get(GATE_LABEL) == PROVEN
+            proven = g.proof_holds and g.labels.get(GATE_LABEL) == PROVEN
             if not g.tainted and not proven:
                 body["spec"] = {"taints": [*(dict(t) for t in g.taints), gate_taint()]}
             return body

@@ -57,7 +57,9 @@ def node(cluster: Any, name: str) -> dict[str, Any]:
 
 
 def gate_state(cluster: Any, name: str) -> str:
-    return str((node(cluster, name)["metadata"].get("labels") or {}).get(GATE_LABEL, ""))
+    """The node's gate label ('' for a node not registered yet: a join runs in a thread)."""
+    got = cluster.get("nodes", "", name) or {"metadata": {}}
+    return str((got["metadata"].get("labels") or {}).get(GATE_LABEL, ""))
 
 
 def tainted(cluster: Any, name: str) -> bool:

@@ -10,6 +10,7 @@ import os
 import secrets
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
@@ -221,8 +222,12 @@ class FakeCluster(_KueueControllers):
         """A whole Node object, e.g. one built from a recorded real node
         (`tests.smoke.nodes`). `ready` False: the node as it registers, before its kubelet's
         network is up (`join`)."""
+        node = copy.deepcopy(node)
+        # a kubelet registers with its machine's facts; the boot ID changes on every reboot
+        # (the real plane's stand-in, tests.controlplane._kubelet, does the same)
+        info = node.setdefault("status", {}).setdefault("nodeInfo", {})
+        info.setdefault("bootID", uuid.uuid4().hex)
         if not ready:
-            node = copy.deepcopy(node)
             node.setdefault("status", {})["conditions"] = [dict(NOT_READY)]
             taints = node.setdefault("spec", {}).setdefault("taints", [])
             taints.append(dict(NOT_READY_TAINT))
