@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from smoke.cluster.access import pages, transient, with_retries
-from smoke.gate._kube import REQUEST_TIMEOUT_S, raw
+from smoke.gate._kube import REQUEST_TIMEOUT_S, raw, refused
 
 if TYPE_CHECKING:
     from kubernetes.client import CoreV1Api
@@ -39,6 +39,7 @@ class NodeWatch:
         self.resumes = 0  # watches resumed from the last version seen
         self.errors = 0  # watch or list errors (each retried with backoff)
         self.resource_version = ""
+        self.last_refusal = ""  # the last list or watch the API server refused (403), if any
 
     def snapshot(self) -> dict[str, dict[str, Any]]:
         with self.lock:
@@ -65,6 +66,8 @@ class NodeWatch:
                 # (an answer that does not read): list again. Never give up: a controller
                 # whose watch died would leave every new node gated, unseen.
                 self.errors += 1
+                self.last_refusal = refused(exc, "listing or watching the nodes") or \
+                    self.last_refusal
                 if not transient(exc) and not isinstance(exc, ConnectionError):
                     rv = None
                 self.stop.wait(delay)

@@ -200,6 +200,18 @@ class Gate:
                 for (p, t, k), h in sorted(totals.items())]
         return {GATE_NODE_HOURS_ANNOTATION: json.dumps(rows, separators=(",", ":"))}
 
+    def _problem(self, text: str) -> None:
+        """An error the operator must see (in the summary, `gate run`'s output), once."""
+        if text and text not in self.summary.errors and len(self.summary.errors) < 200:
+            self.summary.errors.append(text)
+
+    def _event(self, node: dict[str, Any], reason: str, message: str, *,
+               warning: bool) -> None:
+        """An Event about the node; a refused one is an error to see, a lost one is not."""
+        why = K.node_event(self.core, node, reason, message, warning=warning)
+        if "refused" in why:
+            self._problem(why)
+
     # -- the loop ----------------------------------------------------------------------
     def _changed(self, name: str | None) -> None:
         if name is not None:
@@ -259,6 +271,9 @@ class Gate:
                         break
                 with self.wake:
                     self.wake.wait(0.5)
+                self._problem(self.watch.last_refusal)
+                if self.elector is not None:
+                    self._problem(self.elector.last_refusal)
                 now = time.monotonic()
                 if self.watch.synced.is_set() and self.is_leader():
                     self._count_hours(now - self.last_loop)
@@ -417,7 +432,9 @@ class Gate:
                                       field_selector=f"spec.nodeName={node}",
                                       _preload_content=False,
                                       _request_timeout=K.REQUEST_TIMEOUT_S))
-        except Exception:
+        except Exception as exc:
+            self._problem(K.refused(exc, "listing a node's pods (a re-proof takes only an "
+                                         "idle node)"))
             return False
         for pod in page.get("items") or []:
             if (pod.get("status") or {}).get("phase") not in ("Pending", "Running"):
@@ -522,7 +539,12 @@ class Gate:
         proof_s = time.monotonic() - started
         try:
             if self.is_leader():
-                self._apply(unit, pool, run_id, outcome, proof_s)
+                try:
+                    self._apply(unit, pool, run_id, outcome, proof_s)
+                except Exception as exc:  # the verdict could not be written: say so
+                    self._problem(K.refused(exc, f"writing proof {run_id}'s verdict") or (
+                        f"writing proof {run_id}'s verdict on {', '.join(unit.nodes)} "
+                        f"failed: {type(exc).__name__}: {str(exc)[:200]}"))
             else:  # the lease was lost mid-proof (a hang, a stopped process): the verdict is
                 # not written; the leader adopts the node (`_adopt`) and proves it afresh
                 for name in unit.nodes:
@@ -562,7 +584,7 @@ class Gate:
                     continue
                 K.set_condition(self.core, name, N.condition(True, "ProofPassed",
                                                              f"proof {run_id} passed"))
-                K.node_event(self.core, node, "GateProofPassed", f"accelfleet gate: proof "
+                self._event(node, "GateProofPassed", f"accelfleet gate: proof "
                              f"{run_id} passed (tiers {proof['tiers']}); the gate taint is "
                              "lifted", warning=False)
                 since = now_gate.ready_since
@@ -578,7 +600,7 @@ class Gate:
                 K.patch_node(self.core, name, lambda n: N.failed_patch(N.GateNode.of(n)))
                 K.set_condition(self.core, name, N.condition(False, "ProofFailed",
                                                              f"proof {run_id}: {reason}"))
-                K.node_event(self.core, node, "GateProofFailed", f"accelfleet gate: proof "
+                self._event(node, "GateProofFailed", f"accelfleet gate: proof "
                              f"{run_id} failed; the node stays gated: {reason}", warning=True)
                 failed.append(name)
                 self.summary.results[name] = NodeResult(name, pool.name, FAIL, reason, run_id,
@@ -588,7 +610,7 @@ class Gate:
                 delay = min(o.retry_max_s, max(o.retry_first_s, delay * 2))
                 self.backoff[name] = (time.monotonic() + delay, delay)
                 K.patch_node(self.core, name, self._release(unit))
-                K.node_event(self.core, node, "GateProofRetry", f"accelfleet gate: proof "
+                self._event(node, "GateProofRetry", f"accelfleet gate: proof "
                              f"{run_id} could not judge the node ({reason}); retrying in "
                              f"{delay:.0f} s", warning=True)
                 self.summary.results[name] = NodeResult(name, pool.name, INFRA, reason, run_id)
@@ -618,7 +640,7 @@ class Gate:
         why = (f"the node changed during proof {run_id} (now uid {now.uid or '?'}, boot ID "
                f"{now.boot_id or '?'}: registered again or rebooted); its pass is not "
                "carried over, it is proven afresh")
-        K.node_event(self.core, node, "GateProofVoided", f"accelfleet gate: {why}",
+        self._event(node, "GateProofVoided", f"accelfleet gate: {why}",
                      warning=True)
         self.summary.results[name] = NodeResult(name, pool.name, INFRA, why, run_id)
 
