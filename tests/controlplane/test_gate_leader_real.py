@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,21 +67,20 @@ class Replica:
 
 
 @pytest.fixture
-def replicas(kube: RealCluster, tmp_path: Path) -> Iterator[dict[str, Replica]]:
+def start_replica(kube: RealCluster, tmp_path: Path) -> Iterator[Callable[[str], Replica]]:
+    """Start a replica process by its identity; every one is stopped after the test."""
     kc = kube.kubeconfig(tmp_path / "kubeconfig")
-    made: dict[str, Replica] = {}
+    made: list[Replica] = []
 
     def start(identity: str) -> Replica:
-        made[identity] = Replica(kc, identity, tmp_path / f"{identity}.jsonl")
-        return made[identity]
+        made.append(Replica(kc, identity, tmp_path / f"{identity}.jsonl"))
+        return made[-1]
 
-    made["start"] = start  # type: ignore[assignment]
     try:
-        yield made
+        yield start
     finally:
-        for name, r in list(made.items()):
-            if name != "start":
-                r.stop()
+        for r in made:
+            r.stop()
 
 
 def holder(kube: RealCluster) -> str:
@@ -90,16 +89,16 @@ def holder(kube: RealCluster) -> str:
 
 
 def test_a_stopped_leader_is_replaced_and_once_resumed_acts_no_more(
-        kube: RealCluster, replicas: dict[str, Any], tmp_path: Path) -> None:
+        kube: RealCluster, start_replica: Callable[[str], Replica]) -> None:
     first, slow, late = "gke-h100-train-0", "gke-h100-train-1", "gke-h100-train-2"
     for n in (first, late):
         kube.set_node_output(n, h100_report(n, 800.0))
     report = h100_report(slow, 800.0)
     kube.set_node_command(slow, [sys.executable, "-c",
                                  f"import time; time.sleep(4); print({report!r})"])
-    a = replicas["start"]("replica-a")
+    a = start_replica("replica-a")
     wait_for(lambda: holder(kube) == "replica-a")
-    b = replicas["start"]("replica-b")
+    b = start_replica("replica-b")
     wait_for(lambda: any(e["event"] == "start" for e in b.lines()))
     kube.add_node_object(gke_gated_node(POOL, first))
     wait_for(lambda: proven(kube, first))

@@ -142,7 +142,8 @@ def test_a_gke_gpu_pool_scales_up_and_each_node_is_proven_before_it_takes_work(
     waited = [e for e in fake_cluster.list("events", "default")["items"]
               if e["reason"] == "FailedScheduling"
               and e["involvedObject"]["name"] == pod["metadata"]["name"]]
-    assert any("untolerated taint {" + GATE_TAINT_KEY in e["message"] for e in waited)
+    # the scheduler's word, as kube-scheduler v1.36.2 says it (it names no taint)
+    assert any("1 node(s) had untolerated taint(s)" in e["message"] for e in waited)
     for n in names:
         got = node(fake_cluster, n)
         assert not tainted(fake_cluster, n)

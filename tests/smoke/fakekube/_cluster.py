@@ -227,11 +227,17 @@ class FakeCluster(_KueueControllers):
         # (the real plane's stand-in, tests.controlplane._kubelet, does the same)
         info = node.setdefault("status", {}).setdefault("nodeInfo", {})
         info.setdefault("bootID", uuid.uuid4().hex)
+        # the API server's TaintNodesByCondition admission puts the not-ready taint on every
+        # Node it creates; the node lifecycle controller lifts it once the node is Ready (as
+        # the real control plane does: tests/controlplane/test_plane.py)
+        node.setdefault("spec", {}).setdefault("taints", []).append(dict(NOT_READY_TAINT))
         if not ready:
             node.setdefault("status", {})["conditions"] = [dict(NOT_READY)]
-            taints = node.setdefault("spec", {}).setdefault("taints", [])
-            taints.append(dict(NOT_READY_TAINT))
-        return self.create("nodes", "", node)
+            return self.create("nodes", "", node)
+        created = self.create("nodes", "", node)
+        taints = [t for t in created["spec"].get("taints") or []
+                  if t.get("key") != NOT_READY_TAINT["key"]]
+        return self.patch("nodes", "", created["metadata"]["name"], {"spec": {"taints": taints}})
 
     def set_ready(self, name: str) -> dict[str, Any]:
         """The node's kubelet reports Ready; the node lifecycle controller lifts its
