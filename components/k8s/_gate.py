@@ -8,11 +8,12 @@ schemas, strict), applied through the cluster's provider:
                         Kueue routing creates the namespace then, and this component does not)
     ServiceAccount      accelfleet-gate, in that namespace
     ClusterRole(+Binding)  nodes get/list/watch/patch, nodes/status patch (the proof's node
-                        condition), events create/patch (Events about Nodes live in `default`),
-                        pods get/list (a re-proof takes only an idle node: its pods are read)
-    Role(+Binding)      in the namespace only: Jobs, JobSets, pods, ConfigMaps
-                        create/delete/get/list/watch, pods/log get, Leases get/create/update
-                        (leader election): never a wildcard
+                        condition), events create (Events about Nodes live in `default`),
+                        pods list (a re-proof takes only an idle node: its pods are read)
+    Role(+Binding)      in the namespace only: Jobs, JobSets, ConfigMaps, Services
+                        create/get/deletecollection, pods patch/deletecollection,
+                        pods/log get, Leases get/create/update (leader election): the calls
+                        the controller makes, never a wildcard
     Role(+Binding)      in each namespace whose Kueue LocalQueue a gated pool's re-proofs go
                         through (the owner team's): what one proof does there, no Lease
     WorkloadPriorityClass  accelfleet-gate-reproof (kueue.x-k8s.io/v1beta2), the lowest value,
@@ -45,36 +46,45 @@ TYPE = "accelfleet:k8s:GateController"
 NAME = G.CONTROLLER_NAME
 APP_LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "accelfleet"}
 USER_ID = 65532  # the image's non-root user (docker/gate.Dockerfile)
-# what a proof does to its own objects: create, follow, and delete them (the launcher's cleanup
-# deletes a run's objects by label, as collections)
-VERBS_OBJECTS = ["create", "delete", "deletecollection", "get", "list", "watch"]
+# What a proof does to its own objects (smoke.cluster.launcher): create them, read one back
+# (an idempotent create that met 409 Conflict; a Job's or JobSet's status while Kueue holds
+# it) and delete a run's objects by label, as collections. It never deletes one object by
+# name, never lists or watches them (its pods it lists, below). Every rule here is a call the
+# controller makes: tests/controlplane/test_gate_rbac_real.py reads the real API server's
+# audit log of a proof and fails on a rule no call uses, and on a call no rule grants.
+VERBS_OBJECTS = ["create", "get", "deletecollection"]
+# the proof's pods: the launcher patches a multi-host TPU slice's pods when the last host
+# started (the slice-started annotation, read by the agents through a downward API file:
+# issue 28) and deletes them by label; it lists them too, which the ClusterRole grants in
+# every namespace already (the re-proof's idle check), so no Role repeats it
+VERBS_PODS = ["patch", "deletecollection"]
 # Every permission the controller holds: (apiGroup, resource, verbs). Nothing else, no "*".
 CLUSTER_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("", "nodes", ("get", "list", "watch", "patch")),
     ("", "nodes/status", ("patch",)),
-    ("", "events", ("create", "patch")),
-    ("", "pods", ("get", "list")),
+    ("", "events", ("create",)),  # Events about Nodes (in `default`), each one new
+    # a re-proof takes only an idle node: its pods, listed; and a proof's own pods, followed
+    ("", "pods", ("list",)),
 )
 NAMESPACE_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("batch", "jobs", tuple(VERBS_OBJECTS)),
     ("jobset.x-k8s.io", "jobsets", tuple(VERBS_OBJECTS)),
-    # patch: a multi-host TPU slice's pods are told when the last host started (the launcher's
-    # slice-started annotation, read by the agents through a downward API file: issue 28)
-    ("", "pods", (*VERBS_OBJECTS, "patch")),
+    ("", "pods", tuple(VERBS_PODS)),
     ("", "pods/log", ("get",)),  # the one verb the log subresource serves
     ("", "configmaps", tuple(VERBS_OBJECTS)),
-    ("", "services", tuple(VERBS_OBJECTS)),  # a TPU slice's headless Service (JobSet DNS)
+    ("", "services", tuple(VERBS_OBJECTS)),  # a proof's headless Service (its pods' DNS)
     ("", "events", ("list",)),  # the scheduler's reason a proof pod waits
     ("autoscaling.x-k8s.io", "provisioningrequests", ("list",)),  # why Kueue holds a proof
     ("coordination.k8s.io", "leases", ("get", "create", "update")),
 )
 # In each namespace whose Kueue LocalQueue a pool's re-proofs go through (the owner team's,
 # `InventoryGate.queue_namespace`): what one proof does there, nothing else (no Lease, no
-# ProvisioningRequest: a queued-provisioning pool's re-proof does not go through Kueue).
+# ProvisioningRequest: a queued-provisioning pool's re-proof does not go through Kueue). A
+# TPU slice's re-proof patches its pods there too (issue 35: refused before).
 QUEUE_NAMESPACE_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("batch", "jobs", tuple(VERBS_OBJECTS)),
     ("jobset.x-k8s.io", "jobsets", tuple(VERBS_OBJECTS)),
-    ("", "pods", tuple(VERBS_OBJECTS)),
+    ("", "pods", tuple(VERBS_PODS)),
     ("", "pods/log", ("get",)),
     ("", "configmaps", tuple(VERBS_OBJECTS)),
     ("", "services", tuple(VERBS_OBJECTS)),

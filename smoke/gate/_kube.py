@@ -32,6 +32,18 @@ def status_of(exc: BaseException) -> int | None:
     return exc.status if isinstance(exc, ApiException) else None
 
 
+def refused(exc: BaseException, what: str) -> str:
+    """'' unless the API server refused the call (401, 403: the controller's RBAC or its
+    credentials lack it), then a line that names the call and the fix. A refusal never
+    passes by itself: the gate would keep every node gated (or never re-prove) in silence."""
+    status = status_of(exc)
+    if status not in (401, 403):
+        return ""
+    return (f"{what} was refused ({status}): the controller's ServiceAccount lacks the "
+            "permission; deploy the RBAC the GateController component renders "
+            "(docs/gate.md, the controller's permissions)")
+
+
 def read_node(core: CoreV1Api, name: str) -> dict[str, Any] | None:
     """The node, or None when it no longer exists."""
     try:
@@ -83,7 +95,8 @@ def node_event(core: CoreV1Api, node: dict[str, Any], reason: str, message: str,
         nodeapi.node_event(core, node, reason, message[:1000], warning=warning,
                            component=COMPONENT)
     except Exception as exc:
-        return f"its Event was not recorded ({status_of(exc) or type(exc).__name__})"
+        return refused(exc, f"recording the Event {reason}") or \
+            f"its Event was not recorded ({status_of(exc) or type(exc).__name__})"
     return ""
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from smoke.gate._kube import REQUEST_TIMEOUT_S, raw, status_of
+from smoke.gate._kube import REQUEST_TIMEOUT_S, raw, refused, status_of
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -54,6 +54,7 @@ class Elector:
         # (and on release); `stored` is what the Lease carried when last read
         self.annotations = annotations
         self.stored: dict[str, str] = {}
+        self.last_refusal = ""  # the last Lease call the API server refused (403), if any
 
     def is_leader(self) -> bool:
         """Leader now: the last renewal succeeded less than RenewDeadline ago (by this
@@ -78,8 +79,9 @@ class Elector:
         while not self.stop.is_set():
             try:
                 self.step()
-            except Exception:  # an API error: leader only until the renew deadline
-                pass
+            except Exception as exc:  # an API error: leader only until the renew deadline
+                self.last_refusal = refused(exc, f"the Lease {self.namespace}/{self.name}") \
+                    or self.last_refusal
             self.is_leader()  # steps down once the renew deadline has passed
             self.stop.wait(self.retry_s)
         self.release()

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from smoke.cluster import objects
 from smoke.cluster.access import pages, transient, with_retries
-from smoke.gate._kube import REQUEST_TIMEOUT_S, raw
+from smoke.gate._kube import REQUEST_TIMEOUT_S, raw, refused
 
 if TYPE_CHECKING:
     from kubernetes.client import CoreV1Api
@@ -139,6 +139,7 @@ class NodeWatch:
         self.last_error = ""  # the last failure, in words
         self.waits: list[float] = []  # the last backoff waits, newest last (at most 64)
         self.resource_version = ""
+        self.last_refusal = ""  # the last list or watch the API server refused (403), if any
 
     def snapshot(self) -> dict[str, dict[str, Any]]:
         with self.lock:
@@ -174,6 +175,8 @@ class NodeWatch:
                 # (an answer that does not read): list again. Never give up: a controller
                 # whose watch died would leave every new node gated, unseen.
                 self.errors += 1
+                self.last_refusal = refused(exc, "listing or watching the nodes") or \
+                    self.last_refusal
                 if not transient(exc) and not isinstance(exc, ConnectionError):
                     rv = None
             delay = self.backoff.next()  # every retry, re-list or not (client-go)

@@ -140,6 +140,7 @@ class Gate:
         self.wake = threading.Condition()
         self.lock = threading.Lock()
         self.inflight: dict[str, tuple[Unit, str, threading.Event]] = {}  # node -> proof
+        self.claimed: dict[str, dict[str, str]] = {}  # node -> the uid and boot ID claimed
         self.backoff: dict[str, tuple[float, float]] = {}  # node -> (not before, delay)
         self.busy_until: dict[str, float] = {}  # shadow: a node found busy, not asked till
         self.summary = GateSummary(cluster)
@@ -173,6 +174,18 @@ class Gate:
                 key = (n.pool, n.team or self.pools[n.pool].team, state)
                 out[key] = out.get(key, 0) + 1
         return out
+
+    def _problem(self, text: str) -> None:
+        """An error the operator must see (in the summary, `gate run`'s output), once."""
+        if text and text not in self.summary.errors and len(self.summary.errors) < 200:
+            self.summary.errors.append(text)
+
+    def _event(self, node: dict[str, Any], reason: str, message: str, *,
+               warning: bool) -> None:
+        """An Event about the node; a refused one is an error to see, a lost one is not."""
+        why = K.node_event(self.core, node, reason, message, warning=warning)
+        if "refused" in why:
+            self._problem(why)
 
     # -- the loop ----------------------------------------------------------------------
     def _changed(self, name: str | None) -> None:
@@ -242,6 +255,9 @@ class Gate:
                         break
                 with self.wake:
                     self.wake.wait(0.5)
+                self._problem(self.watch.last_refusal)
+                if self.elector is not None:
+                    self._problem(self.elector.last_refusal)
                 now = time.monotonic()
                 if self.watch.synced.is_set() and self.is_leader():
                     H.count(self.node_hours, self.state_counts(), now - self.last_loop)
@@ -419,7 +435,9 @@ class Gate:
                                       field_selector=f"spec.nodeName={node}",
                                       _preload_content=False,
                                       _request_timeout=K.REQUEST_TIMEOUT_S))
-        except Exception:
+        except Exception as exc:
+            self._problem(K.refused(exc, "listing a node's pods (a re-proof takes only an "
+                                         "idle node)"))
             return False
         pods, bad = valid(page.get("items"), pod_problem)
         if bad:  # a pod that does not read as one: the node may be busy
@@ -443,7 +461,7 @@ class Gate:
         got = []
         for name in unit.nodes:
             node = self.watch.get(name)
-            if node is None:
+            if node is None or not self.is_leader():  # stepped down meanwhile: act no more
                 continue
             held = unit.reproof and self._enforced(unit.pool)  # shadow: never tainted
             claim = N.reproof_claim_patch if held else N.claim_patch
@@ -456,9 +474,11 @@ class Gate:
                 self.summary.errors.append(f"claiming {name}: {type(exc).__name__}")
                 continue
             got.append(name)
+            self.claimed[name] = N.GateNode.of(node).identity  # the claim was guarded by rv
         busy = unit.reproof and not all(self._idle(name) for name in got)  # bound meanwhile
         if not got or busy or (unit.slice and len(got) != len(unit.nodes)):
             for name in got:  # a slice is proven whole or not at all
+                self.claimed.pop(name, None)
                 K.patch_node(self.core, name, self._release(unit))
             return None
         unit = replace(unit, nodes=tuple(got))
@@ -541,13 +561,24 @@ class Gate:
                               dict.fromkeys(unit.nodes, why))
         proof_s = time.monotonic() - started
         try:
-            self._apply(unit, pool, run_id, outcome, proof_s)
-        except Exception as exc:  # an API error, a node turned malformed: no claim outlives it
-            self.guard.apply_failed(unit, pool, run_id, exc)
+            if self.is_leader():
+                try:
+                    self._apply(unit, pool, run_id, outcome, proof_s)
+                except Exception as exc:  # an API error, a node turned malformed: no claim
+                    # outlives it, and the operator sees why the verdict was not written
+                    self._problem(K.refused(exc, f"writing proof {run_id}'s verdict") or "")
+                    self.guard.apply_failed(unit, pool, run_id, exc)
+            else:  # the lease was lost mid-proof (a hang, a stopped process): the verdict is
+                # not written; the leader adopts the node (`_adopt`) and proves it afresh
+                for name in unit.nodes:
+                    self.summary.results[name] = NodeResult(
+                        name, pool.name, INFRA, "this replica lost the lease during the "
+                        "proof; the leader proves the node afresh", run_id)
         finally:
             with self.lock:
                 for name in unit.nodes:
                     self.inflight.pop(name, None)
+                    self.claimed.pop(name, None)
             with self.wake:
                 self.wake.notify_all()
 
@@ -570,11 +601,13 @@ class Gate:
                              "+fabric" if len(unit.hosts) > 1 and pool.gate is not None
                              and pool.gate.fabric else ""),
                          "version": _version(), "run": run_id, "verdict": "pass",
-                         "peers": list(unit.peers)}
-                K.patch_node(self.core, name, _passing(proof))
+                         "peers": list(unit.peers), **self.claimed.get(name, {})}
+                if K.patch_node(self.core, name, _passing(proof)) is None:
+                    self._replaced(unit, name, node, run_id, pool)
+                    continue
                 K.set_condition(self.core, name, N.condition(True, "ProofPassed",
                                                              f"proof {run_id} passed"))
-                K.node_event(self.core, node, "GateProofPassed", f"accelfleet gate: proof "
+                self._event(node, "GateProofPassed", f"accelfleet gate: proof "
                              f"{run_id} passed (tiers {proof['tiers']}); the gate taint is "
                              "lifted", warning=False)
                 since = now_gate.ready_since
@@ -593,11 +626,11 @@ class Gate:
                              if held else L.shadow_failed_patch)
                 K.set_condition(self.core, name, N.condition(False, "ProofFailed",
                                                              f"proof {run_id}: {reason}"))
-                K.node_event(self.core, node, "GateProofFailed", f"accelfleet gate: proof "
-                             f"{run_id} failed; " + (
-                                 f"the node is held (cordoned, on_fail: {on_fail}): {reason}"
-                                 if held else f"shadow mode, nothing is held: {reason}"),
-                             warning=True)
+                self._event(node, "GateProofFailed", f"accelfleet gate: proof "
+                            f"{run_id} failed; " + (
+                                f"the node is held (cordoned, on_fail: {on_fail}): {reason}"
+                                if held else f"shadow mode, nothing is held: {reason}"),
+                            warning=True)
                 failed.append(name)
                 self.summary.results[name] = NodeResult(name, pool.name, FAIL, reason, run_id,
                                                         None, proof_s, _probe_s(outcome, name))
@@ -615,6 +648,24 @@ class Gate:
                 self._quarantine(report, pool, failed)
             if o.record_history:
                 self._record(report)
+
+    def _replaced(self, unit: Unit, name: str, node: dict[str, Any], run_id: str,
+                  pool: InventoryPool) -> None:
+        """A pass that belongs to no node now: the node of that name is another Node object
+        (deleted and registered again) or rebooted during the proof. Nothing is lifted; a
+        rebooted node still claimed by this run is given back (it is proven afresh); another
+        Node object is not this proof's to touch."""
+        def release(n: dict[str, Any]) -> dict[str, Any] | None:
+            return self._release(unit)(n) if N.GateNode.of(n).run == run_id else None
+
+        K.patch_node(self.core, name, release)
+        now = N.GateNode.of(node)
+        why = (f"the node changed during proof {run_id} (now uid {now.uid or '?'}, boot ID "
+               f"{now.boot_id or '?'}: registered again or rebooted); its pass is not "
+               "carried over, it is proven afresh")
+        self._event(node, "GateProofVoided", f"accelfleet gate: {why}",
+                     warning=True)
+        self.summary.results[name] = NodeResult(name, pool.name, INFRA, why, run_id)
 
     def _unit_tier(self, pool: InventoryPool, unit: Unit) -> int:
         """The tier a proof runs: the pool's per-node tiers, and on a fabric pool's unit of
@@ -654,7 +705,7 @@ def _probe_s(outcome: Outcome, node: str) -> float | None:
 
 
 def _passing(proof: dict[str, Any]) -> Any:
-    def change(node: dict[str, Any]) -> dict[str, Any]:
+    def change(node: dict[str, Any]) -> dict[str, Any] | None:
         return N.proven_patch(N.GateNode.of(node), proof)
 
     return change

@@ -258,8 +258,11 @@ def close_patch(node: Mapping[str, Any], on_fail: str = "keep") -> dict[str, Any
     tainted = any(t.get("key") == GATE_TAINT_KEY for t in _taints(node))
     if not record and (tainted or labels.get(GATE_LABEL) in (PROVEN, PROVING, FAILED)):
         return None
-    proof = _annotations(node).get(GATE_PROOF_ANNOTATION)
-    if record.get("was") == PROVEN and proof:
+    from smoke.gate.nodes import GateNode
+
+    # proven again only on a proof that holds for this Node object and this boot (a node
+    # registered again under the name, or rebooted, while the pool was open: a fresh proof)
+    if record.get("was") == PROVEN and GateNode.of(node).proof_holds:
         body: dict[str, Any] = {"metadata": {"labels": {GATE_LABEL: PROVEN},
                                              "annotations": {}}}
     elif labels.get(SMOKE_KEY) == SMOKE_FAILED:

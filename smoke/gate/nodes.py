@@ -5,7 +5,12 @@ A node of a gated pool is in one of these states (`GateNode.state`):
   short by an infrastructure error: it will be tried again);
 - `proving`: the controller claimed it (label `proving`, annotation `gate-run` = the proof's
   run id) before it launched the proof;
-- `proven`: the taint is gone, the proof recorded (GATE_PROOF_ANNOTATION);
+- `proven`: the taint is gone, the proof recorded (GATE_PROOF_ANNOTATION) for this very node:
+  a verdict belongs to the Node object's uid and the machine's boot ID
+  (`status.nodeInfo.bootID`, which the kubelet reports and which changes on every reboot,
+  auto-repair included) recorded in the proof; another Node object of that name (deleted and
+  registered again) or the same node after a reboot is `unproven`, taken back (the gate taint
+  restored when it is claimed) and proven afresh;
 - `failed`: the proof failed; the taint stays, the node condition says why;
 - `open`: the pool's gate was opened by hand (`gate open`), recorded on the node;
 - `ungated`: not a node of a gated pool (or a gated pool's node without the taint and no
@@ -95,6 +100,8 @@ class GateNode:
     resource_version: str
     condition: Mapping[str, Any] | None  # GATE_CONDITION, when set
     conditions: tuple[Mapping[str, Any], ...] = ()  # every condition (other agents' too)
+    uid: str = ""  # metadata.uid: this Node object (a node registered again gets a new one)
+    boot_id: str = ""  # status.nodeInfo.bootID: this boot of the machine
 
     @classmethod
     def of(cls, node: Mapping[str, Any]) -> GateNode:
@@ -108,6 +115,7 @@ class GateNode:
         conditions = (node.get("status") or {}).get("conditions") or []
         ready = next((c for c in conditions if c.get("type") == "Ready"), None)
         gate = next((c for c in conditions if c.get("type") == GATE_CONDITION), None)
+        info = (node.get("status") or {}).get("nodeInfo") or {}
         return cls(name=str(meta.get("name", "")), pool=labels.get(POOL_LABEL, ""),
                    team=labels.get(TEAM_LABEL, ""), labels=labels,
                    annotations=dict(meta.get("annotations") or {}),
@@ -116,7 +124,8 @@ class GateNode:
                    ready_since=_ts((ready or {}).get("lastTransitionTime")),
                    created=_ts(meta.get("creationTimestamp")),
                    resource_version=str(meta.get("resourceVersion", "")), condition=gate,
-                   conditions=tuple(conditions))
+                   conditions=tuple(conditions), uid=str(meta.get("uid") or ""),
+                   boot_id=str(info.get("bootID") or "") if isinstance(info, dict) else "")
 
     @property
     def signal(self) -> str | None:
@@ -131,6 +140,19 @@ class GateNode:
         since = [(c, _ts(str(c.get("lastTransitionTime", "")))) for c in self.conditions]
         fresh = [c for c, t in since if at is None or (t is not None and t >= at)]
         return strongest(s for s in judge_conditions(fresh) if s.action != NOTE)
+
+    @property
+    def identity(self) -> dict[str, str]:
+        """What a verdict belongs to (recorded in the proof): this Node object, this boot."""
+        return {"uid": self.uid, "boot": self.boot_id}
+
+    @property
+    def proof_holds(self) -> bool:
+        """A recorded passed proof that belongs to this node as it is now: same Node object
+        (uid), same boot (boot ID). A proof without them (or with others) holds for nothing."""
+        proof = self.proof
+        return proof is not None and proof.get("uid") == self.uid and \
+            proof.get("boot") == self.boot_id
 
     @property
     def tainted(self) -> bool:
@@ -189,7 +211,10 @@ class GateNode:
         if label in (PROVING, FAILED):
             return label
         if not self.tainted:
-            return PROVEN if label == PROVEN or self.proof is not None else UNGATED
+            if label == PROVEN or self.proof is not None:
+                # a pass recorded for another Node object of this name, or before a reboot
+                return PROVEN if self.proof_holds else UNPROVEN
+            return UNGATED
         return UNPROVEN
 
     @property
@@ -198,9 +223,16 @@ class GateNode:
         return self.labels.get(NODEPOOL_LABEL, "")
 
 
-def proven_patch(node: GateNode, proof: Mapping[str, Any]) -> dict[str, Any]:
+def proven_patch(node: GateNode, proof: Mapping[str, Any]) -> dict[str, Any] | None:
     """The pass: the gate taint lifted, `proven`, the proof recorded; guarded by the node's
-    resourceVersion (a strategic merge patch: a Node's taints are replaced whole)."""
+    resourceVersion (a strategic merge patch: a Node's taints are replaced whole). None (no
+    patch) unless the node is still the one the proof ran on: claimed by the proof's run, the
+    Node object (uid) and the boot (boot ID) the proof records, which the controller took
+    from the node it claimed; a node deleted and registered again, or rebooted, meanwhile is
+    not lifted on another machine's verdict."""
+    if node.run != proof.get("run") or proof.get("uid") != node.uid or \
+            proof.get("boot") != node.boot_id:
+        return None
     return {"metadata": {"resourceVersion": node.resource_version,
                          "labels": {GATE_LABEL: PROVEN},
                          "annotations": {GATE_PROOF_ANNOTATION: json.dumps(
@@ -211,19 +243,21 @@ def proven_patch(node: GateNode, proof: Mapping[str, Any]) -> dict[str, Any]:
 
 def claim_patch(node: GateNode, run_id: str) -> dict[str, Any]:
     """`proving` with the proof's run id, recorded before the proof is launched; guarded by
-    the resourceVersion, so two controllers never both claim a node."""
-    return {"metadata": {"resourceVersion": node.resource_version,
-                         "labels": {GATE_LABEL: PROVING},
-                         "annotations": {GATE_RUN_ANNOTATION: run_id}}}
+    the resourceVersion, so two controllers never both claim a node. A node without the gate
+    taint (a proven node whose proof no longer holds: rebooted) gets it back (NoSchedule:
+    nothing running is evicted, nothing new lands until it is proven again)."""
+    body: dict[str, Any] = {"metadata": {"resourceVersion": node.resource_version,
+                                         "labels": {GATE_LABEL: PROVING},
+                                         "annotations": {GATE_RUN_ANNOTATION: run_id}}}
+    if not node.tainted:
+        body["spec"] = {"taints": [*(dict(t) for t in node.taints), gate_taint()]}
+    return body
 
 
 def reproof_claim_patch(node: GateNode, run_id: str) -> dict[str, Any]:
     """A proven node taken back for its scheduled re-proof: the gate taint back (NoSchedule:
     nothing running is evicted; nothing new lands), `proving` with the run id."""
-    taints = [dict(t) for t in node.taints]
-    if not node.tainted:
-        taints.append(gate_taint())
-    return {**claim_patch(node, run_id), "spec": {"taints": taints}}
+    return claim_patch(node, run_id)
 
 
 def restore_proven_patch(node: GateNode) -> dict[str, Any]:

@@ -123,12 +123,14 @@ class Running:
 
 
 @contextmanager
-def controller(cluster: Any, tmp_path: Path, inventory: Inventory, cluster_name: str,
-               **options: Any) -> Iterator[Running]:
-    """A gate controller on the fake cluster, in a thread, until the block ends."""
+def controller(cluster: Any, tmp_path: Path, inventory: Inventory, cluster_name: str, *,
+               context: str = "fake", client: Any = None, **options: Any) -> Iterator[Running]:
+    """A gate controller on the fake cluster (or the real one: `context` "envtest"), in a
+    thread, until the block ends; `client`: its API client (default: the cluster's admin)."""
     opts = {"namespace": NAMESPACE, "lease_s": 2.0, "timeout_s": 60, "poll_s": 0.1,
             "watch_timeout_s": 30, "retry_first_s": 0.5, **options}
-    gate = Gate(client_of(cluster, tmp_path), cluster_name, inventory, GateOptions(**opts))
+    gate = Gate(client or client_of(cluster, tmp_path, context), cluster_name, inventory,
+                GateOptions(**opts))
     stop = threading.Event()
     running = Running(gate, stop, threading.Thread(target=lambda: None))
 

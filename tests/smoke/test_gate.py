@@ -57,7 +57,9 @@ def node(cluster: Any, name: str) -> dict[str, Any]:
 
 
 def gate_state(cluster: Any, name: str) -> str:
-    return str((node(cluster, name)["metadata"].get("labels") or {}).get(GATE_LABEL, ""))
+    """The node's gate label ('' for a node not registered yet: a join runs in a thread)."""
+    got = cluster.get("nodes", "", name) or {"metadata": {}}
+    return str((got["metadata"].get("labels") or {}).get(GATE_LABEL, ""))
 
 
 def tainted(cluster: Any, name: str) -> bool:
@@ -140,7 +142,8 @@ def test_a_gke_gpu_pool_scales_up_and_each_node_is_proven_before_it_takes_work(
     waited = [e for e in fake_cluster.list("events", "default")["items"]
               if e["reason"] == "FailedScheduling"
               and e["involvedObject"]["name"] == pod["metadata"]["name"]]
-    assert any("untolerated taint {" + GATE_TAINT_KEY in e["message"] for e in waited)
+    # the scheduler's word, as kube-scheduler v1.36.2 says it (it names no taint)
+    assert any("1 node(s) had untolerated taint(s)" in e["message"] for e in waited)
     for n in names:
         got = node(fake_cluster, n)
         assert not tainted(fake_cluster, n)
@@ -283,19 +286,30 @@ def test_a_node_deleted_mid_proof_leaves_no_object_behind(fake_cluster: Any,
 
 
 def test_of_two_replicas_one_leader_acts(fake_cluster: Any, tmp_path: Path) -> None:
+    """Two replicas, one Lease: the holder proves every node, the other none. It failed 1
+    run in 3 (issue 35), 7 of 10 under a CPU load of 4x the cores: not two leaders (the
+    holder had proven every node, the standby none, no transition), but the test read the
+    leader's summary as soon as the nodes were labelled proven, and the controller records
+    a node's result after the writes that label it. The test now waits for the results too;
+    the Lease is the controller's default (15 s: renew deadline 10 s, retry 2 s), as the
+    test is about who acts, not about a takeover."""
     inventory = gated_inventory()
     names = [f"gke-h100-train-{i}" for i in range(3)]
     for n in names:
         fake_cluster.set_node_output(n, h100_report(n, 800.0))
-    with controller(fake_cluster, tmp_path, inventory, "ml-gke", identity="replica-a") as a, \
-            controller(fake_cluster, tmp_path, inventory, "ml-gke", identity="replica-b") as b:
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke", identity="replica-a",
+                    lease_s=15.0) as a, \
+            controller(fake_cluster, tmp_path, inventory, "ml-gke", identity="replica-b",
+                       lease_s=15.0) as b:
         for n in names:
             fake_cluster.add_node_object(gke_gated_node("h100-train", n))
-        wait_for(lambda: all(gate_state(fake_cluster, n) == "proven" for n in names))
+        wait_for(lambda: all(gate_state(fake_cluster, n) == "proven" for n in names), 300)
         lease = fake_cluster.get("leases", NAMESPACE, "accelfleet-gate")
         assert lease is not None
         holder = lease["spec"]["holderIdentity"]
         leader, standby = (a, b) if holder == "replica-a" else (b, a)
+        # a node's result is recorded just after the writes that label it proven
+        wait_for(lambda: set(leader.gate.summary.results) >= set(names), 300)
         # the leader proved every node (one proof each, or batched as they turned Ready)
         assert {n: r.verdict for n, r in leader.gate.summary.results.items()} == dict.fromkeys(
             names, "pass")

@@ -8,12 +8,13 @@ idle one, must run with no request denied."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from components.k8s._gate import NAME, GateControllerArgs, gate_objects, queue_namespaces
 from fleet.inventory import InventoryGate
-from fleet.labels import GATE_PROOF_ANNOTATION, SMOKE_KEY
+from fleet.labels import GATE_PROOF_ANNOTATION, SLICE_STARTED_ANNOTATION, SMOKE_KEY
 from tests.smoke.gate_cluster import (
     NAMESPACE,
     controller,
@@ -103,3 +104,47 @@ def test_a_reproof_through_a_teams_queue_needs_nothing_more_than_its_rbac(
             != first, 60)
     assert fake_cluster.denials == [], "\n".join(sorted(set(fake_cluster.denials)))
     assert any(j["metadata"]["namespace"] == "research" for j in proof_jobs(fake_cluster))
+
+
+def test_a_tpu_slice_reproof_through_a_teams_queue_needs_nothing_more_than_its_rbac(
+        fake_cluster: Any, tmp_path: Path) -> None:
+    """Issue 35: a multi-host TPU slice's re-proof through its owner team's queue tells the
+    slice's pods when the last host started (a pod patch, in the team's namespace): the Role
+    the component makes there must allow it (it did not)."""
+    from tests.smoke.gate_cluster import pool, tpu_report
+
+    inventory = routed(gated_inventory({"v5p-slice": InventoryGate()}), "v5p-slice",
+                       reprove_interval_s=1)
+    mine = {**inventory.to_dict(), "pools": [p for p in inventory.to_dict()["pools"]
+                                            if p["cluster"] == "ml-gke"]}
+    objs = gate_objects(GateControllerArgs(cluster="ml-gke", namespace=NAMESPACE,
+                                           inventory=mine))
+    queued = queue_namespaces(mine, NAMESPACE)
+    roles = {o["metadata"]["namespace"]: o["rules"] for o in objs if o["kind"] == "Role"}
+    cluster_role = next(o for o in objs if o["kind"] == "ClusterRole")["rules"]
+    fake_cluster.create("namespaces", "", {"metadata": {"name": NAMESPACE}})
+    deploy_kueue(fake_cluster, inventory, "ml-gke")
+    fake_cluster.enforce_rbac(f"system:serviceaccount:{NAMESPACE}:{NAME}", cluster_role,
+                              NAMESPACE, roles[NAMESPACE], {q: roles[q] for q in queued})
+    v5p = pool(inventory, "v5p-slice")
+    hosts = [f"gke-v5p-slice-{i:02d}" for i in range(v5p.hosts_per_slice)]
+    for h in hosts:  # each host's agent runs a while: its pod is told when all started
+        report = tpu_report(h, v5p)
+        fake_cluster.set_node_command(h, [sys.executable, "-c",
+                                          f"import time; time.sleep(1.5); print({report!r})"])
+    with controller(fake_cluster, tmp_path, inventory, "ml-gke"):
+        for h in hosts:
+            fake_cluster.add_node_object(gke_gated_node("v5p-slice", h,
+                                                        nodepool="v5p-slice-np"))
+        wait_for(lambda: fake_cluster.denials or all(
+            gate_state(fake_cluster, h) == "proven" for h in hosts))
+        first = json.loads(node(fake_cluster, hosts[0])["metadata"]["annotations"][
+            GATE_PROOF_ANNOTATION])["run"]
+        wait_for(lambda: fake_cluster.denials or (json.loads(node(
+            fake_cluster, hosts[0])["metadata"]["annotations"][GATE_PROOF_ANNOTATION])["run"]
+            != first and gate_state(fake_cluster, hosts[0]) == "proven"), 120)
+    assert fake_cluster.denials == [], "\n".join(sorted(set(fake_cluster.denials)))
+    patched = {(ns, name) for _, _, (plural, ns, name), obj in fake_cluster.changes()
+               if plural == "pods" and ns in queued and (obj["metadata"].get(
+                   "annotations") or {}).get(SLICE_STARTED_ANNOTATION)}
+    assert patched, "the re-proof's pods in the team's namespace were never told"

@@ -10,6 +10,7 @@ import os
 import secrets
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
@@ -222,12 +223,22 @@ class FakeCluster(_KueueControllers):
         """A whole Node object, e.g. one built from a recorded real node
         (`tests.smoke.nodes`). `ready` False: the node as it registers, before its kubelet's
         network is up (`join`)."""
+        node = copy.deepcopy(node)
+        # a kubelet registers with its machine's facts; the boot ID changes on every reboot
+        # (the real plane's stand-in, tests.controlplane._kubelet, does the same)
+        info = node.setdefault("status", {}).setdefault("nodeInfo", {})
+        info.setdefault("bootID", uuid.uuid4().hex)
+        # the API server's TaintNodesByCondition admission puts the not-ready taint on every
+        # Node it creates; the node lifecycle controller lifts it once the node is Ready (as
+        # the real control plane does: tests/controlplane/test_plane.py)
+        node.setdefault("spec", {}).setdefault("taints", []).append(dict(NOT_READY_TAINT))
         if not ready:
-            node = copy.deepcopy(node)
             node.setdefault("status", {})["conditions"] = [dict(NOT_READY)]
-            taints = node.setdefault("spec", {}).setdefault("taints", [])
-            taints.append(dict(NOT_READY_TAINT))
-        return self.create("nodes", "", node)
+            return self.create("nodes", "", node)
+        created = self.create("nodes", "", node)
+        taints = [t for t in created["spec"].get("taints") or []
+                  if t.get("key") != NOT_READY_TAINT["key"]]
+        return self.patch("nodes", "", created["metadata"]["name"], {"spec": {"taints": taints}})
 
     def set_ready(self, name: str) -> dict[str, Any]:
         """The node's kubelet reports Ready; the node lifecycle controller lifts its

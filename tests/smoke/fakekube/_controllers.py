@@ -209,7 +209,8 @@ class _Controllers:
                     why = self._unfit(pod, node, on_node.get(node["metadata"]["name"], []))
                     reasons[str(why)] = reasons.get(str(why), 0) + 1
                 detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items()))
-                message = (f"0/{len(nodes)} nodes are available: {detail}. preemption: "
+                message = (f"0/{len(nodes)} nodes are available: {detail}. no new claims to "
+                           f"deallocate, preemption: "
                            f"0/{len(nodes)} nodes are available: {len(nodes)} Preemption is "
                            "not helpful for scheduling.")
                 old = (pod["status"].get("conditions") or [{}])[0].get("message")
@@ -242,7 +243,8 @@ class _Controllers:
         for taint in node.get("spec", {}).get("taints") or []:
             if taint.get("effect") in ("NoSchedule", "NoExecute") and not any(
                     _tolerates(t, taint) for t in spec.get("tolerations") or []):
-                return f"node(s) had untolerated taint {{{taint['key']}: {taint.get('value', '')}}}"
+                # kube-scheduler v1.36.2 names no taint (tests/controlplane/test_gate_real.py)
+                return "node(s) had untolerated taint(s)"
         alloc = node.get("status", {}).get("allocatable") or {}
         for resource, want in _requests(pod).items():
             used = sum(_requests(o).get(resource, 0.0) for o in here)
