@@ -286,7 +286,9 @@ class Gate:
         try:
             self.follower.step(list(self.watch.snapshot().values()))
         except Exception as exc:
-            self.summary.errors.append(f"following the pools' state: {type(exc).__name__}")
+            self._problem(K.refused(exc, "following the pools' state") or str(exc)
+                          if isinstance(exc, PermissionError) or K.refused(exc, "x") else
+                          f"following the pools' state: {type(exc).__name__}")
 
     def _once_targets(self) -> set[str]:
         """--once: every node of a gated pool waiting for a proof, and each failed one, which
@@ -463,10 +465,10 @@ class Gate:
             node = self.watch.get(name)
             if node is None or not self.is_leader():  # stepped down meanwhile: act no more
                 continue
-            held = unit.reproof and self._enforced(unit.pool)  # shadow: never tainted
-            claim = N.reproof_claim_patch if held else N.claim_patch
+            held = self._enforced(unit.pool)  # shadow: never tainted
             try:
-                with_retries(self.core.patch_node, name, claim(N.GateNode.of(node), run_id),
+                with_retries(self.core.patch_node, name,
+                             N.claim_patch(N.GateNode.of(node), run_id, taint=held),
                              _preload_content=False, _request_timeout=K.REQUEST_TIMEOUT_S)
             except Exception as exc:
                 if K.status_of(exc) in (404, 409):

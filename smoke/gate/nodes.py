@@ -155,6 +155,14 @@ class GateNode:
             proof.get("boot") == self.boot_id
 
     @property
+    def proof_belongs_elsewhere(self) -> bool:
+        """A readable proof that names another Node object (uid) or another boot (boot ID)."""
+        proof = self.proof
+        if proof is None or ("uid" not in proof and "boot" not in proof):
+            return False
+        return not self.proof_holds
+
+    @property
     def tainted(self) -> bool:
         return any(t.get("key") == GATE_TAINT_KEY for t in self.taints)
 
@@ -212,8 +220,11 @@ class GateNode:
             return label
         if not self.tainted:
             if label == PROVEN or self.proof is not None:
-                # a pass recorded for another Node object of this name, or before a reboot
-                return PROVEN if self.proof_holds else UNPROVEN
+                # a pass recorded for another Node object of this name, or before a reboot:
+                # unproven. A proof that does not read, or one written before verdicts
+                # recorded their node (no uid, no boot ID), leaves the label standing: the
+                # node is due for its re-proof at once (`proof_age_s`), idle, never evicted
+                return UNPROVEN if self.proof_belongs_elsewhere else PROVEN
             return UNGATED
         return UNPROVEN
 
@@ -241,23 +252,18 @@ def proven_patch(node: GateNode, proof: Mapping[str, Any]) -> dict[str, Any] | N
                                 if t.get("key") != GATE_TAINT_KEY]}}
 
 
-def claim_patch(node: GateNode, run_id: str) -> dict[str, Any]:
+def claim_patch(node: GateNode, run_id: str, *, taint: bool = True) -> dict[str, Any]:
     """`proving` with the proof's run id, recorded before the proof is launched; guarded by
     the resourceVersion, so two controllers never both claim a node. A node without the gate
     taint (a proven node whose proof no longer holds: rebooted) gets it back (NoSchedule:
-    nothing running is evicted, nothing new lands until it is proven again)."""
+    nothing running is evicted, nothing new lands until it is proven again), unless `taint`
+    is False (a shadow pool's node: the gate holds nothing)."""
     body: dict[str, Any] = {"metadata": {"resourceVersion": node.resource_version,
                                          "labels": {GATE_LABEL: PROVING},
                                          "annotations": {GATE_RUN_ANNOTATION: run_id}}}
-    if not node.tainted:
+    if taint and not node.tainted:
         body["spec"] = {"taints": [*(dict(t) for t in node.taints), gate_taint()]}
     return body
-
-
-def reproof_claim_patch(node: GateNode, run_id: str) -> dict[str, Any]:
-    """A proven node taken back for its scheduled re-proof: the gate taint back (NoSchedule:
-    nothing running is evicted; nothing new lands), `proving` with the run id."""
-    return claim_patch(node, run_id)
 
 
 def restore_proven_patch(node: GateNode) -> dict[str, Any]:
@@ -275,7 +281,7 @@ def proof_age_s(node: GateNode, now: datetime | None = None) -> float:
     (`GateNode.proof_problem`: none, unreadable, a time without its offset, a time ahead of
     this clock): such a node is due for its re-proof at once."""
     when = _ts((node.proof or {}).get("at"))
-    if when is None:
+    if when is None or not node.proof_holds:  # none that counts, or not this node's own
         return math.inf
     return max(0.0, ((now or datetime.now(UTC)) - when).total_seconds())
 

@@ -37,14 +37,20 @@ if TYPE_CHECKING:
 REFRESH_S = 5.0  # how often the controller reads the pools' state
 
 
-def read_open(core: CoreV1Api, namespace: str) -> dict[str, dict[str, Any]] | None:
+def read_open(core: CoreV1Api, namespace: str, refused: list[str] | None = None
+              ) -> dict[str, dict[str, Any]] | None:
     """The open pools and their openings; {} when none is open (no ConfigMap); None when the
     state could not be read (the caller keeps what it knew: never opens on a guess)."""
     try:
         cm = K.raw(with_retries(core.read_namespaced_config_map, POOLS_CONFIGMAP, namespace,
                                 _preload_content=False, _request_timeout=K.REQUEST_TIMEOUT_S))
     except Exception as exc:
-        return {} if K.status_of(exc) == 404 else None
+        if K.status_of(exc) == 404:
+            return {}
+        if refused is not None:
+            refused.append(K.refused(exc, f"reading the open pools (ConfigMap "
+                                          f"{namespace}/{POOLS_CONFIGMAP})"))
+        return None
     data = cm.get("data")
     out: dict[str, dict[str, Any]] = {}
     for pool, text in (data.items() if isinstance(data, Mapping) else ()):
@@ -96,10 +102,13 @@ class Follower:
         now = time.monotonic() if now is None else now
         if self.read_at is not None and now - self.read_at < REFRESH_S:
             return
-        got = read_open(self.core, self.namespace)
+        refusals: list[str] = []
+        got = read_open(self.core, self.namespace, refusals)
         if got is not None:
             self.opened = {p: r for p, r in got.items() if p in self.pools}
             self.read_at = now
+        elif any(refusals):  # a refusal is said (in the summary), never passed over
+            raise PermissionError(next(r for r in refusals if r))
 
     def step(self, nodes: list[dict[str, Any]]) -> None:
         self.refresh()

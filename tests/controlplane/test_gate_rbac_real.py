@@ -61,7 +61,7 @@ USED: frozenset[Perm] = frozenset({
     ("namespace", "batch", "jobs", "create"), ("namespace", "batch", "jobs", "deletecollection"),
     ("namespace", "", "pods", "deletecollection"),
     ("namespace", "", "pods/log", "get"),
-    ("namespace", "", "configmaps", "create"),
+    ("namespace", "", "configmaps", "create"), ("namespace", "", "configmaps", "get"),
     ("namespace", "", "configmaps", "deletecollection"),
     ("namespace", "", "services", "create"), ("namespace", "", "services", "deletecollection"),
 })
@@ -69,7 +69,6 @@ USED: frozenset[Perm] = frozenset({
 NOT_RUN_HERE: dict[Perm, str] = {
     ("namespace", "batch", "jobs", "get"):
         "smoke.cluster.launcher: a Job read back after a 409 on create, or while Kueue holds it",
-    ("namespace", "", "configmaps", "get"): "smoke.cluster.launcher: read back after a 409",
     ("namespace", "", "services", "get"): "smoke.cluster.launcher: read back after a 409",
     ("namespace", "jobset.x-k8s.io", "jobsets", "create"):
         "a multi-host TPU slice's proof (no JobSet controller here: it would never run)",

@@ -27,7 +27,7 @@ def _node(*, uid: str = "uid-1", boot: str = "boot-1", proof: dict[str, Any] | N
                        "conditions": [{"type": "Ready", "status": "True"}]}}
 
 
-PROOF = {"run": "r1", "verdict": "pass", "at": "2026-11-28T12:00:00Z", "uid": "uid-1",
+PROOF = {"run": "r2611281200-ab12", "verdict": "pass", "at": "2026-11-28T12:00:00Z", "uid": "uid-1",
          "boot": "boot-1"}
 
 
@@ -47,9 +47,15 @@ def test_a_proof_from_before_a_reboot_does_not_hold() -> None:
 
 
 def test_a_proof_that_names_no_node_holds_for_none() -> None:
-    legacy = {k: v for k, v in PROOF.items() if k not in ("uid", "boot")}
-    assert N.GateNode.of(_node(proof=legacy, label="proven")).state == N.UNPROVEN
-    assert N.GateNode.of(_node(label="proven")).state == N.UNPROVEN  # a label, no proof
+    # written before verdicts named their node: it holds for no node, so the node is due
+    # for its re-proof at once (idle, never evicted), its label standing until then
+    legacy = N.GateNode.of(_node(proof={k: v for k, v in PROOF.items()
+                                        if k not in ("uid", "boot")}, label="proven"))
+    assert not legacy.proof_holds and N.proof_age_s(legacy) == float("inf")
+    bare = N.GateNode.of(_node(label="proven"))  # a label, no proof
+    assert not bare.proof_holds and N.proof_age_s(bare) == float("inf")
+    other = N.GateNode.of(_node(proof={**PROOF, "uid": "uid-0"}, label="proven"))
+    assert other.state == N.UNPROVEN  # another Node object's pass: proven afresh now
 
 
 def test_claiming_an_untainted_unproven_node_puts_the_gate_taint_back() -> None:
@@ -62,12 +68,13 @@ def test_claiming_an_untainted_unproven_node_puts_the_gate_taint_back() -> None:
 
 
 def test_a_pass_is_written_only_on_the_node_its_proof_claimed() -> None:
-    proof = {**PROOF, "run": "r2"}
-    mine = N.GateNode.of(_node(tainted=True, label="proving", run="r2"))
+    proof = {**PROOF, "run": "r2611281201-cd34"}
+    mine = N.GateNode.of(_node(tainted=True, label="proving", run=proof["run"]))
     assert N.proven_patch(mine, proof) is not None
     again = N.GateNode.of(_node(uid="uid-2", tainted=True))  # registered again meanwhile
     assert N.proven_patch(again, {**proof, "uid": "uid-1"}) is None
-    rebooted = N.GateNode.of(_node(boot="boot-9", tainted=True, label="proving", run="r2"))
+    rebooted = N.GateNode.of(_node(boot="boot-9", tainted=True, label="proving",
+                                   run=proof["run"]))
     assert N.proven_patch(rebooted, proof) is None
     other_run = N.GateNode.of(_node(tainted=True, label="proving", run="r3"))
     assert N.proven_patch(other_run, proof) is None

@@ -124,6 +124,9 @@ def _proven(proof: Any) -> N.GateNode:
     node["spec"]["taints"] = [t for t in node["spec"]["taints"]
                               if t["key"] != N.GATE_TAINT_KEY]
     node["metadata"].setdefault("labels", {})[GATE_LABEL] = "proven"
+    if isinstance(proof, dict) and "uid" not in proof:  # the node it was written for
+        proof = {**proof, "uid": node["metadata"].get("uid", ""),
+                 "boot": ((node.get("status") or {}).get("nodeInfo") or {}).get("bootID", "")}
     node["metadata"].setdefault("annotations", {})[GATE_PROOF_ANNOTATION] = (
         proof if isinstance(proof, str) else json.dumps(proof))
     return N.GateNode.of(node)

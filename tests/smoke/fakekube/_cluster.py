@@ -224,10 +224,15 @@ class FakeCluster(_KueueControllers):
         (`tests.smoke.nodes`). `ready` False: the node as it registers, before its kubelet's
         network is up (`join`)."""
         node = copy.deepcopy(node)
+        if not isinstance(node.get("status", {}), dict) or not isinstance(
+                node.get("spec", {}), dict) or not isinstance(
+                (node.get("spec") or {}).get("taints", []), list):
+            return self.create("nodes", "", node)  # a malformed node, stored as sent (hostile)
         # a kubelet registers with its machine's facts; the boot ID changes on every reboot
         # (the real plane's stand-in, tests.controlplane._kubelet, does the same)
         info = node.setdefault("status", {}).setdefault("nodeInfo", {})
-        info.setdefault("bootID", uuid.uuid4().hex)
+        if isinstance(info, dict):
+            info.setdefault("bootID", uuid.uuid4().hex)
         # the API server's TaintNodesByCondition admission puts the not-ready taint on every
         # Node it creates; the node lifecycle controller lifts it once the node is Ready (as
         # the real control plane does: tests/controlplane/test_plane.py)
