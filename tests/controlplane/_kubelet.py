@@ -407,6 +407,8 @@ class Kubelet:
 
     def _write_status(self, pod: dict[str, Any], status: dict[str, Any]) -> None:
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+        status = {**status, "conditions": merged_conditions(
+            (pod.get("status") or {}).get("conditions") or [], status.get("conditions") or [])}
         try:
             self.rest.patch("pods", ns, name, {
                 "metadata": {"uid": pod["metadata"]["uid"]}, "status": status},
@@ -447,6 +449,35 @@ def run_code(run: _Run) -> int | None:
         return int((run.workdir / "exit").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+
+
+def merged_conditions(old: list[dict[str, Any]], new: list[dict[str, Any]]
+                      ) -> list[dict[str, Any]]:
+    """The conditions a kubelet writes: its own (`new`), each keeping the old
+    lastTransitionTime where its status did not change, then every condition another writer
+    owns as it was (the scheduler's PodScheduled, a DisruptionTarget). A merge patch replaces
+    the whole list, so without this the scheduler's PodScheduled (and its time, from which
+    the launcher measures a pod's start-up) was lost. Kubernetes v1.36.2:
+    pkg/kubelet/kubelet_pods.go generateAPIPodStatus appends PodScheduled=True;
+    pkg/kubelet/status/status_manager.go mergePodStatus keeps the conditions not owned by the
+    kubelet; updateLastTransitionTime keeps an unchanged condition's time (read
+    2026-11-28)."""
+    before = {c.get("type"): c for c in old}
+    out = []
+    mine = {c["type"] for c in new}
+    if "PodScheduled" not in mine:
+        sched = before.get("PodScheduled") or {"type": "PodScheduled", "status": "True",
+                                                "lastTransitionTime": now()}
+        out.append({**sched, "status": "True"})
+        mine.add("PodScheduled")
+    for c in new:
+        prev = before.get(c["type"])
+        if prev is not None and prev.get("status") == c.get("status") and \
+                prev.get("lastTransitionTime"):
+            c = {**c, "lastTransitionTime": prev["lastTransitionTime"]}
+        out.append(c)
+    out.extend(c for c in old if c.get("type") not in mine)
+    return out
 
 
 def _conditions(t: str, *, ready: bool) -> list[dict[str, Any]]:
