@@ -62,6 +62,30 @@ def add_pool_nodes(cluster: Any, pool: str, count: int, *, stack_text: str = STA
     return names
 
 
+def eventually(what: Any, timeout_s: float = 60.0) -> Any:
+    """Poll `what()` until it is truthy (controllers act in their own time: the real plane's
+    node lifecycle controller, the fake's tick); fail naming it after `timeout_s`."""
+    end = time.monotonic() + timeout_s
+    while True:
+        got = what()
+        if got or time.monotonic() > end:
+            assert got, f"still not true after {timeout_s} s: {what}"
+            return got
+        time.sleep(0.05)
+
+
+NOT_READY = "node.kubernetes.io/not-ready"
+
+
+def settled(cluster: Any, *names: str) -> None:
+    """Wait until each node is as a running cluster has it: Ready, the not-ready taint the
+    API server put on it at registration lifted by the node lifecycle controller."""
+    for name in names:
+        eventually(lambda name=name: not any(
+            t.get("key") == NOT_READY
+            for t in (cluster.get("nodes", "", name) or {}).get("spec", {}).get("taints") or []))
+
+
 def smoke_run(cluster: Any, stack: Path, tmp_path: Path, *extra: str) -> tuple[int, str, dict[
         str, Any] | None]:
     kc = cluster.kubeconfig(tmp_path / "kubeconfig", context="fake")

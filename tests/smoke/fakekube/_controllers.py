@@ -1,5 +1,6 @@
-"""The controllers a smoke run relies on, as the fake runs them each tick: JobSet, Job,
-the scheduler and the kubelet (pods as local processes)."""
+"""The controllers a smoke run relies on, as the fake runs them each tick: the node lifecycle
+controller (the parts a run sees), JobSet, Job, the scheduler and the kubelet (pods as local
+processes)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ from tests.smoke.fakekube._api import (
     node_affinity_matches,
 )
 
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+
 
 @dataclass
 class _Proc:
@@ -53,6 +56,7 @@ class _Controllers:
     _pull_s: dict[str, float]  # node -> how long its image pull holds a pod (set_node_pull_s)
     _placed: dict[Key, float]  # pod -> when the kubelet first saw it on its node
     _downward: dict[Key, list[tuple[Path, str]]]  # pod -> downward API files and their fields
+    _registered: dict[str, str]  # Node uid -> name: the nodes the node controller has seen
 
     def create(self, plural: str, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
@@ -66,10 +70,53 @@ class _Controllers:
                 self._tick()
 
     def _tick(self) -> None:
+        self._node_lifecycle()
         self._jobsets()
         self._jobs()
         self._schedule()
         self._kubelet()
+
+    def _node_lifecycle(self) -> None:
+        """What the real node lifecycle controller does that a run sees (seen on the real
+        control plane, Kubernetes v1.36.2, tests.controlplane; source:
+        pkg/controller/nodelifecycle/node_lifecycle_controller.go, read 2026-11-28):
+        - a cordoned node (`spec.unschedulable`) gets the taint
+          `node.kubernetes.io/unschedulable:NoSchedule` (with its `timeAdded`), appended to
+          its taints, and loses it when uncordoned (doNoScheduleTaintingPass);
+        - a Node it first sees gets a Normal Event `RegisteredNode`, one it sees deleted a
+          Normal Event `RemovingNode`, both in namespace `default` from `node-controller`."""
+        nodes = {o["metadata"]["uid"]: o for _k, o in self._of_kind("nodes")}
+        for uid, node in nodes.items():
+            name = node["metadata"]["name"]
+            if uid not in self._registered:
+                self._registered[uid] = name
+                self._node_event(node, "RegisteredNode",
+                                 f"Node {name} event: Registered Node {name} in Controller")
+            taints = list((node.get("spec") or {}).get("taints") or [])
+            has = any(t.get("key") == UNSCHEDULABLE_TAINT for t in taints)
+            cordoned = bool((node.get("spec") or {}).get("unschedulable"))
+            if cordoned != has:
+                taints = [t for t in taints if t.get("key") != UNSCHEDULABLE_TAINT]
+                if cordoned:
+                    taints.append({"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule",
+                                   "timeAdded": _now()})
+                node.setdefault("spec", {})["taints"] = taints
+                self._touched("nodes", node)
+        for uid in [u for u in self._registered if u not in nodes]:
+            name = self._registered.pop(uid)
+            self._node_event({"kind": "Node", "metadata": {"name": name, "uid": uid}},
+                             "RemovingNode",
+                             f"Node {name} event: Removing Node {name} from Controller")
+
+    def _node_event(self, node: dict[str, Any], reason: str, message: str) -> None:
+        m = node["metadata"]
+        self.create("events", "default", {
+            "metadata": {"name": f"{m['name']}.{secrets.token_hex(8)}"},
+            "involvedObject": {"kind": "Node", "name": m["name"], "uid": m["uid"],
+                               "apiVersion": "v1"},
+            "reason": reason, "message": message, "type": "Normal", "count": 1,
+            "firstTimestamp": _now(), "lastTimestamp": _now(),
+            "source": {"component": "node-controller"}})
 
     def _of_kind(self, plural: str) -> list[tuple[Key, dict[str, Any]]]:
         return [(k, o) for k, o in self.store.items() if k[0] == plural]
