@@ -31,6 +31,8 @@ from tests.smoke.fakekube._api import (
 )
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+# the letters of a generated name's suffix (apimachinery pkg/util/rand: no vowels, no 0/1/3)
+NAME_SUFFIX = "bcdfghjklmnpqrstvwxz2456789"
 
 
 @dataclass
@@ -196,7 +198,15 @@ class _Controllers:
                     if q["status"].get("phase") not in TERMINAL:
                         self.delete("pods", ns, q["metadata"]["name"], None)
             elif pods and len(done) == len(pods):
-                status["conditions"] = [{"type": "Complete", "status": "True"}]
+                # as the real controller (v1.36.2, seen on tests.controlplane): the success
+                # criteria met first, then Complete, both CompletionsReached
+                t = _now()
+                status["conditions"] = [
+                    {"type": c, "status": "True", "reason": "CompletionsReached",
+                     "message": "Reached expected number of succeeded pods",
+                     "lastProbeTime": t, "lastTransitionTime": t}
+                    for c in ("SuccessCriteriaMet", "Complete")]
+                status["completionTime"] = t
                 self._touched("jobs", job)
 
     def _create_job_pods(self, ns: str, job: dict[str, Any]) -> None:
@@ -206,20 +216,27 @@ class _Controllers:
         for i in range(int(spec.get("completions", 1))):
             tmpl = copy.deepcopy(spec["template"])
             meta = tmpl.setdefault("metadata", {})
+            uid = job["metadata"]["uid"]
             labels = {**(meta.get("labels") or {}), "job-name": name,
-                      "batch.kubernetes.io/job-name": name,
-                      "controller-uid": job["metadata"]["uid"]}
+                      "batch.kubernetes.io/job-name": name, "controller-uid": uid,
+                      "batch.kubernetes.io/controller-uid": uid}
             pod_spec = tmpl["spec"]
+            # names as the real controller makes them (generateName `<job>-`, or
+            # `<job>-<index>-` for an Indexed Job, then 5 random characters); an Indexed
+            # pod's hostname is `<job>-<index>` with or without a subdomain, and its index
+            # env reads the label (v1.36.2, seen on tests.controlplane)
+            generate = f"{name}-"
             if indexed:
+                generate = f"{name}-{i}-"
                 labels[INDEX] = str(i)
                 meta["annotations"] = {**(meta.get("annotations") or {}), INDEX: str(i)}
-                if pod_spec.get("subdomain"):
-                    pod_spec.setdefault("hostname", f"{name}-{i}")
+                pod_spec.setdefault("hostname", f"{name}-{i}")
                 for c in pod_spec.get("containers", []) + pod_spec.get("initContainers", []):
                     c["env"] = [*(c.get("env") or []), {"name": "JOB_COMPLETION_INDEX",
                                 "valueFrom": {"fieldRef": {
-                                    "fieldPath": f"metadata.annotations['{INDEX}']"}}}]
-            meta.update(labels=labels, name=f"{name}-{i}-{secrets.token_hex(3)[:5]}",
+                                    "fieldPath": f"metadata.labels['{INDEX}']"}}}]
+            suffix = "".join(secrets.choice(NAME_SUFFIX) for _ in range(5))
+            meta.update(labels=labels, generateName=generate, name=generate + suffix,
                         ownerReferences=[self._owner_ref(job)])
             self.create("pods", ns, tmpl)
 
