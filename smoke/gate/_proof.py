@@ -11,7 +11,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from fleet.gate import REPROOF_PRIORITY_CLASS
+from smoke.cluster._rejudge import COVERAGE
 from smoke.cluster.run import PoolStatus, RunReport
+from smoke.probes.results import Verdict
 from smoke.gate.nodes import HOSTNAME_LABEL, NODEPOOL_LABEL, gate_toleration
 
 if TYPE_CHECKING:
@@ -190,8 +192,19 @@ def judge(report: RunReport, unit: Unit) -> Outcome:
                                  "or never started) while the rest of its batch did")
             continue
         assert pool is not None
+        # the run's coverage of the batch (two pods on this node) is the placement's failure,
+        # never the node's own (smoke.cluster._rejudge.coverage): the real scheduler places a
+        # pending proof pod on a node whose first pod has already finished (a finished pod no
+        # longer counts for the pods' anti-affinity), most of all while the batch's nodes turn
+        # schedulable one by one; seen on the real control plane (benchmarks/bench_gate.py
+        # --real), where it failed a healthy node. Both reports are this node's own (the
+        # launcher checked each report's host against its pod's node): the node is judged on
+        # them; the node no pod ran on is not proven (above) and is proved again
+        placement = {r.reason for n, r in pool.verdicts()
+                     if n == node and r.verdict is Verdict.FAIL and COVERAGE in r.details}
         mine = [f for f in pool.failures
-                if f.node == node or (f.node is None and not unit.independent)]
+                if (f.node == node or (f.node is None and not unit.independent))
+                and not (f.node == node and f.reason in placement)]
         tested = any(o.node == node and o.report is not None and o.report.results
                      for o in pool.nodes)
         if mine:
