@@ -98,6 +98,10 @@ class Kubelet:
         self.rest, self.root, self.poll_s, self.heartbeat_s = rest, root, poll_s, heartbeat_s
         self.root.mkdir(parents=True, exist_ok=True)
         self.nodes: dict[str, str] = {}  # node -> uid of the Node object we registered
+        # node -> the readiness this stand-in reports: its own state, as a kubelet knows its
+        # own (the heartbeat once read it back from the API and, racing `set_ready`, wrote a
+        # stale NotReady over the Ready just reported: a node stayed NotReady for good)
+        self.ready: dict[str, bool] = {}
         self.outputs: dict[str, tuple[str, int]] = {}
         self.commands: dict[str, list[str]] = {}
         self.runs: dict[tuple[str, str], _Run] = {}  # (namespace, pod) -> its process
@@ -147,18 +151,22 @@ class Kubelet:
         # then reports its conditions through the status subresource
         with self.lock:
             self.nodes[name] = created["metadata"]["uid"]
+            self.ready[name] = ready
         self._status(name, ready=ready)
         self._lease(name)
         return self.rest.get("nodes", "", name) or created
 
     def set_ready(self, name: str) -> dict[str, Any]:
-        self._status(name, ready=True)
+        with self.lock:
+            self.ready[name] = True
+            self._status(name, ready=True)
         return self.rest.get("nodes", "", name) or {}
 
     def forget(self, name: str) -> None:
         """Stop standing in for `name`: no heartbeats, its pods' processes killed."""
         with self.lock:
             self.nodes.pop(name, None)
+            self.ready.pop(name, None)
             keys = [k for k, r in self.runs.items() if self._node_of.get(k) == name]
         for key in keys:
             self._kill(key)
@@ -211,12 +219,9 @@ class Kubelet:
                 try:
                     self._lease(name)
                     if status_due:
-                        node = self.rest.get("nodes", "", name)
-                        if node is None or node["metadata"]["uid"] != self.nodes.get(name):
-                            continue
-                        ready = any(c.get("type") == "Ready" and c.get("status") == "True"
-                                    for c in node.get("status", {}).get("conditions") or [])
-                        self._status(name, ready=ready)
+                        with self.lock:  # never between set_ready's state and its write
+                            if name in self.nodes:
+                                self._status(name, ready=self.ready.get(name, True))
                 except Exception as exc:  # a heartbeat missed; the next one may land
                     self.errors.append(f"heartbeat {name}: {exc}")
             if status_due:
