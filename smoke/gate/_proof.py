@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from fleet.gate import REPROOF_PRIORITY_CLASS
 from smoke.cluster._rejudge import COVERAGE
 from smoke.cluster.run import PoolStatus, RunReport
-from smoke.probes.results import Verdict
 from smoke.gate.nodes import HOSTNAME_LABEL, NODEPOOL_LABEL, gate_toleration
+from smoke.probes.results import Verdict
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
