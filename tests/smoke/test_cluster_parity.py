@@ -7,6 +7,7 @@ it)."""
 from __future__ import annotations
 
 import re
+import secrets
 from typing import Any
 
 from tests.smoke.nodes import gke_node
@@ -86,19 +87,22 @@ def test_a_jobs_pods_are_named_and_labelled_as_the_job_controller_makes_them(
 def test_a_cordoned_node_is_tainted_and_the_scheduler_says_so(cluster: Any) -> None:
     """The node lifecycle controller taints a cordoned node (and lifts it uncordoned); a pod
     that tolerates only what the pool sets stays Pending with the scheduler's words; the
-    controller records RegisteredNode about every node it sees."""
-    cluster.add_node_object(gke_node("n1", "g2-standard-24", nodepool="a"))
-    settled(cluster, "n1")
-    node = cluster.get("nodes", "", "n1")
+    controller records RegisteredNode about a node it has not known (by name: a node of a
+    name deleted and registered again between two of its passes is neither, so the node's
+    name is this test's own)."""
+    n1 = f"n1-{secrets.token_hex(3)}"
+    cluster.add_node_object(gke_node(n1, "g2-standard-24", nodepool="a"))
+    settled(cluster, n1)
+    node = cluster.get("nodes", "", n1)
     registered = eventually(lambda: [
         e for e in cluster.list("events", None, field_selector="involvedObject.kind=Node,"
-                                "involvedObject.name=n1")["items"]
+                                f"involvedObject.name={n1}")["items"]
         if e["reason"] == "RegisteredNode" and e["involvedObject"]["uid"] ==
         node["metadata"]["uid"]])
     assert registered[0]["source"]["component"] == "node-controller"
     assert registered[0]["metadata"]["namespace"] == "default"
-    cluster.patch("nodes", "", "n1", {"spec": {"unschedulable": True}})
-    taint = eventually(lambda: next((t for t in cluster.get("nodes", "", "n1")["spec"].get(
+    cluster.patch("nodes", "", n1, {"spec": {"unschedulable": True}})
+    taint = eventually(lambda: next((t for t in cluster.get("nodes", "", n1)["spec"].get(
         "taints") or [] if t["key"] == CORDONED), None))
     assert taint["effect"] == "NoSchedule" and taint["timeAdded"]
     _namespace(cluster)
@@ -111,7 +115,7 @@ def test_a_cordoned_node_is_tainted_and_the_scheduler_says_so(cluster: Any) -> N
         for c in (p.get("status") or {}).get("conditions") or []
         if c["type"] == "PodScheduled" and c.get("reason") == "Unschedulable"), None))
     assert message.startswith("0/1 nodes are available: 1 node(s) were unschedulable.")
-    cluster.patch("nodes", "", "n1", {"spec": {"unschedulable": None}})
+    cluster.patch("nodes", "", n1, {"spec": {"unschedulable": None}})
     eventually(lambda: not any(t["key"] == CORDONED for t in cluster.get(
-        "nodes", "", "n1")["spec"].get("taints") or []))
-    eventually(lambda: any(p["spec"].get("nodeName") == "n1" for p in _pods(cluster, "waits")))
+        "nodes", "", n1)["spec"].get("taints") or []))
+    eventually(lambda: any(p["spec"].get("nodeName") == n1 for p in _pods(cluster, "waits")))

@@ -58,7 +58,7 @@ class _Controllers:
     _pull_s: dict[str, float]  # node -> how long its image pull holds a pod (set_node_pull_s)
     _placed: dict[Key, float]  # pod -> when the kubelet first saw it on its node
     _downward: dict[Key, list[tuple[Path, str]]]  # pod -> downward API files and their fields
-    _registered: dict[str, str]  # Node uid -> name: the nodes the node controller has seen
+    _registered: dict[str, str]  # Node name -> uid: the nodes the node controller has seen
 
     def create(self, plural: str, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
@@ -86,12 +86,13 @@ class _Controllers:
           `node.kubernetes.io/unschedulable:NoSchedule` (with its `timeAdded`), appended to
           its taints, and loses it when uncordoned (doNoScheduleTaintingPass);
         - a Node it first sees gets a Normal Event `RegisteredNode`, one it sees deleted a
-          Normal Event `RemovingNode`, both in namespace `default` from `node-controller`."""
-        nodes = {o["metadata"]["uid"]: o for _k, o in self._of_kind("nodes")}
-        for uid, node in nodes.items():
-            name = node["metadata"]["name"]
-            if uid not in self._registered:
-                self._registered[uid] = name
+          Normal Event `RemovingNode`, both in namespace `default` from `node-controller`.
+          It knows nodes by name (classifyNodes against its knownNodeSet, on each monitor
+          pass): a Node deleted and registered again between two passes is neither."""
+        nodes = {o["metadata"]["name"]: o for _k, o in self._of_kind("nodes")}
+        for name, node in nodes.items():
+            if name not in self._registered:
+                self._registered[name] = node["metadata"]["uid"]
                 self._node_event(node, "RegisteredNode",
                                  f"Node {name} event: Registered Node {name} in Controller")
             taints = list((node.get("spec") or {}).get("taints") or [])
@@ -104,8 +105,8 @@ class _Controllers:
                                    "timeAdded": _now()})
                 node.setdefault("spec", {})["taints"] = taints
                 self._touched("nodes", node)
-        for uid in [u for u in self._registered if u not in nodes]:
-            name = self._registered.pop(uid)
+        for name in [n for n in self._registered if n not in nodes]:
+            uid = self._registered.pop(name)
             self._node_event({"kind": "Node", "metadata": {"name": name, "uid": uid}},
                              "RemovingNode",
                              f"Node {name} event: Removing Node {name} from Controller")
