@@ -110,10 +110,14 @@ def test_a_cordoned_node_is_tainted_and_the_scheduler_says_so(cluster: Any) -> N
     gpu_only["spec"]["template"]["spec"]["tolerations"] = [
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     cluster.create("jobs", NS, gpu_only)
-    message = eventually(lambda: next((
-        c.get("message") for p in _pods(cluster, "waits")
-        for c in (p.get("status") or {}).get("conditions") or []
-        if c["type"] == "PodScheduled" and c.get("reason") == "Unschedulable"), None))
+    try:
+        message = eventually(lambda: next((
+            c.get("message") for p in _pods(cluster, "waits")
+            for c in (p.get("status") or {}).get("conditions") or []
+            if c["type"] == "PodScheduled" and c.get("reason") == "Unschedulable"), None))
+    except AssertionError as exc:  # say what there was instead
+        raise AssertionError(f"{exc}; job: {cluster.get('jobs', NS, 'waits')}; pods: "
+                             f"{_pods(cluster, 'waits')}") from None
     assert message.startswith("0/1 nodes are available: 1 node(s) were unschedulable.")
     cluster.patch("nodes", "", n1, {"spec": {"unschedulable": None}})
     eventually(lambda: not any(t["key"] == CORDONED for t in cluster.get(

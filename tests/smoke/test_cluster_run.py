@@ -54,11 +54,15 @@ def stack_pools(text: str) -> dict[str, Any]:
 def add_pool_nodes(cluster: Any, pool: str, count: int, *, stack_text: str = STACK
                    ) -> list[str]:
     """`count` nodes of `pool` of the stack, each built from the recorded real node of its
-    machine type (tests/smoke/data/nodes) plus what GKE derives from the pool."""
+    machine type (tests/smoke/data/nodes) plus what GKE derives from the pool; returned once
+    each is schedulable (`settled`: on the real plane the node lifecycle controller lifts the
+    not-ready taint in its own time, and a run with a 5 s timeout found one node still
+    tainted and called its pod unschedulable)."""
     resolved = stack_pools(stack_text)[pool]
     names = [f"{pool}-node-{i}" for i in range(count)]
     for name in names:
         cluster.add_node_object(pool_node(resolved, name))
+    settled(cluster, *names)
     return names
 
 
