@@ -403,3 +403,36 @@ def test_help_documents_every_new_option(command: str, options: tuple[str, ...])
     assert result.exit_code == 0, result.output
     for opt in options:
         assert opt in result.output, opt
+
+
+def test_the_real_agent_beside_a_crashing_node_quarantines_it_then_release_lifts_it(
+        cluster: Any, stack: Path, tmp_path: Path, cpu_nodes: None) -> None:
+    """Two nodes run the real agent on this CPU (tiers 0-1), the third's agent dies on a CUDA
+    error: `smoke run --quarantine` takes that node alone (cordon, taint, label, Event), and
+    `smoke release` gives it back as it was."""
+    nodes = add_pool_nodes(cluster, "gpu-a", 3)
+    bad = nodes[1]
+    cluster.set_node_command(bad, ["python", "-c", "import sys; print('CUDA error: an illegal "
+                                   "memory access was encountered'); sys.exit(3)"])
+    before = _plain(cluster.get("nodes", "", bad))
+    code, output, doc = smoke_run(cluster, stack, tmp_path, "--pools", "gpu-a", "--tier", "1",
+                                  "--quarantine", "--no-history")
+    assert code == 1, output
+    assert doc is not None
+    assert sorted(r.host for r in _reports(doc)) == sorted(set(nodes) - {bad})
+    assert [(a["node"], a["state"]) for a in doc["quarantine"]["actions"]] == [
+        (bad, "quarantined")]
+    eventually(lambda: _taints(cluster.get("nodes", "", bad)) == [
+        *before["spec"]["taints"], TAINT, CORDONED])
+    assert [e["reason"] for e in _events(cluster, bad)] == ["SmokeQuarantined"]
+    assert "exited 3" in _events(cluster, bad)[0]["message"]
+    assert_nothing_left(cluster, doc["run_id"])
+    released = _cli(cluster, tmp_path, "release", bad, "--stack", str(stack))
+    assert released.exit_code == 0, released.output
+    eventually(lambda: _plain(cluster.get("nodes", "", bad)) == before)
+
+
+def _reports(doc: dict[str, Any]) -> list[HostReport]:
+    from tests.smoke.test_cluster_run import reports
+
+    return reports(doc, "gpu-a")
