@@ -11,8 +11,10 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from fleet.gate import REPROOF_PRIORITY_CLASS
+from smoke.cluster._rejudge import COVERAGE
 from smoke.cluster.run import PoolStatus, RunReport
 from smoke.gate.nodes import HOSTNAME_LABEL, NODEPOOL_LABEL, gate_toleration
+from smoke.probes.results import Verdict
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -197,9 +199,21 @@ def judge(report: RunReport, unit: Unit) -> Outcome:
             continue
         assert pool is not None
         # a failure naming no node is this node's when it was proven alone; in a unit of
-        # several it is the unit's (`_blame`)
-        mine = [f for f in pool.failures if f.node == node or (
-            f.node is None and not unit.independent and len(unit.hosts) == 1)]
+        # several it is the unit's (`_blame`).
+        # the run's coverage of the batch (two pods on this node) is the placement's failure,
+        # never the node's own (smoke.cluster._rejudge.coverage): the real scheduler places a
+        # pending proof pod on a node whose first pod has already finished (a finished pod no
+        # longer counts for the pods' anti-affinity), most of all while the batch's nodes turn
+        # schedulable one by one; seen on the real control plane (benchmarks/bench_gate.py
+        # --real), where it failed a healthy node. Both reports are this node's own (the
+        # launcher checked each report's host against its pod's node): the node is judged on
+        # them; the node no pod ran on is not proven (above) and is proved again
+        placement = {r.reason for n, r in pool.verdicts()
+                     if n == node and r.verdict is Verdict.FAIL and COVERAGE in r.details}
+        mine = [f for f in pool.failures
+                if (f.node == node or (f.node is None and not unit.independent
+                                         and len(unit.hosts) == 1))
+                and not (f.node == node and f.reason in placement)]
         tested = any(o.node == node and o.report is not None and o.report.results
                      for o in pool.nodes)
         if mine:

@@ -98,6 +98,10 @@ class Kubelet:
         self.rest, self.root, self.poll_s, self.heartbeat_s = rest, root, poll_s, heartbeat_s
         self.root.mkdir(parents=True, exist_ok=True)
         self.nodes: dict[str, str] = {}  # node -> uid of the Node object we registered
+        # node -> the readiness this stand-in reports: its own state, as a kubelet knows its
+        # own (the heartbeat once read it back from the API and, racing `set_ready`, wrote a
+        # stale NotReady over the Ready just reported: a node stayed NotReady for good)
+        self.ready: dict[str, bool] = {}
         self.outputs: dict[str, tuple[str, int]] = {}
         self.commands: dict[str, list[str]] = {}
         self.runs: dict[tuple[str, str], _Run] = {}  # (namespace, pod) -> its process
@@ -149,18 +153,22 @@ class Kubelet:
         with self.lock:
             self.nodes[name] = created["metadata"]["uid"]
             self.registered[name] = created  # as the API server answered the create
+            self.ready[name] = ready
         self._status(name, ready=ready)
         self._lease(name)
         return self.rest.get("nodes", "", name) or created
 
     def set_ready(self, name: str) -> dict[str, Any]:
-        self._status(name, ready=True)
+        with self.lock:
+            self.ready[name] = True
+            self._status(name, ready=True)
         return self.rest.get("nodes", "", name) or {}
 
     def forget(self, name: str) -> None:
         """Stop standing in for `name`: no heartbeats, its pods' processes killed."""
         with self.lock:
             self.nodes.pop(name, None)
+            self.ready.pop(name, None)
             keys = [k for k, r in self.runs.items() if self._node_of.get(k) == name]
         for key in keys:
             self._kill(key)
@@ -213,12 +221,9 @@ class Kubelet:
                 try:
                     self._lease(name)
                     if status_due:
-                        node = self.rest.get("nodes", "", name)
-                        if node is None or node["metadata"]["uid"] != self.nodes.get(name):
-                            continue
-                        ready = any(c.get("type") == "Ready" and c.get("status") == "True"
-                                    for c in node.get("status", {}).get("conditions") or [])
-                        self._status(name, ready=ready)
+                        with self.lock:  # never between set_ready's state and its write
+                            if name in self.nodes:
+                                self._status(name, ready=self.ready.get(name, True))
                 except Exception as exc:  # a heartbeat missed; the next one may land
                     self.errors.append(f"heartbeat {name}: {exc}")
             if status_due:
@@ -409,6 +414,8 @@ class Kubelet:
 
     def _write_status(self, pod: dict[str, Any], status: dict[str, Any]) -> None:
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+        status = {**status, "conditions": merged_conditions(
+            (pod.get("status") or {}).get("conditions") or [], status.get("conditions") or [])}
         try:
             self.rest.patch("pods", ns, name, {
                 "metadata": {"uid": pod["metadata"]["uid"]}, "status": status},
@@ -449,6 +456,35 @@ def run_code(run: _Run) -> int | None:
         return int((run.workdir / "exit").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+
+
+def merged_conditions(old: list[dict[str, Any]], new: list[dict[str, Any]]
+                      ) -> list[dict[str, Any]]:
+    """The conditions a kubelet writes: its own (`new`), each keeping the old
+    lastTransitionTime where its status did not change, then every condition another writer
+    owns as it was (the scheduler's PodScheduled, a DisruptionTarget). A merge patch replaces
+    the whole list, so without this the scheduler's PodScheduled (and its time, from which
+    the launcher measures a pod's start-up) was lost. Kubernetes v1.36.2:
+    pkg/kubelet/kubelet_pods.go generateAPIPodStatus appends PodScheduled=True;
+    pkg/kubelet/status/status_manager.go mergePodStatus keeps the conditions not owned by the
+    kubelet; updateLastTransitionTime keeps an unchanged condition's time (read
+    2026-11-28)."""
+    before = {c.get("type"): c for c in old}
+    out = []
+    mine = {c["type"] for c in new}
+    if "PodScheduled" not in mine:
+        sched = before.get("PodScheduled") or {"type": "PodScheduled", "status": "True",
+                                                "lastTransitionTime": now()}
+        out.append({**sched, "status": "True"})
+        mine.add("PodScheduled")
+    for c in new:
+        prev = before.get(c["type"])
+        if prev is not None and prev.get("status") == c.get("status") and \
+                prev.get("lastTransitionTime"):
+            c = {**c, "lastTransitionTime": prev["lastTransitionTime"]}
+        out.append(c)
+    out.extend(c for c in old if c.get("type") not in mine)
+    return out
 
 
 def _conditions(t: str, *, ready: bool) -> list[dict[str, Any]]:

@@ -54,6 +54,11 @@ class RealCluster:
         self._made_namespaces: set[str] = set()
 
     # -- the fake's test hooks ---------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        """The API server's address (the fake's `url`)."""
+        return self.plane.server
+
     def kubeconfig(self, path: Path, *, context: str = "envtest") -> Path:
         return self.plane.kubeconfig(path, context=context)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,3 +40,12 @@ def cpu_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
     from smoke.probes.expect import Expectation
 
     monkeypatch.setattr(smoke.expectations, "for_pool", lambda pool, backend: Expectation())
+
+
+@pytest.fixture(params=["fake", pytest.param("real", marks=pytest.mark.controlplane)])
+def cluster(request: pytest.FixtureRequest) -> Any:
+    """One scenario, two clusters: the fake API server (`fake_cluster`) and the real control
+    plane with its node stand-in (`kube`, tests.controlplane: real kube-apiserver, scheduler,
+    Job controller, garbage collector). A test using it calls only the hooks both have
+    (tests.controlplane.cluster.RealCluster); hostile answers stay with `fake_cluster`."""
+    return request.getfixturevalue("fake_cluster" if request.param == "fake" else "kube")

@@ -54,12 +54,40 @@ def stack_pools(text: str) -> dict[str, Any]:
 def add_pool_nodes(cluster: Any, pool: str, count: int, *, stack_text: str = STACK
                    ) -> list[str]:
     """`count` nodes of `pool` of the stack, each built from the recorded real node of its
-    machine type (tests/smoke/data/nodes) plus what GKE derives from the pool."""
+    machine type (tests/smoke/data/nodes) plus what GKE derives from the pool; returned once
+    each is schedulable (`settled`: on the real plane the node lifecycle controller lifts the
+    not-ready taint in its own time, and a run with a 5 s timeout found one node still
+    tainted and called its pod unschedulable)."""
     resolved = stack_pools(stack_text)[pool]
     names = [f"{pool}-node-{i}" for i in range(count)]
     for name in names:
         cluster.add_node_object(pool_node(resolved, name))
+    settled(cluster, *names)
     return names
+
+
+def eventually(what: Any, timeout_s: float = 60.0) -> Any:
+    """Poll `what()` until it is truthy (controllers act in their own time: the real plane's
+    node lifecycle controller, the fake's tick); fail naming it after `timeout_s`."""
+    end = time.monotonic() + timeout_s
+    while True:
+        got = what()
+        if got or time.monotonic() > end:
+            assert got, f"still not true after {timeout_s} s: {what}"
+            return got
+        time.sleep(0.05)
+
+
+NOT_READY = "node.kubernetes.io/not-ready"
+
+
+def settled(cluster: Any, *names: str) -> None:
+    """Wait until each node is as a running cluster has it: Ready, the not-ready taint the
+    API server put on it at registration lifted by the node lifecycle controller."""
+    for name in names:
+        eventually(lambda name=name: not any(
+            t.get("key") == NOT_READY
+            for t in (cluster.get("nodes", "", name) or {}).get("spec", {}).get("taints") or []))
 
 
 def smoke_run(cluster: Any, stack: Path, tmp_path: Path, *extra: str) -> tuple[int, str, dict[
@@ -93,12 +121,12 @@ def reports(doc: dict[str, Any], pool: str) -> list[HostReport]:
     return [HostReport.from_dict(n["report"]) for n in p["nodes"] if n["report"]]
 
 
-def test_two_pools_of_two_nodes_healthy(fake_cluster: Any, stack: Path, tmp_path: Path,
+def test_two_pools_of_two_nodes_healthy(cluster: Any, stack: Path, tmp_path: Path,
                                         cpu_nodes: None) -> None:
-    add_pool_nodes(fake_cluster, "gpu-a", 2)
-    add_pool_nodes(fake_cluster, "gpu-b", 2)
+    add_pool_nodes(cluster, "gpu-a", 2)
+    add_pool_nodes(cluster, "gpu-b", 2)
     junit = tmp_path / "out" / "junit.xml"
-    code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--tier", "3", "--junit",
+    code, output, doc = smoke_run(cluster, stack, tmp_path, "--tier", "3", "--junit",
                                   str(junit))
     assert code == 0, output
     assert doc is not None and doc["ok"] and doc["summary"]["fail"] == 0
@@ -114,23 +142,23 @@ def test_two_pools_of_two_nodes_healthy(fake_cluster: Any, stack: Path, tmp_path
 
     suites = ET.parse(junit).getroot().findall("testsuite")
     assert sorted(s.get("name") for s in suites) == ["c1/gpu-a", "c1/gpu-b"]
-    assert_nothing_left(fake_cluster, doc["run_id"])
+    assert_nothing_left(cluster, doc["run_id"])
 
 
-def test_a_crashing_pod_is_named_and_its_peer_kept(fake_cluster: Any, stack: Path,
+def test_a_crashing_pod_is_named_and_its_peer_kept(cluster: Any, stack: Path,
                                                   tmp_path: Path, cpu_nodes: None) -> None:
-    a = add_pool_nodes(fake_cluster, "gpu-a", 2)
-    add_pool_nodes(fake_cluster, "gpu-b", 2)
-    fake_cluster.set_node_command(a[1], ["python", "-c", "import sys; print('CUDA error: an "
+    a = add_pool_nodes(cluster, "gpu-a", 2)
+    add_pool_nodes(cluster, "gpu-b", 2)
+    cluster.set_node_command(a[1], ["python", "-c", "import sys; print('CUDA error: an "
                                          "illegal memory access'); sys.exit(3)"])
-    code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--tier", "1",
+    code, output, doc = smoke_run(cluster, stack, tmp_path, "--tier", "1",
                                   "--pools", "gpu-a")
     assert code == 1, output
     assert "gpu-a" in output and a[1] in output and "exited 3" in output
     assert "illegal memory access" in output
     assert doc is not None
     assert [r.host for r in reports(doc, "gpu-a")] == [a[0]]
-    assert_nothing_left(fake_cluster, doc["run_id"])
+    assert_nothing_left(cluster, doc["run_id"])
 
 
 def _recorded(host: str, tflops: float) -> str:
@@ -152,35 +180,35 @@ def _recorded(host: str, tflops: float) -> str:
 
 
 def test_a_node_20_percent_slower_than_its_peers_fails_as_an_outlier(
-        fake_cluster: Any, tmp_path: Path, cpu_nodes: None) -> None:
+        cluster: Any, tmp_path: Path, cpu_nodes: None) -> None:
     stack = tmp_path / "Pulumi.three.yaml"
     stack.write_text(STACK.replace("nodes: 2,\n         zone: us-central1-a}\n      - {name: "
                                    "gpu-b", "nodes: 3,\n         zone: us-central1-a}\n      - "
                                    "{name: gpu-b"), encoding="utf-8")
-    nodes = add_pool_nodes(fake_cluster, "gpu-a", 3)
+    nodes = add_pool_nodes(cluster, "gpu-a", 3)
     for node, tflops in zip(nodes, (800.0, 790.0, 640.0), strict=True):
         recorded = tmp_path / f"{node}.json"
         recorded.write_text(_recorded(node, tflops), encoding="utf-8")
-        fake_cluster.set_node_command(node, ["python", "-c", "import sys; print(open("
+        cluster.set_node_command(node, ["python", "-c", "import sys; print(open("
                                              "sys.argv[1]).read())", str(recorded)])
-    code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--pools", "gpu-a")
+    code, output, doc = smoke_run(cluster, stack, tmp_path, "--pools", "gpu-a")
     assert code == 1, output
     assert doc is not None
     assert [f for f in doc["failures"]] == [
         next(f for f in doc["failures"] if nodes[2] in f)]
     assert "node outlier" in output and "0.81 of its peers" in output
-    assert_nothing_left(fake_cluster, doc["run_id"])
+    assert_nothing_left(cluster, doc["run_id"])
 
 
-def test_an_unschedulable_pool_is_named_with_the_reason(fake_cluster: Any, stack: Path,
+def test_an_unschedulable_pool_is_named_with_the_reason(cluster: Any, stack: Path,
                                                         tmp_path: Path,
                                                         cpu_nodes: None) -> None:
-    for node in add_pool_nodes(fake_cluster, "gpu-a", 2):  # none for gpu-b
+    for node in add_pool_nodes(cluster, "gpu-a", 2):  # none for gpu-b
         # gpu-a answers at once: the short timeout is for gpu-b's scheduling, not for a
         # loaded machine's agent start-up
-        fake_cluster.set_node_output(node, _recorded(node, 800.0))
+        cluster.set_node_output(node, _recorded(node, 800.0))
     started = time.monotonic()
-    code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--tier", "1",
+    code, output, doc = smoke_run(cluster, stack, tmp_path, "--tier", "1",
                                   "--timeout-s", "5")
     assert code == 1, output
     assert time.monotonic() - started < 60
@@ -189,7 +217,7 @@ def test_an_unschedulable_pool_is_named_with_the_reason(fake_cluster: Any, stack
     assert b["status"] == "unschedulable"
     assert "could not be scheduled" in b["reason"] and "node affinity/selector" in b["reason"]
     assert len(reports(doc, "gpu-a")) == 2
-    assert_nothing_left(fake_cluster, doc["run_id"])
+    assert_nothing_left(cluster, doc["run_id"])
 
 
 @pytest.mark.parametrize(("status", "path"), [(500, "/jobs"), (429, "/pods"), (0, "/log"),
@@ -227,12 +255,12 @@ def test_a_kubeconfig_pointing_nowhere_is_exit_2_naming_the_cluster(
     assert "gcloud container clusters get-credentials c1" in result.output
 
 
-def test_sigint_mid_run_exits_130_and_leaves_nothing(fake_cluster: Any, stack: Path,
+def test_sigint_mid_run_exits_130_and_leaves_nothing(cluster: Any, stack: Path,
                                                      tmp_path: Path) -> None:
-    nodes = add_pool_nodes(fake_cluster, "gpu-a", 2)
+    nodes = add_pool_nodes(cluster, "gpu-a", 2)
     for n in nodes:
-        fake_cluster.set_node_command(n, ["python", "-c", "import time; time.sleep(120)"])
-    kc = fake_cluster.kubeconfig(tmp_path / "kubeconfig", context="fake")
+        cluster.set_node_command(n, ["python", "-c", "import time; time.sleep(120)"])
+    kc = cluster.kubeconfig(tmp_path / "kubeconfig", context="fake")
     repo = Path(__file__).resolve().parents[2]
     proc = subprocess.Popen([sys.executable, "-m", "cli", "smoke", "run", str(stack),
                              "--kubeconfig", str(kc), "--context", "c1=fake", "--pools",
@@ -241,7 +269,7 @@ def test_sigint_mid_run_exits_130_and_leaves_nothing(fake_cluster: Any, stack: P
                             env={**os.environ, "PYTHONPATH": str(repo)})
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        running = [o for o in fake_cluster.objects(RUN_LABEL)
+        running = [o for o in cluster.objects(RUN_LABEL)
                    if o.get("kind") == "Pod" and (o.get("status") or {}).get("phase")
                    == "Running"]
         if len(running) == 2:
@@ -254,7 +282,7 @@ def test_sigint_mid_run_exits_130_and_leaves_nothing(fake_cluster: Any, stack: P
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "interrupted" in err
-    assert fake_cluster.objects(RUN_LABEL) == []
+    assert cluster.objects(RUN_LABEL) == []
 
 
 def test_run_help_documents_every_option() -> None:
@@ -329,37 +357,37 @@ def test_a_multislice_runs_as_one_jobset_over_every_host(fake_cluster: Any, tmp_
 
 
 def test_outputs_alone_reach_the_cluster_with_their_kubeconfig(
-        fake_cluster: Any, stack: Path, tmp_path: Path, cpu_nodes: None) -> None:
+        cluster: Any, stack: Path, tmp_path: Path, cpu_nodes: None) -> None:
     """After `pulumi up`: the saved `pulumi stack output --json --show-secrets` carries the
     deployed inventory and each cluster's kubeconfig; no stack file, no user kubeconfig."""
     from fleet import load_fleet
     from fleet.inventory import build_inventory
 
-    nodes = add_pool_nodes(fake_cluster, "gpu-a", 2)
+    nodes = add_pool_nodes(cluster, "gpu-a", 2)
     for node in nodes:
-        fake_cluster.set_node_output(node, _recorded(node, 800.0))
+        cluster.set_node_output(node, _recorded(node, 800.0))
     inventory = build_inventory(load_fleet(str(stack)), "fake").to_dict()
-    kc = fake_cluster.kubeconfig(tmp_path / "kc-from-outputs", context="c1").read_text()
+    kc = cluster.kubeconfig(tmp_path / "kc-from-outputs", context="c1").read_text()
     outputs = tmp_path / "outputs.json"
     outputs.write_text(json.dumps({"inventory": inventory, "kubeconfigs": {"c1": kc},
-                                   "clusters": {"c1": fake_cluster.url}}), encoding="utf-8")
+                                   "clusters": {"c1": cluster.url}}), encoding="utf-8")
     result = CliRunner().invoke(app, ["smoke", "run", "--outputs", str(outputs), "--pools",
                                       "gpu-a", "--kubeconfig", str(tmp_path / "missing"),
                                       "--timeout-s", "60", "--json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout[result.stdout.find("{\n"):])
     assert sorted(r.host for r in reports(doc, "gpu-a")) == nodes
-    assert_nothing_left(fake_cluster, doc["run_id"])
+    assert_nothing_left(cluster, doc["run_id"])
 
 
 def test_a_report_claiming_another_host_fails_the_pod_that_printed_it(
-        fake_cluster: Any, stack: Path, tmp_path: Path, cpu_nodes: None) -> None:
+        cluster: Any, stack: Path, tmp_path: Path, cpu_nodes: None) -> None:
     """The launcher checks each report's host against the node its pod ran on (NODE_NAME
     comes from spec.nodeName): node 1 printing node 0's report fails, naming both."""
-    nodes = add_pool_nodes(fake_cluster, "gpu-a", 2)
-    fake_cluster.set_node_output(nodes[0], _recorded(nodes[0], 800.0))
-    fake_cluster.set_node_output(nodes[1], _recorded(nodes[0], 800.0))
-    code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--pools", "gpu-a",
+    nodes = add_pool_nodes(cluster, "gpu-a", 2)
+    cluster.set_node_output(nodes[0], _recorded(nodes[0], 800.0))
+    cluster.set_node_output(nodes[1], _recorded(nodes[0], 800.0))
+    code, output, doc = smoke_run(cluster, stack, tmp_path, "--pools", "gpu-a",
                                   "--timeout-s", "60")
     assert code == 1, output
     assert doc is not None

@@ -68,8 +68,11 @@ def tainted(cluster: Any, name: str) -> bool:
 
 
 def events(cluster: Any, name: str) -> list[dict[str, Any]]:
-    items = cluster.list("events", None, field_selector=f"involvedObject.kind=Node,"
-                         f"involvedObject.name={name}")["items"]
+    """The Events about the Node but the node lifecycle controller's own (RegisteredNode,
+    RemovingNode: a real cluster records them about every node; so does the fake)."""
+    items = [e for e in cluster.list("events", None, field_selector=f"involvedObject.kind=Node,"
+                                     f"involvedObject.name={name}")["items"]
+             if (e.get("source") or {}).get("component") != "node-controller"]
     return sorted(items, key=lambda e: int(e["metadata"]["resourceVersion"]))
 
 

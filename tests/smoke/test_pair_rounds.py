@@ -71,10 +71,10 @@ def _pair_checks(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_a_pool_of_4_with_one_slow_node_names_that_node_and_only_it(
-        fake_cluster: Any, tmp_path: Path) -> None:
+        cluster: Any, tmp_path: Path) -> None:
     nodes = [f"p5-node-{i}" for i in range(4)]
     slow = nodes[2]
-    code, output, doc = _run(fake_cluster, tmp_path, {n: HALF_EFA if n == slow else HEALTHY
+    code, output, doc = _run(cluster, tmp_path, {n: HALF_EFA if n == slow else HEALTHY
                                                       for n in nodes})
     assert code == 1, output
     checks = _pair_checks(doc)
@@ -82,15 +82,19 @@ def test_a_pool_of_4_with_one_slow_node_names_that_node_and_only_it(
     assert [c["node"] for c in named] == [slow], checks
     assert named[0]["result"]["verdict"] == "fail" and "328.3" in named[0]["result"]["reason"]
     pairs = {c["result"]["device"]: c["result"] for c in checks if c["node"] is None}
-    # round 1: 0+1, 2+3; round 2 (rotated): 1+2, 3+0
-    assert set(pairs) == {"p5-node-0+p5-node-1", "p5-node-2+p5-node-3",
-                          "p5-node-1+p5-node-2", "p5-node-3+p5-node-0"}
+    # round 1 pairs the nodes in the order of their pods' completion index, round 2 rotates
+    # by one: which node got which index is the scheduler's choice (the real one spreads
+    # them; the fake placed index i on node i), so the pairs follow the run's own order
+    [pool] = doc["pools"]
+    order = [n["node"] for n in sorted(pool["nodes"], key=lambda n: n["index"])]
+    assert sorted(order) == nodes
+    assert set(pairs) == {f"{order[0]}+{order[1]}", f"{order[2]}+{order[3]}",
+                          f"{order[1]}+{order[2]}", f"{order[3]}+{order[0]}"}
     for where, r in pairs.items():
         want = "fail" if slow in where.split("+") else "pass"
         assert r["verdict"] == want and r["measured"] == pytest.approx(
             HALF_EFA if want == "fail" else HEALTHY, rel=1e-6), (where, r)
     # the pool-wide collective failed on every node (it runs at the slow node's rate) ...
-    [pool] = doc["pools"]
     fabric = [r for n in pool["nodes"] for r in n["report"]["results"]
               if r["probe"] == "fabric_busbw"]
     assert len(fabric) == 4 and all(r["verdict"] == "fail" for r in fabric)
@@ -99,16 +103,16 @@ def test_a_pool_of_4_with_one_slow_node_names_that_node_and_only_it(
     from smoke.cluster.run import PoolReport
 
     assert set(failing_nodes(PoolReport.from_dict(pool))) == {slow}
-    assert_nothing_left(fake_cluster, doc["run_id"])
+    assert_nothing_left(cluster, doc["run_id"])
 
 
-def test_a_healthy_fabric_pool_runs_no_pair_round(fake_cluster: Any, tmp_path: Path) -> None:
+def test_a_healthy_fabric_pool_runs_no_pair_round(cluster: Any, tmp_path: Path) -> None:
     """The collective met the floor: every pair would (it runs at the slowest node's rate)."""
     nodes = [f"p5-node-{i}" for i in range(3)]
-    code, output, doc = _run(fake_cluster, tmp_path, dict.fromkeys(nodes, HEALTHY))
+    code, output, doc = _run(cluster, tmp_path, dict.fromkeys(nodes, HEALTHY))
     assert code == 0, output
     assert _pair_checks(doc) == []
-    assert not [o for o in fake_cluster.objects() if o["metadata"].get("labels", {}).get(
+    assert not [o for o in cluster.objects() if o["metadata"].get("labels", {}).get(
         "accelfleet.io/pair")]
 
 

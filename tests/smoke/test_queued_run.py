@@ -189,3 +189,33 @@ def test_held_by_kueue_reads_a_jobsets_request_by_kueues_naming() -> None:
     assert "-n smoke-test" in got
     assert "no ProvisioningRequest made" in (held_by_kueue(js, [other], 60, "ns") or "")
     assert held_by_kueue({**js, "spec": {"suspend": False}}, [req], 60, "ns") is None
+
+
+@pytest.mark.controlplane
+def test_on_a_real_plane_without_kueue_running_the_pool_is_named_held_by_kueue(
+        kube: Any, tmp_path: Path, cpu_nodes: None) -> None:
+    """The real API server with Kueue's CRDs and the objects accelfleet deploys for it, but no
+    Kueue controller (as a cluster whose Kueue is down): the smoke Job is created suspended,
+    nothing admits it, and the run names Kueue and says no request was made, within its
+    timeout. The node of the pool exists: the hold is Kueue's, not the scheduler's."""
+    text = QUEUED.replace("timeout_s: 120", "timeout_s: 30")
+    stack = tmp_path / "Pulumi.q.yaml"
+    stack.write_text(text, encoding="utf-8")
+    fleet = load_fleet(str(stack))
+    for routing in fleet_routing(fleet):
+        for obj in kueue_objects(routing):
+            if obj["kind"] == "Namespace":
+                kube.ensure_namespace(obj["metadata"]["name"])
+                continue
+            kube.create(KIND_PLURALS[obj["kind"]], obj["metadata"].get("namespace", ""), obj)
+    [pool] = fleet.pools
+    kube.add_node_object(pool_node(pool, "h100-q-node-0"))
+    code, output, doc = smoke_run(kube, stack, tmp_path, "--tier", "1")
+    assert code == 1, output
+    assert doc is not None
+    [got] = [p for p in doc["pools"] if p["name"] == "h100-q"]
+    assert "still held by Kueue after 30 s" in got["reason"], got
+    assert "no ProvisioningRequest made for it" in got["reason"]
+    jobs = [o for o in kube.objects() if o["kind"] == "Job"]
+    assert jobs == []  # cleaned up all the same
+    assert_nothing_left(kube, doc["run_id"])

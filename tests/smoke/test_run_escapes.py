@@ -14,17 +14,17 @@ from tests.hostile.test_terminal_escapes import PAYLOAD, assert_safe
 from tests.smoke.test_cluster_run import RUN_LABEL, add_pool_nodes
 
 
-def test_a_pod_log_line_is_shown_escaped(fake_cluster: Any, stack: Path,
+def test_a_pod_log_line_is_shown_escaped(cluster: Any, stack: Path,
                                          tmp_path: Path) -> None:
-    nodes = add_pool_nodes(fake_cluster, "gpu-a", 2)
+    nodes = add_pool_nodes(cluster, "gpu-a", 2)
     for node in nodes:  # the pod prints the payload and fails before any result
-        fake_cluster.set_node_output(node, f"loading the driver{PAYLOAD}\nfailed{PAYLOAD}\n",
+        cluster.set_node_output(node, f"loading the driver{PAYLOAD}\nfailed{PAYLOAD}\n",
                                      exit_code=1)
-    kc = fake_cluster.kubeconfig(tmp_path / "kubeconfig", context="fake")
+    kc = cluster.kubeconfig(tmp_path / "kubeconfig", context="fake")
     result = CliRunner().invoke(app, ["smoke", "run", str(stack), "--kubeconfig", str(kc),
                                       "--context", "c1=fake", "--pools", "gpu-a",
                                       "--tier", "0"], env={"COLUMNS": "250"})
     assert result.exit_code == 1, result.output
     assert_safe(result.stdout, result.stderr)
     assert "failed\\x1b]52;c;ZWNobyBwd25lZA==" in result.stdout + result.stderr, result.output
-    assert fake_cluster.objects(RUN_LABEL) == []  # the run cleaned up after itself
+    assert cluster.objects(RUN_LABEL) == []  # the run cleaned up after itself

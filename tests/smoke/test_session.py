@@ -38,13 +38,13 @@ class Recorder:
 
 
 def test_smoke_this_stack_and_quarantine_as_a_library_call(
-        fake_cluster: Any, stack: Path, tmp_path: Path,  # noqa: F811
+        cluster: Any, stack: Path, tmp_path: Path,  # noqa: F811
         capsys: pytest.CaptureFixture[str]) -> None:
-    nodes = add_pool_nodes(fake_cluster, "gpu-a", 3)
+    nodes = add_pool_nodes(cluster, "gpu-a", 3)
     for node, tflops in zip(nodes, (800.0, 790.0, 640.0), strict=True):
-        fake_cluster.set_node_output(node, _recorded(node, tflops))
+        cluster.set_node_output(node, _recorded(node, tflops))
     bad = nodes[2]
-    kc = fake_cluster.kubeconfig(tmp_path / "kubeconfig", context="fake")
+    kc = cluster.kubeconfig(tmp_path / "kubeconfig", context="fake")
     out, history = tmp_path / "kept", tmp_path / "history.sqlite"
     progress = Recorder()
     result = run_smoke(SmokeRequest(
@@ -55,7 +55,7 @@ def test_smoke_this_stack_and_quarantine_as_a_library_call(
     assert {f.node for f in result.report.failures} == {bad}
     assert result.quarantine is not None
     assert [(a.node, a.state) for a in result.quarantine.actions] == [(bad, "quarantined")]
-    assert fake_cluster.get("nodes", "", bad)["spec"]["unschedulable"] is True
+    assert cluster.get("nodes", "", bad)["spec"]["unschedulable"] is True
     assert any(bad in line for line in result.problems())
     written = set(result.written)
     assert {tmp_path / "smoke.xml", out / "run.json", out / "junit.xml",
@@ -66,15 +66,15 @@ def test_smoke_this_stack_and_quarantine_as_a_library_call(
     assert (progress.entered, progress.left) == (1, 1)
     assert progress.updates[-1] == ("gpu-a", "failed")  # told as the pool went
     assert capsys.readouterr() == ("", "")  # the library never prints
-    assert_nothing_left(fake_cluster, result.report.run_id)
+    assert_nothing_left(cluster, result.report.run_id)
 
 
 def test_a_stopped_run_is_cancelled_cleaned_up_and_keeps_no_history(
-        fake_cluster: Any, stack: Path, tmp_path: Path) -> None:  # noqa: F811
+        cluster: Any, stack: Path, tmp_path: Path) -> None:  # noqa: F811
     """Off the main thread (no signal handler can be set there) the caller's `stop` ends
     the run; nothing is quarantined and the history is not written."""
-    add_pool_nodes(fake_cluster, "gpu-a", 3)
-    kc = fake_cluster.kubeconfig(tmp_path / "kubeconfig", context="fake")
+    add_pool_nodes(cluster, "gpu-a", 3)
+    kc = cluster.kubeconfig(tmp_path / "kubeconfig", context="fake")
     stop = threading.Event()
     stop.set()
     got: list[SmokeResult] = []
@@ -88,11 +88,11 @@ def test_a_stopped_run_is_cancelled_cleaned_up_and_keeps_no_history(
     assert result.report.cancelled and not result.ok
     assert result.quarantine is None
     assert (tmp_path / "smoke.xml").exists() and not (tmp_path / "h.sqlite").exists()
-    assert_nothing_left(fake_cluster, result.report.run_id)
+    assert_nothing_left(cluster, result.report.run_id)
 
 
 def test_outputs_in_memory_reach_the_cluster_and_are_checked(
-        fake_cluster: Any, stack: Path, tmp_path: Path) -> None:  # noqa: F811
+        cluster: Any, stack: Path, tmp_path: Path) -> None:  # noqa: F811
     """What `accelfleet up` hands over: the stack's outputs as a mapping, no file holding the
     kubeconfigs; outputs that are not an accelfleet stack's, or hide a kubeconfig, are
     refused with what to do."""
@@ -101,11 +101,11 @@ def test_outputs_in_memory_reach_the_cluster_and_are_checked(
     from fleet.inventory import build_inventory
     from smoke.cluster.sources import load_source
 
-    nodes = add_pool_nodes(fake_cluster, "gpu-a", 3)
+    nodes = add_pool_nodes(cluster, "gpu-a", 3)
     for node in nodes:
-        fake_cluster.set_node_output(node, _recorded(node, 800.0))
+        cluster.set_node_output(node, _recorded(node, 800.0))
     inventory = build_inventory(load_fleet(str(stack)), "fake").to_dict()
-    kc = fake_cluster.kubeconfig(tmp_path / "kc", context="c1").read_text(encoding="utf-8")
+    kc = cluster.kubeconfig(tmp_path / "kc", context="c1").read_text(encoding="utf-8")
     result = run_smoke(SmokeRequest(
         outputs={"inventory": inventory, "kubeconfigs": {"c1": kc}}, pools=["gpu-a"],
         kubeconfig=tmp_path / "missing", timeout_s=60, record_history=False))

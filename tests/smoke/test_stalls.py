@@ -49,27 +49,27 @@ def _when(cond: Any, timeout_s: float = 60.0) -> None:
         time.sleep(0.05)
 
 
-def test_a_sidecar_never_ready_fails_its_node_named(fake_cluster: Any, tmp_path: Path,
+def test_a_sidecar_never_ready_fails_its_node_named(cluster: Any, tmp_path: Path,
                                                     cpu_nodes: None) -> None:
     stack = tmp_path / "Pulumi.fake.yaml"
     stack.write_text(STACK, encoding="utf-8")
-    a = add_pool_nodes(fake_cluster, "gpu-a", 2)
-    fake_cluster.set_node_output(a[0], _recorded(a[0], 800.0))
-    fake_cluster.set_node_command(a[1], ["python", "-c", "import time; time.sleep(60)"])
+    a = add_pool_nodes(cluster, "gpu-a", 2)
+    cluster.set_node_output(a[0], _recorded(a[0], 800.0))
+    cluster.set_node_command(a[1], ["python", "-c", "import time; time.sleep(60)"])
 
     def kubelet_reports_crashloop() -> None:  # the daemon's pod never leaves Pending
         def stuck() -> list[dict[str, Any]]:
-            return [p for p in fake_cluster.objects("accelfleet.io/pool=gpu-a")
+            return [p for p in cluster.objects("accelfleet.io/pool=gpu-a")
                     if p.get("kind") == "Pod" and p["spec"].get("nodeName") == a[1]
                     and p["status"].get("phase") == "Running"]
         _when(lambda: bool(stuck()))
         for p in stuck():
-            fake_cluster.patch("pods", p["metadata"]["namespace"], p["metadata"]["name"],
-                               {"status": CRASHLOOP})
+            cluster.patch("pods", p["metadata"]["namespace"], p["metadata"]["name"],
+                               {"status": CRASHLOOP}, subresource="status")
 
     t = threading.Thread(target=kubelet_reports_crashloop, daemon=True)
     t.start()
-    code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--pools", "gpu-a",
+    code, output, doc = smoke_run(cluster, stack, tmp_path, "--pools", "gpu-a",
                                   "--tier", "2")
     t.join(5)
     assert code == 1, output
@@ -114,16 +114,16 @@ def test_a_crashed_tpu_host_is_named_and_its_deleted_peers_too(fake_cluster: Any
                    for f in doc["failures"]), doc["failures"]
 
 
-def test_a_pod_stalled_at_the_deadline_is_named_with_its_stage(fake_cluster: Any,
+def test_a_pod_stalled_at_the_deadline_is_named_with_its_stage(cluster: Any,
                                                                tmp_path: Path,
                                                                cpu_nodes: None) -> None:
     stack = tmp_path / "Pulumi.fake.yaml"
     stack.write_text(STACK, encoding="utf-8")
-    a = add_pool_nodes(fake_cluster, "gpu-a", 2)
-    fake_cluster.set_node_output(a[0], _recorded(a[0], 800.0))
-    fake_cluster.set_node_command(a[1], ["python", "-c", "import sys, time; print('[12/20] T3 "
+    a = add_pool_nodes(cluster, "gpu-a", 2)
+    cluster.set_node_output(a[0], _recorded(a[0], 800.0))
+    cluster.set_node_command(a[1], ["python", "-c", "import sys, time; print('[12/20] T3 "
                                          "all-reduce', flush=True); time.sleep(120)"])
-    code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--pools", "gpu-a",
+    code, output, doc = smoke_run(cluster, stack, tmp_path, "--pools", "gpu-a",
                                   "--tier", "2", "--timeout-s", "5")
     assert code == 1, output
     assert doc is not None

@@ -88,6 +88,7 @@ class FakeCluster(_KueueControllers):
         self._pull_s: dict[str, float] = {}
         self._placed: dict[Key, float] = {}
         self._downward: dict[Key, list[tuple[Path, str]]] = {}
+        self._registered: dict[str, str] = {}
         self._failures: list[_Failure] = []
         self._lies: list[list[Any]] = []  # [method, path part, rule, times left]
         self._hostile: list[list[Any]] = []  # [method, path part, Hostile, times left]

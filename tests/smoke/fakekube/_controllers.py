@@ -1,5 +1,6 @@
-"""The controllers a smoke run relies on, as the fake runs them each tick: JobSet, Job,
-the scheduler and the kubelet (pods as local processes)."""
+"""The controllers a smoke run relies on, as the fake runs them each tick: the node lifecycle
+controller (the parts a run sees), JobSet, Job, the scheduler and the kubelet (pods as local
+processes)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,10 @@ from tests.smoke.fakekube._api import (
     node_affinity_matches,
 )
 
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+# the letters of a generated name's suffix (apimachinery pkg/util/rand: no vowels, no 0/1/3)
+NAME_SUFFIX = "bcdfghjklmnpqrstvwxz2456789"
+
 
 @dataclass
 class _Proc:
@@ -53,6 +58,7 @@ class _Controllers:
     _pull_s: dict[str, float]  # node -> how long its image pull holds a pod (set_node_pull_s)
     _placed: dict[Key, float]  # pod -> when the kubelet first saw it on its node
     _downward: dict[Key, list[tuple[Path, str]]]  # pod -> downward API files and their fields
+    _registered: dict[str, str]  # Node name -> uid: the nodes the node controller has seen
 
     def create(self, plural: str, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
@@ -66,10 +72,54 @@ class _Controllers:
                 self._tick()
 
     def _tick(self) -> None:
+        self._node_lifecycle()
         self._jobsets()
         self._jobs()
         self._schedule()
         self._kubelet()
+
+    def _node_lifecycle(self) -> None:
+        """What the real node lifecycle controller does that a run sees (seen on the real
+        control plane, Kubernetes v1.36.2, tests.controlplane; source:
+        pkg/controller/nodelifecycle/node_lifecycle_controller.go, read 2026-11-28):
+        - a cordoned node (`spec.unschedulable`) gets the taint
+          `node.kubernetes.io/unschedulable:NoSchedule` (with its `timeAdded`), appended to
+          its taints, and loses it when uncordoned (doNoScheduleTaintingPass);
+        - a Node it first sees gets a Normal Event `RegisteredNode`, one it sees deleted a
+          Normal Event `RemovingNode`, both in namespace `default` from `node-controller`.
+          It knows nodes by name (classifyNodes against its knownNodeSet, on each monitor
+          pass): a Node deleted and registered again between two passes is neither."""
+        nodes = {o["metadata"]["name"]: o for _k, o in self._of_kind("nodes")}
+        for name, node in nodes.items():
+            if name not in self._registered:
+                self._registered[name] = node["metadata"]["uid"]
+                self._node_event(node, "RegisteredNode",
+                                 f"Node {name} event: Registered Node {name} in Controller")
+            taints = list((node.get("spec") or {}).get("taints") or [])
+            has = any(t.get("key") == UNSCHEDULABLE_TAINT for t in taints)
+            cordoned = bool((node.get("spec") or {}).get("unschedulable"))
+            if cordoned != has:
+                taints = [t for t in taints if t.get("key") != UNSCHEDULABLE_TAINT]
+                if cordoned:
+                    taints.append({"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule",
+                                   "timeAdded": _now()})
+                node.setdefault("spec", {})["taints"] = taints
+                self._touched("nodes", node)
+        for name in [n for n in self._registered if n not in nodes]:
+            uid = self._registered.pop(name)
+            self._node_event({"kind": "Node", "metadata": {"name": name, "uid": uid}},
+                             "RemovingNode",
+                             f"Node {name} event: Removing Node {name} from Controller")
+
+    def _node_event(self, node: dict[str, Any], reason: str, message: str) -> None:
+        m = node["metadata"]
+        self.create("events", "default", {
+            "metadata": {"name": f"{m['name']}.{secrets.token_hex(8)}"},
+            "involvedObject": {"kind": "Node", "name": m["name"], "uid": m["uid"],
+                               "apiVersion": "v1"},
+            "reason": reason, "message": message, "type": "Normal", "count": 1,
+            "firstTimestamp": _now(), "lastTimestamp": _now(),
+            "source": {"component": "node-controller"}})
 
     def _of_kind(self, plural: str) -> list[tuple[Key, dict[str, Any]]]:
         return [(k, o) for k, o in self.store.items() if k[0] == plural]
@@ -149,7 +199,15 @@ class _Controllers:
                     if q["status"].get("phase") not in TERMINAL:
                         self.delete("pods", ns, q["metadata"]["name"], None)
             elif pods and len(done) == len(pods):
-                status["conditions"] = [{"type": "Complete", "status": "True"}]
+                # as the real controller (v1.36.2, seen on tests.controlplane): the success
+                # criteria met first, then Complete, both CompletionsReached
+                t = _now()
+                status["conditions"] = [
+                    {"type": c, "status": "True", "reason": "CompletionsReached",
+                     "message": "Reached expected number of succeeded pods",
+                     "lastProbeTime": t, "lastTransitionTime": t}
+                    for c in ("SuccessCriteriaMet", "Complete")]
+                status["completionTime"] = t
                 self._touched("jobs", job)
 
     def _create_job_pods(self, ns: str, job: dict[str, Any]) -> None:
@@ -159,20 +217,27 @@ class _Controllers:
         for i in range(int(spec.get("completions", 1))):
             tmpl = copy.deepcopy(spec["template"])
             meta = tmpl.setdefault("metadata", {})
+            uid = job["metadata"]["uid"]
             labels = {**(meta.get("labels") or {}), "job-name": name,
-                      "batch.kubernetes.io/job-name": name,
-                      "controller-uid": job["metadata"]["uid"]}
+                      "batch.kubernetes.io/job-name": name, "controller-uid": uid,
+                      "batch.kubernetes.io/controller-uid": uid}
             pod_spec = tmpl["spec"]
+            # names as the real controller makes them (generateName `<job>-`, or
+            # `<job>-<index>-` for an Indexed Job, then 5 random characters); an Indexed
+            # pod's hostname is `<job>-<index>` with or without a subdomain, and its index
+            # env reads the label (v1.36.2, seen on tests.controlplane)
+            generate = f"{name}-"
             if indexed:
+                generate = f"{name}-{i}-"
                 labels[INDEX] = str(i)
                 meta["annotations"] = {**(meta.get("annotations") or {}), INDEX: str(i)}
-                if pod_spec.get("subdomain"):
-                    pod_spec.setdefault("hostname", f"{name}-{i}")
+                pod_spec.setdefault("hostname", f"{name}-{i}")
                 for c in pod_spec.get("containers", []) + pod_spec.get("initContainers", []):
                     c["env"] = [*(c.get("env") or []), {"name": "JOB_COMPLETION_INDEX",
                                 "valueFrom": {"fieldRef": {
-                                    "fieldPath": f"metadata.annotations['{INDEX}']"}}}]
-            meta.update(labels=labels, name=f"{name}-{i}-{secrets.token_hex(3)[:5]}",
+                                    "fieldPath": f"metadata.labels['{INDEX}']"}}}]
+            suffix = "".join(secrets.choice(NAME_SUFFIX) for _ in range(5))
+            meta.update(labels=labels, generateName=generate, name=generate + suffix,
                         ownerReferences=[self._owner_ref(job)])
             self.create("pods", ns, tmpl)
 
