@@ -48,7 +48,8 @@ if TYPE_CHECKING:
 app = App(rich_markup_mode="markdown",
                   help="Prove accelerators perform: run smoke probes here (local) or on every "
                   "node of a deployed fleet (run, render); act on the verdict (release, "
-                  "status) and follow each node over time (history).", no_args_is_help=True)
+                  "status), show a saved run again (report) and follow each node over time "
+                  "(history).", no_args_is_help=True)
 
 
 class BackendOpt(StrEnum):
@@ -415,9 +416,10 @@ def _cap(quarantine: bool, max_quarantine: str | None) -> Cap | None:
 
 
 # The commands that act on a run's verdict and read the history live beside this module.
-from cli import smoke_history, smoke_nccl, smoke_nodes  # noqa: E402
+from cli import smoke_history, smoke_nccl, smoke_nodes, smoke_report  # noqa: E402
 
 app.command()(smoke_nodes.release)
 app.command()(smoke_nodes.status)
 app.command()(smoke_history.history)
 app.command("nccl-log")(smoke_nccl.nccl_log)
+app.command()(smoke_report.report)

@@ -139,6 +139,23 @@ class ActionReport:
     def to_dict(self) -> dict[str, Any]:
         return {"actions": [a.to_dict() for a in self.actions], "capped": list(self.capped)}
 
+    @classmethod
+    def from_dict(cls, data: object) -> ActionReport:
+        """What `to_dict` wrote, back (a saved run's `quarantine`); InputError if it is not."""
+        from fleet.errors import InputError
+
+        fields = ("cluster", "pool", "node", "state", "host", "cause", "detail")
+        actions = data.get("actions") or [] if isinstance(data, dict) else None
+        capped = data.get("capped") or [] if isinstance(data, dict) else None
+        if not isinstance(actions, list) or not isinstance(capped, list) or \
+                not all(isinstance(a, dict) for a in actions):
+            raise InputError("malformed quarantine record in the run document: "
+                             "{'actions': [...], 'capped': [...]} expected",
+                             hint="produce it with `accelfleet smoke run --quarantine "
+                             "--out DIR`")
+        return cls(actions=tuple(NodeAction(**{f: str(a.get(f, "")) for f in fields})
+                                 for a in actions), capped=tuple(str(c) for c in capped))
+
 
 @dataclass(frozen=True)
 class Quarantined:
