@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli._args import StackOpt, one_stack
+from cli._args import STACK_RULE, StackOpt, one_stack
 from cli._errors import command
 from cli._terminal import echo
 from cli._typer import App
@@ -218,8 +218,8 @@ def open_pool_gate(
         "--reason", metavar="TEXT", help="Why (recorded on every node of the pool).",
         show_default=False)],
     stack_file: Annotated[Path | None, typer.Option(
-        "--stack", metavar="FILE", help="The stack file (default: the example stack, unless "
-        "--outputs).", show_default=False)] = None,
+        "--stack", metavar="FILE", help="The stack file; none with --outputs or "
+        f"--inventory alone {STACK_RULE}", show_default=False)] = None,
     outputs: OutputsOpt = None,
     inventory: InventoryOpt = None,
     kubeconfig: KubeconfigOpt = None,
@@ -247,8 +247,8 @@ def close(
     pool: Annotated[str, typer.Argument(metavar="POOL", help="The pool whose gate to close.",
                                         show_default=False)],
     stack_file: Annotated[Path | None, typer.Option(
-        "--stack", metavar="FILE", help="The stack file (default: the example stack, unless "
-        "--outputs).", show_default=False)] = None,
+        "--stack", metavar="FILE", help="The stack file; none with --outputs or "
+        f"--inventory alone {STACK_RULE}", show_default=False)] = None,
     outputs: OutputsOpt = None,
     inventory: InventoryOpt = None,
     kubeconfig: KubeconfigOpt = None,

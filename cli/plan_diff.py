@@ -352,13 +352,13 @@ def output_format(fmt: str | None, as_json: bool) -> str:
     return "json" if as_json else fmt or "text"
 
 
-def _plan_text(result: Plan, out: Path | None) -> str:
+def _plan_text(result: Plan, out: Path | None, source: Path | None = None) -> str:
     """The plan itself, as `accelfleet plan` prints it, before what the policies say of it
     (`plan --policies` with no base to diff against)."""
     from cli._output import terminal_width
     from cli.plan import render
 
-    text = render(result, terminal_width() if out is None else None)
+    text = render(result, terminal_width() if out is None else None, source)
     return text if text.endswith("\n") else text + "\n"
 
 
@@ -403,7 +403,7 @@ def report(stack_file: Path, *, diff: Path | None, base_ref: str | None, fmt: st
         text = render_markdown(changes, found) if changes else _policies_markdown(
             found or [], stack=str(plan.get("stack")))
     else:
-        text = render_text(changes) if changes else _plan_text(result, out)
+        text = render_text(changes) if changes else _plan_text(result, out, stack_file)
         if found is not None:
             text += render_violations_text(found, stack=str(plan.get("stack")))
     if out is not None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cli import _complete
-from cli._args import StackArg, one_stack
+from cli._args import STACK_RULE, StackArg, one_stack
 from cli._errors import command
 from cli._output import console, print_json, print_table
 from cli._terminal import echo
@@ -31,9 +31,7 @@ app = App(rich_markup_mode="markdown", no_args_is_help=True,
 
 StackOpt = Annotated[Path | None, typer.Option(
     "--stack", metavar="FILE", show_default=False,
-    help="The stack file (default: $ACCELFLEET_STACK, $PULUMI_STACK, the selected Pulumi "
-    "stack, or the only stack besides the example). A write never goes to the example by "
-    "default.")]
+    help=f"The stack file {STACK_RULE} A write never goes to the example by default.")]
 DryRun = Annotated[bool, typer.Option(
     "--dry-run", help="Show what the change does and the diff; write nothing.")]
 PatchOpt = Annotated[Path | None, typer.Option(

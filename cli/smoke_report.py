@@ -16,7 +16,7 @@ from cli._terminal import echo
 @command
 def report(
     run_file: Annotated[Path, typer.Argument(
-        metavar="RUN.json", help="A saved run: the run.json of `smoke run --out DIR` (a CI "
+        metavar="RUN_JSON", help="A saved run: the run.json of `smoke run --out DIR` (a CI "
         "artifact), or the output of `smoke run --json` or `smoke local --json`.",
         show_default=False)],
     html: Annotated[Path | None, typer.Option(
@@ -56,11 +56,10 @@ def report(
 
         files[junit] = junit_xml(saved.run)
     kept = save_all(files)
-    result = SmokeResult(saved.run, quarantine=saved.quarantine)
+    result = SmokeResult(saved.run, quarantine=saved.quarantine, read=str(run_file))
     show_run(result, as_json=as_json)
     for path in kept.written:
         echo(f"wrote {path}", err=as_json)
-    echo(f"read {run_file}", err=True)
     if kept.problems:
         raise InputError("; ".join(kept.problems), hint="choose writable paths for --html "
                          "and --junit")

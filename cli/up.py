@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli._args import StackOpt, one_stack
+from cli._args import STACK_RULE, StackOpt, one_stack
 from cli._errors import command
 from cli._terminal import echo, safe
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 StackArg = Annotated[Path | None, typer.Argument(
     metavar="STACK_FILE",
-    help="A `stacks/Pulumi.<stack>.yaml` file of this project (default: the example stack).",
+    help=f"A `stacks/Pulumi.<stack>.yaml` file of this project {STACK_RULE}",
     show_default=False)]
 PolicyOpt = Annotated[bool, typer.Option(
     "--policy-pack", help="Run accelfleet's CrossGuard pack (policies/, needs the `policy` "

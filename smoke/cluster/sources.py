@@ -35,6 +35,16 @@ class RunSource:
     settings: SmokeSettings
     clusters: dict[str, ClusterRef]
     kubeconfigs: dict[str, str]  # cluster -> kubeconfig YAML, from the stack's outputs
+    stack_file: Path | None = None  # the stack file read (None: the outputs alone)
+
+    def read(self, outputs: Path | Mapping[str, Any] | None = None) -> str:
+        """What the run was read from, in words: the stack file, the outputs file, or both."""
+        parts = [self.stack_file.as_posix()] if self.stack_file is not None else []
+        if isinstance(outputs, Path):
+            parts.append(f"outputs {outputs.as_posix()}")
+        elif outputs is not None:
+            parts.append("the stack's outputs")
+        return " and ".join(parts) or "nothing"
 
 
 MAX_OUTPUTS_BYTES = 64 * 2**20  # a stack's outputs with every kubeconfig: a few MB at most
@@ -115,4 +125,4 @@ def load_source(stack_file: Path | None, outputs: Path | Mapping[str, Any] | Non
         if p.cluster and p.cluster not in refs:
             refs[p.cluster] = ClusterRef(p.cluster, p.cloud, p.region or ClusterRef.region,
                                          p.project or "")
-    return RunSource(inventory, settings, refs, kubeconfigs)
+    return RunSource(inventory, settings, refs, kubeconfigs, stack_file)
