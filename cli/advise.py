@@ -183,7 +183,7 @@ def _table(out: Console, result: Advice, shown: tuple[Estimate, ...], where: str
     out.print(f"[bold]{escape(w.name)}[/bold]: {escape(_headline(result))}")
     if w.description:
         out.print(escape(w.description))
-    source = ("catalog shapes at list price" if catalog
+    source = ("catalog shapes at list price" if read is None
               else f"the pools of {escape(read.as_posix())}")
     table = Table(title=f"cost per run on {source}, cheapest first")
     columns = [("#", "right"), ("candidate", "left"), ("accelerator", "left"),

@@ -91,8 +91,9 @@ def choose_stack(given: Path | None, *, stacks_dir: Path | None = None,
         return StackChoice(shown_path(others[0]), "the only stack besides the example")
     if len(others) > 1:
         names = ", ".join(p.name for p in others)
-        raise InputError(f"which stack? {shown_path(folder).as_posix()}/ holds {len(others)} stacks "
-                         f"besides the example ({names}) and none was chosen",
+        where = shown_path(folder).as_posix()
+        raise InputError(f"which stack? {where}/ holds {len(others)} stacks besides the "
+                         f"example ({names}) and none was chosen",
                          hint=how_to_choose(shown_path(others[0]).as_posix(),
                                             _stack_of(others[0])))
     own = folder / EXAMPLE_STACK.name
