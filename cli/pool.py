@@ -477,4 +477,5 @@ def _table(title: str, rows: list[dict[str, Any]]) -> None:
 
     marks = [("expired " + str(r["expires"]) if "days_expired" in r else "expired")
              if r["expired"] else "" for r in rows]
-    print_table(console(), table, compact_table(title, rows, marks), COMPACT_MIN_WIDTH)
+    out = console()
+    print_table(out, table, compact_table(title, rows, marks, out.width), COMPACT_MIN_WIDTH)

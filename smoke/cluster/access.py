@@ -121,7 +121,7 @@ def connect(refs: list[ClusterRef], *, kubeconfig: Path | None = None,
     unknown = set(wanted) - {r.name for r in refs}
     if unknown:
         used = [r.name for r in refs]
-        raise InputError(f"--context names cluster(s) the run does not use: "
+        raise InputError("--context names cluster(s) the run does not use: "
                          + "; ".join(f"{c}{_did_you_mean(c, used)}" for c in sorted(unknown)),
                          hint=f"the run's clusters: {', '.join(used) or 'none'}")
     from fleet.input_files import regular_or_absent
