@@ -163,12 +163,17 @@ def resize(
         "--topology", metavar="TOPOLOGY", show_default=False,
         help="New topology (TPU slices: a multi-host slice changes topology, never node "
         "count).")] = None,
+    reason: Annotated[str | None, typer.Option(
+        "--reason", metavar="TEXT", show_default=False,
+        help="Why: required when the resize raises the pool's monthly cost (kept in the "
+        "stack as the pool's `reason`).")] = None,
     stack: StackOpt = None, dry_run: DryRun = False, patch: PatchOpt = None,
     branch: BranchOpt = None, plan: PlanOpt = False, as_json: JsonOpt = False,
     extra: ExtraArgs = None,
 ) -> None:
     """Resize a pool: `--nodes N` for a GPU or CPU pool, `--topology X` for a TPU slice. The
-    same checks and guarantees as `pool request`."""
+    same checks and guarantees as `pool request`; a resize that raises the pool's monthly
+    cost needs `--reason`, kept in the stack."""
     name = _one_name("resize", name, extra, "--nodes N")
     from fleet.catalog import load_catalog
     from fleet.requests.request import resize_pool
@@ -176,9 +181,12 @@ def resize(
     catalog = load_catalog()
 
     def decide(raw: dict[str, Any]) -> Change:
-        return resize_pool(raw, name, nodes=nodes, topology=topology, catalog=catalog)
+        return resize_pool(raw, name, nodes=nodes, topology=topology, catalog=catalog,
+                           reason=reason)
 
     size = f"--nodes {nodes}" if nodes is not None else f"--topology {topology}"
+    if reason:
+        size += f' --reason "{reason}"'
     _apply(_target(stack, dry_run=dry_run, patch=patch, what="pool resize"), decide,
            f"accelfleet pool resize {name} {size}", dry_run=dry_run,
            patch=patch, branch=branch, plan=plan, as_json=as_json)

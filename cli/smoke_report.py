@@ -16,7 +16,7 @@ from cli._terminal import echo
 @command
 def report(
     run_file: Annotated[Path, typer.Argument(
-        metavar="RUN_JSON", help="A saved run: the run.json of `smoke run --out DIR` (a CI "
+        metavar="RUN_FILE", help="A saved run: the run.json of `smoke run --out DIR` (a CI "
         "artifact), or the output of `smoke run --json` or `smoke local --json`.",
         show_default=False)],
     html: Annotated[Path | None, typer.Option(
