@@ -47,6 +47,20 @@ NamespaceOpt = Annotated[str | None, typer.Option(
     "(default: the stack's smoke namespace).", show_default=False)]
 
 
+def _chosen(stack_file: Path | None, outputs: Path | None, inventory: Path | None
+            ) -> tuple[Path | None, str]:
+    """The stack file to read (by the one rule when none is named and no outputs or
+    inventory stand in for it: docs/stack.md) and what is read, in words."""
+    if stack_file is None and outputs is None and inventory is None:
+        from fleet.stack.choice import stack_to_read
+
+        stack_file = stack_to_read(None)
+    parts = [f"{what}{p.as_posix()}" for what, p in (("", stack_file), ("outputs ", outputs),
+                                                     ("inventory ", inventory))
+             if p is not None]
+    return stack_file, "read " + " and ".join(parts)
+
+
 def _request(stack_file: Path | None, outputs: Path | None, inventory: Path | None,
              kubeconfig: Path | None, context: list[str] | None, cluster: str | None,
              namespace: str | None, **more: object) -> GateRequest:
@@ -105,6 +119,9 @@ def run(
     from smoke.gate.session import run_gate
 
     stack_file = one_stack(stack_file, stack)
+    read = ""
+    if not in_cluster:  # in the cluster, the inventory (--inventory) is all it reads
+        stack_file, read = _chosen(stack_file, outputs, inventory)
     request = _request(stack_file, outputs, inventory, kubeconfig, context, cluster,
                        namespace, in_cluster=in_cluster, once=once, timeout_s=timeout_s,
                        health_port=health_port, metrics_port=metrics_port, history=history,
@@ -112,6 +129,8 @@ def run(
     with _signals() as stop:
         summaries = run_gate(request, stop)
     _show(summaries)
+    if read:
+        echo(read)
     if once and not all(s.ok for s in summaries):
         from fleet.errors import CheckFailed
 
@@ -182,11 +201,12 @@ def status(
     from cli._output import console, print_json, print_table
     from smoke.gate.session import gate_status
 
-    stack_file = one_stack(stack_file, stack)
+    stack_file, read = _chosen(one_stack(stack_file, stack), outputs, inventory)
     result = gate_status(_request(stack_file, outputs, inventory, kubeconfig, context,
                                   cluster, namespace))
     if as_json:
         print_json(result.to_dict())
+        echo(read, err=True)
         return
     from rich.markup import escape
     from rich.table import Table
@@ -207,6 +227,7 @@ def status(
                                 "" if r.age_s is None else duration(r.age_s), r.since,
                                 r.reason)))
     print_table(out, t)
+    out.print(escape(read))
 
 
 @app.command("open")
