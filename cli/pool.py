@@ -172,8 +172,8 @@ def resize(
     extra: ExtraArgs = None,
 ) -> None:
     """Resize a pool: `--nodes N` for a GPU or CPU pool, `--topology X` for a TPU slice. The
-    same checks and guarantees as `pool request`; a resize that raises the pool's monthly
-    cost needs `--reason`, kept in the stack."""
+    same checks and guarantees as `pool request`. Raising the pool's monthly cost needs
+    `--reason TEXT`, which the stack keeps as its `reason`."""
     name = _one_name("resize", name, extra, "--nodes N")
     from fleet.catalog import load_catalog
     from fleet.requests.request import resize_pool

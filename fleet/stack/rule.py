@@ -4,9 +4,9 @@ every `--help` (cli/_args.py) and docs/stack.md state it. No imports: `--help` s
 from __future__ import annotations
 
 # The order a stack is chosen in when none is named, for reads and writes alike.
-RULE = ("default: $ACCELFLEET_STACK (or $PULUMI_STACK), else the stack `pulumi stack select` "
-        "chose, else the only stack file besides the example; two or more and none chosen: "
-        "exit 2; none: the example, read only")
+RULE = ("default: $ACCELFLEET_STACK (or $PULUMI_STACK), else `pulumi stack select`'s choice, "
+        "else one stack file besides Pulumi.example.yaml; two or more with none chosen: exit "
+        "2; none: Pulumi.example.yaml, read only")
 
 
 def how_to_choose(file: str = "stacks/Pulumi.prod.yaml", name: str = "prod") -> str:
