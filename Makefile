@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 SHELL  := /bin/bash
 .SHELLFLAGS := -o pipefail -c  # a failing pip fails the target even through its filter
 
-.PHONY: demo test lint bench browser-test clean
+.PHONY: demo test lint bench browser-test clean ci-install
 
 $(STAMP): pyproject.toml
 	@echo "==> [1/3] creating $(VENV) with $$($(PYTHON) --version)"
@@ -19,6 +19,21 @@ $(STAMP): pyproject.toml
 		| { grep --line-buffered -E '^(Collecting|Installing|Successfully)' || true; }
 	touch $(STAMP)
 	@echo "==> ready: $(VENV)"
+
+# CI's install (.github/workflows): accelfleet and its policy pack's extra, with no torch or
+# jax (no CUDA wheel, no NVIDIA packages): `fleet validate`, `plan`, `pulumi up`/`preview`,
+# `smoke run`/`render`/`report` import neither (the probes run in the cluster's image;
+# tests/ci/test_ci_install.py holds it). `smoke local` needs `make` (the torch/jax extras).
+CI_STAMP := $(VENV)/.installed-ci-stamp
+$(CI_STAMP): pyproject.toml
+	@echo "==> creating $(VENV) for CI with $$($(PYTHON) --version): accelfleet[policy], no torch, no jax"
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --progress-bar off -e '.[policy]' \
+		| { grep --line-buffered -E '^(Collecting|Installing|Successfully)' || true; }
+	touch $(CI_STAMP)
+
+ci-install: $(CI_STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/accelfleet fleet validate stacks/Pulumi.example.yaml

@@ -40,28 +40,67 @@ def nodes_by_devices(row: dict[str, Any]) -> str:
     return f"{nodes} x {devices // nodes}" if nodes else "0"
 
 
-def compact_table(title: str, rows: list[dict[str, Any]], marks: list[str]) -> Table:
+def compact_table(title: str, rows: list[dict[str, Any]], marks: list[str],
+                  width: int | None = None) -> Table:
     """One row per pool: pool, cluster, team, machine, nodes x devices per node, zones, capacity,
     $/month, price (with its month, and its region where that is not the pool's); a pool's
-    mark (`!`: a warning names it; `expired`) follows its name."""
+    mark (`!`: a warning names it; `expired`) follows its name.
+
+    A machine type and a zone are never cut mid-word and a price never wraps (issue 38:
+    `list (us-east-1, 2026-06)` wrapped at 120 columns); a long capacity folds instead. When
+    the prices that name another region do not fit `width`, each shows its month and a mark,
+    and a note under the table names the region and the pools."""
     from rich import box
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=escape(title), box=box.SIMPLE_HEAD, show_edge=False,
-                  collapse_padding=True, title_justify="left")
+    from cli._costs import foreign_price
+
     cols = ["pool", "cluster", "team", "machine", "nodes x dev", "zones", "capacity",
             "$/month", "price"]
     machines = [machine_short(r) for r in rows]
+    zones = [zones_short(r["zones"]) for r in rows]
+    names = [f"{r['name']} {marks[i]}".strip() for i, r in enumerate(rows)]
+    prices = [price_source(r, r.get("region"), provenance=True) for r in rows]
+    cells = [[names[i], r["cluster"] or "(tpu-vm)", r["team"], machines[i],
+              nodes_by_devices(r), zones[i], r["capacity"], pool_usd(r), prices[i]]
+             for i, r in enumerate(rows)]
+    caption = None
+    tight = width is not None and _natural(cols, cells) > width
+    short_zones = max((len(z) for z in zones), default=0) <= 16  # `us-central1-a,b`: whole
+    if tight:  # a slice's topology under its machine type: the type is never cut
+        for i, machine in enumerate(machines):
+            cells[i][3] = machine.replace(" ", "\n", 1)
+        away: dict[str, list[str]] = {}
+        for i, r in enumerate(rows):
+            where = foreign_price(r, r.get("region")).split(",")[0]
+            if where:
+                away.setdefault(where, []).append(names[i] if r["name"] != "system"
+                                                  else f"system ({r['cluster']})")
+                cells[i][-1] = price_source(r, where, provenance=True) + " *"
+        if away:
+            caption = "* priced in " + "; ".join(
+                f"{where}, not the pool's region: {', '.join(pools)}"
+                for where, pools in away.items())
     word = max((len(w) for m in machines for w in m.split()), default=0)
-    for col in cols:  # a machine type is never cut mid-word; a long capacity folds
-        table.add_column(col, overflow="fold", no_wrap=col in ("nodes x dev", "$/month"),
-                         min_width=min(word, 20) if col == "machine" else None,
+    widths = {"machine": min(word, 20),
+              "price": min(max((len(c[-1]) for c in cells), default=0), 32)}
+    table = Table(title=escape(title), box=box.SIMPLE_HEAD, show_edge=False,
+                  collapse_padding=True, title_justify="left",
+                  caption=escape(caption) if caption else None, caption_justify="left")
+    for col in cols:
+        table.add_column(col, overflow="fold",
+                         no_wrap=col in ("nodes x dev", "$/month", "price") or (
+                             tight and (col == "machine" or (col == "zones" and short_zones))),
+                         min_width=widths.get(col),
                          justify="right" if col in ("nodes x dev", "$/month") else "left")
-    for i, r in enumerate(rows):
-        cells = [f"{r['name']} {marks[i]}".strip(), r["cluster"] or "(tpu-vm)", r["team"],
-                 machines[i],
-                 nodes_by_devices(r), zones_short(r["zones"]), r["capacity"],
-                 pool_usd(r), price_source(r, r.get("region"), provenance=True)]
-        table.add_row(*(escape(str(c)) for c in cells))
+    for row in cells:
+        table.add_row(*(escape(str(c)) for c in row))
     return table
+
+
+def _natural(cols: list[str], cells: list[list[str]]) -> int:
+    """The width the table takes unwrapped: each column's widest cell or header, the two
+    spaces between columns, and its edges."""
+    widest = [max([len(c)] + [len(str(row[i])) for row in cells]) for i, c in enumerate(cols)]
+    return sum(widest) + 2 * (len(cols) - 1) + 2

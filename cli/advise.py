@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cli import _complete
-from cli._args import StackOpt, one_stack
+from cli._args import STACK_RULE, StackOpt, one_stack
 from cli._errors import command
 from fleet.words import count, counted, duration, usd
 
@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 def advise(
     stack_file: Annotated[Path | None, typer.Argument(
         metavar="STACK_FILE",
-        help="A `stacks/Pulumi.<stack>.yaml` file whose pools are the candidates (default: the "
-        "example stack; not with --catalog).", show_default=False)] = None,
+        help="A `stacks/Pulumi.<stack>.yaml` file whose pools are the candidates; not with "
+        f"--catalog {STACK_RULE}", show_default=False)] = None,
     stack: StackOpt = None,
     workload: Annotated[str, typer.Option(
         "--workload", "-w", metavar="FILE|PRESET", show_default=False,
@@ -78,30 +78,31 @@ def advise(
                          "(with --pools to pick some of its pools)")
     job = load_workload(workload)
     cat = load_catalog()
-    offers = _offers(cat, stack_file, wanted, catalog)
+    offers, read = _offers(cat, stack_file, wanted, catalog)
     measured, where = _history(history, no_history)
     result = estimate_all(job, offers, cat, measured.get if measured is not None else None)
     shown = result.estimates[:top] if top else result.estimates
     if as_json:
         from cli._output import print_json
 
-        print_json(_document(result, shown, where, measured or {}))
+        print_json(_document(result, shown, where, measured or {}, read))
     else:
         from cli._output import console
 
-        _table(console(), result, shown, where, catalog)
+        _table(console(), result, shown, where, read)
     if not result.estimates:
         raise CheckFailed("no candidate can run this workload",
                           hint="each candidate's reason and fix is listed above")
 
 
 def _offers(cat: Catalog, stack_file: Path | None, wanted: list[str], catalog: bool
-            ) -> list[Offer]:
+            ) -> tuple[list[Offer], Path | None]:
+    """The candidates, and the stack file they come from (None: the catalog's shapes)."""
     from fleet.advise import catalog_offers, pool_offers
     from fleet.errors import InputError, UnknownNameError
 
     if catalog:
-        return catalog_offers(cat)
+        return catalog_offers(cat), None
     from fleet import load_fleet
     from fleet.stack.choice import stack_to_read
 
@@ -117,7 +118,7 @@ def _offers(cat: Catalog, stack_file: Path | None, wanted: list[str], catalog: b
         raise InputError(f"{path} has no accelerator pool to estimate"
                          + (f" among {', '.join(wanted)}" if wanted else ""),
                          hint="name GPU or TPU pools with --pools, or use --catalog")
-    return offers
+    return offers, path
 
 
 def _history(path: Path | None, off: bool
@@ -132,10 +133,11 @@ def _history(path: Path | None, off: bool
 
 
 def _document(result: Advice, shown: tuple[Estimate, ...], where: str | None,
-              measured: dict[str, MeasuredFigures]) -> dict[str, Any]:
+              measured: dict[str, MeasuredFigures], read: Path | None) -> dict[str, Any]:
     from smoke.measured import HISTORY_WINDOW
 
     return {
+        "stack": None if read is None else read.as_posix(),  # None: the catalog's shapes
         "workload": result.workload.summary(),
         "candidates": [{"rank": i, **e.to_dict()} for i, e in enumerate(shown, 1)],
         "excluded": [x.to_dict() for x in result.excluded],
@@ -169,18 +171,20 @@ def _headline(result: Advice) -> str:
 
 
 def _table(out: Console, result: Advice, shown: tuple[Estimate, ...], where: str | None,
-           catalog: bool) -> None:
+           read: Path | None) -> None:
     from rich.markup import escape
     from rich.table import Table
 
     from cli._output import print_table
     from smoke.measured import HISTORY_WINDOW
 
+    catalog = read is None
     w = result.workload
     out.print(f"[bold]{escape(w.name)}[/bold]: {escape(_headline(result))}")
     if w.description:
         out.print(escape(w.description))
-    source = "catalog shapes at list price" if catalog else "the stack's pools"
+    source = ("catalog shapes at list price" if read is None
+              else f"the pools of {escape(read.as_posix())}")
     table = Table(title=f"cost per run on {source}, cheapest first")
     columns = [("#", "right"), ("candidate", "left"), ("accelerator", "left"),
                ("devices", "right"), ("figures", "left"), ("step", "right"), ("bound", "left"),
@@ -189,7 +193,6 @@ def _table(out: Console, result: Advice, shown: tuple[Estimate, ...], where: str
         columns.append(("price", "left"))
     for col, just in columns:
         table.add_column(col, justify=just, overflow="fold")  # type: ignore[arg-type]
-    colour = {"compute": "green", "memory": "yellow", "network": "magenta"}
     for i, e in enumerate(shown, 1):
         p = e.placement
         label = e.offer.label
@@ -197,9 +200,8 @@ def _table(out: Console, result: Advice, shown: tuple[Estimate, ...], where: str
             label += f" {p.topology}" + (f" x{p.units}" if p.units > 1 else "")
         devices = f"{e.chips:,}" + (f" (fit {e.chips_to_fit:,})" if e.chips_to_fit > 1 else "")
         step = duration(e.step.step_s) + (" decode" if e.prefill is not None else "")
-        c = colour[e.bound]
         cells = [str(i), escape(label), escape(p.shape.accelerator.key), devices,
-                 e.figures.words(), step, f"[{c}]{e.bound}[/{c}]", duration(e.run_s),
+                 e.figures.words(), step, bound_words(e), duration(e.run_s),
                  _usd(e.usd_per_run), _usd(e.spot_usd_per_run, "-")]
         if not catalog:
             cells.append(escape(p.price_source.split(":")[0].split(" (")[0]))
@@ -212,11 +214,38 @@ def _table(out: Console, result: Advice, shown: tuple[Estimate, ...], where: str
     _grouped(out, "excluded", [(f"{x.reason}\n    fix: {x.fix}", x.label)
                                for x in result.excluded])
     _grouped(out, "note", [(n, e.offer.label) for e in shown for n in e.notes])
+    # the efficiencies the figures assume, per accelerator shown (datasheet or measured)
+    efficiency: dict[str, str] = {}
+    for e in shown:  # each figure's source: --json
+        efficiency.setdefault(e.placement.shape.accelerator.key, "; ".join(
+            s.split(" (", 1)[0] for s in e.figures.sources))
+    for key, words in efficiency.items():
+        out.print(f"efficiency: {escape(key)}: {escape(words)}")
+    for line in result.assumptions:
+        out.print(f"assumes: {escape(line)}")
     origin = f"smoke history {where}" if where else "no smoke history"
     out.print(f"[dim]figures: measured = medians of the last {HISTORY_WINDOW} runs per node "
               f"({escape(origin)}); datasheet = peak x an efficiency "
-              "(fleet/catalog/data/advise.yaml). Prices' regions and dates, assumptions and "
-              "sources: --json, docs/advise.md[/dim]")
+              "(fleet/catalog/data/advise.yaml). Each figure's source, prices' regions and "
+              "dates: --json, docs/advise.md[/dim]")
+
+
+BOUND_COLOUR = {"compute": "green", "memory": "yellow", "network": "magenta"}
+
+
+def bound_words(e: Estimate) -> str:
+    """What bounds the step shown beside it (for inference, the decode step), and, when the
+    run as a whole is bound by its other phase (a prefill longer than the decoding), that
+    too: the step's bound is never shown as the run's, nor the run's as the step's."""
+    c = BOUND_COLOUR[e.step.bound]
+    text = f"[{c}]{e.step.bound}[/{c}]"
+    if e.prefill is None:
+        return text
+    text += " (decode)"
+    if e.bound != e.step.bound:
+        rc = BOUND_COLOUR[e.bound]
+        text += f"; the run: [{rc}]{e.bound}[/{rc}] (prefill)"
+    return text
 
 
 def _grouped(out: Console, what: str, items: list[tuple[str, str]]) -> None:

@@ -150,7 +150,7 @@ def _show(path: str, fleet: Fleet, user: list[dict[str, Any]],
             price_source(r, r["region"], provenance=True))))
     marks = [_warned(r, fleet.warnings) for r in rows]
     out = console()
-    print_table(out, table, compact_table(title, rows, marks), COMPACT_MIN_WIDTH)
+    print_table(out, table, compact_table(title, rows, marks, out.width), COMPACT_MIN_WIDTH)
     for line in gate_lines(fleet.pools):  # each pool's gate (docs/gate.md)
         out.print(literal(line))
     for team in fleet.spec.teams:

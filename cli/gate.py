@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli._args import StackOpt, one_stack
+from cli._args import STACK_RULE, StackOpt, one_stack
 from cli._errors import command
 from cli._terminal import echo
 from cli._typer import App
@@ -45,6 +45,20 @@ ClusterOpt = Annotated[str | None, typer.Option(
 NamespaceOpt = Annotated[str | None, typer.Option(
     "--namespace", metavar="NS", help="Where proofs run and the controller's Lease lives "
     "(default: the stack's smoke namespace).", show_default=False)]
+
+
+def _chosen(stack_file: Path | None, outputs: Path | None, inventory: Path | None
+            ) -> tuple[Path | None, str]:
+    """The stack file to read (by the one rule when none is named and no outputs or
+    inventory stand in for it: docs/stack.md) and what is read, in words."""
+    if stack_file is None and outputs is None and inventory is None:
+        from fleet.stack.choice import stack_to_read
+
+        stack_file = stack_to_read(None)
+    parts = [f"{what}{p.as_posix()}" for what, p in (("", stack_file), ("outputs ", outputs),
+                                                     ("inventory ", inventory))
+             if p is not None]
+    return stack_file, "read " + " and ".join(parts)
 
 
 def _request(stack_file: Path | None, outputs: Path | None, inventory: Path | None,
@@ -108,6 +122,9 @@ def run(
     from smoke.gate.session import run_gate
 
     stack_file = one_stack(stack_file, stack)
+    read = ""
+    if not in_cluster:  # in the cluster, the inventory (--inventory) is all it reads
+        stack_file, read = _chosen(stack_file, outputs, inventory)
     request = _request(stack_file, outputs, inventory, kubeconfig, context, cluster,
                        namespace, in_cluster=in_cluster, once=once, timeout_s=timeout_s,
                        health_port=health_port, metrics_port=metrics_port, history=history,
@@ -115,6 +132,8 @@ def run(
     with _signals() as signals:
         summaries = run_gate(request, signals.stop)
     _show(summaries)
+    if read:
+        echo(read)
     if signals.interrupted:
         raise KeyboardInterrupt  # said "interrupted", exit 130 (cli._errors)
     problems = [f"{s.cluster}: {p}" for s in summaries for p in s.api_problems]
@@ -206,11 +225,12 @@ def status(
     from cli._output import console, print_json, print_table
     from smoke.gate.session import gate_status
 
-    stack_file = one_stack(stack_file, stack)
+    stack_file, read = _chosen(one_stack(stack_file, stack), outputs, inventory)
     result = gate_status(_request(stack_file, outputs, inventory, kubeconfig, context,
                                   cluster, namespace))
     if as_json:
         print_json(result.to_dict())
+        echo(read, err=True)
         _down(result)
         return
     from rich.markup import escape
@@ -241,6 +261,7 @@ def status(
                                 "" if r.age_s is None else duration(r.age_s), r.since,
                                 r.reason)))
     print_table(out, t)
+    out.print(escape(read))
     _down(result)
 
 
@@ -267,8 +288,8 @@ def open_pool_gate(
         "--reason", metavar="TEXT", help="Why (recorded on every node of the pool).",
         show_default=False)],
     stack_file: Annotated[Path | None, typer.Option(
-        "--stack", metavar="FILE", help="The stack file (default: the example stack, unless "
-        "--outputs).", show_default=False)] = None,
+        "--stack", metavar="FILE", help="The stack file; none with --outputs or "
+        f"--inventory alone {STACK_RULE}", show_default=False)] = None,
     outputs: OutputsOpt = None,
     inventory: InventoryOpt = None,
     kubeconfig: KubeconfigOpt = None,
@@ -298,8 +319,8 @@ def close(
     pool: Annotated[str, typer.Argument(metavar="POOL", help="The pool whose gate to close.",
                                         show_default=False)],
     stack_file: Annotated[Path | None, typer.Option(
-        "--stack", metavar="FILE", help="The stack file (default: the example stack, unless "
-        "--outputs).", show_default=False)] = None,
+        "--stack", metavar="FILE", help="The stack file; none with --outputs or "
+        f"--inventory alone {STACK_RULE}", show_default=False)] = None,
     outputs: OutputsOpt = None,
     inventory: InventoryOpt = None,
     kubeconfig: KubeconfigOpt = None,

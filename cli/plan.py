@@ -73,17 +73,17 @@ def plan(
             if out is None or save(out, text):
                 echo(text, nl=False)
         raise
-    _emit(result, style, out)
+    _emit(result, style, out, path)
 
 
-def _emit(result: Plan, style: str, out: Path | None) -> None:
+def _emit(result: Plan, style: str, out: Path | None, source: Path | None = None) -> None:
     """The plan in its format, printed or written to `out`."""
     from cli._output import terminal_width
     from fleet.errors import InputError
     from fleet.output_files import save
 
     width = terminal_width() if style == "text" and out is None else None
-    text = result.to_json() if style == "json" else render(result, width)
+    text = result.to_json() if style == "json" else render(result, width, source)
     if style == "markdown":
         from cli.plan_diff import fenced
 
@@ -98,10 +98,11 @@ def _emit(result: Plan, style: str, out: Path | None) -> None:
     (echo_json if style == "json" else echo)(text, nl=False)
 
 
-def render(result: Plan, width: int | None = None) -> str:
-    """The plan as a tree for people: components, then resource counts by type. With `width`
-    (a terminal's), long lines wrap between words to fit it; without, lines are never
-    wrapped (a file, a PR comment, a pipe)."""
+def render(result: Plan, width: int | None = None, source: Path | None = None) -> str:
+    """The plan as a tree for people: components, then resource counts by type; its title
+    names the stack file read (`source`). With `width` (a terminal's), long lines wrap
+    between words to fit it; without, lines are never wrapped (a file, a PR comment, a
+    pipe)."""
     from collections import Counter
 
     from rich.tree import Tree
@@ -134,7 +135,8 @@ def render(result: Plan, width: int | None = None) -> str:
     regions = {(q.cluster.name if q.cluster else None, q.name): q.region
                for q in (*result.fleet.pools, *result.fleet.system_pools)}
     custom = [r for r in result.resources if r.custom]
-    tree = Tree(f"stack [bold]{literal(result.stack)}[/]: {len(custom)} resources")
+    read = literal(f" ({source.as_posix()})") if source is not None else ""
+    tree = Tree(f"stack [bold]{literal(result.stack)}[/]{read}: {len(custom)} resources")
 
     def label(urn: str, name: str, type_: str) -> str:
         count = sum(1 for d in result.descendants(urn) if d.custom)

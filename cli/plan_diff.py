@@ -224,11 +224,33 @@ def _resource_lines(r: ResourceChange, *, indent: str, code: str = "") -> list[s
     return out
 
 
+def _json_document(value: Any) -> Any:
+    """A text field that holds a JSON object or list (a ConfigMap's `inventory.json`), parsed;
+    None for anything else."""
+    import json
+
+    if not isinstance(value, str) or not value.lstrip().startswith(("{", "[")):
+        return None
+    try:
+        doc = json.loads(value)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict | list) else None
+
+
 def _elements(path: str, old: Any, new: Any) -> list[tuple[str, Any, Any]]:
     """A list change element by element (an appended Kueue flavor shows as the element it
-    is, not as a cut-off whole list); anything else as it is."""
+    is, not as a cut-off whole list); a text field holding JSON (the gate's ConfigMap
+    `inventory.json`) by the keys that changed inside it, `path{pools[0].gate.max_tier}`
+    (issue 38: it showed as one cut-off JSON string); anything else as it is."""
     from components.engine.diff import diff_values
 
+    old_doc, new_doc = _json_document(old), _json_document(new)
+    if old_doc is not None and new_doc is not None:
+        inner = (_elements("", old_doc, new_doc) if isinstance(old_doc, list)
+                 else diff_values(old_doc, new_doc))
+        if inner and all(p for p, _, _ in inner):
+            return [(f"{path}{{{p.lstrip('.')}}}", o, n) for p, o, n in inner]
     if not (isinstance(old, list) and isinstance(new, list)):
         return [(path, old, new)]
     out: list[tuple[str, Any, Any]] = []
@@ -352,13 +374,13 @@ def output_format(fmt: str | None, as_json: bool) -> str:
     return "json" if as_json else fmt or "text"
 
 
-def _plan_text(result: Plan, out: Path | None) -> str:
+def _plan_text(result: Plan, out: Path | None, source: Path | None = None) -> str:
     """The plan itself, as `accelfleet plan` prints it, before what the policies say of it
     (`plan --policies` with no base to diff against)."""
     from cli._output import terminal_width
     from cli.plan import render
 
-    text = render(result, terminal_width() if out is None else None)
+    text = render(result, terminal_width() if out is None else None, source)
     return text if text.endswith("\n") else text + "\n"
 
 
@@ -403,7 +425,7 @@ def report(stack_file: Path, *, diff: Path | None, base_ref: str | None, fmt: st
         text = render_markdown(changes, found) if changes else _policies_markdown(
             found or [], stack=str(plan.get("stack")))
     else:
-        text = render_text(changes) if changes else _plan_text(result, out)
+        text = render_text(changes) if changes else _plan_text(result, out, stack_file)
         if found is not None:
             text += render_violations_text(found, stack=str(plan.get("stack")))
     if out is not None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cli import _complete
-from cli._args import StackArg, one_stack
+from cli._args import STACK_RULE, StackArg, one_stack
 from cli._errors import command
 from cli._output import console, print_json, print_table
 from cli._terminal import echo
@@ -31,9 +31,7 @@ app = App(rich_markup_mode="markdown", no_args_is_help=True,
 
 StackOpt = Annotated[Path | None, typer.Option(
     "--stack", metavar="FILE", show_default=False,
-    help="The stack file (default: $ACCELFLEET_STACK, $PULUMI_STACK, the selected Pulumi "
-    "stack, or the only stack besides the example). A write never goes to the example by "
-    "default.")]
+    help=f"The stack file {STACK_RULE} A write never goes to the example by default.")]
 DryRun = Annotated[bool, typer.Option(
     "--dry-run", help="Show what the change does and the diff; write nothing.")]
 PatchOpt = Annotated[Path | None, typer.Option(
@@ -165,12 +163,17 @@ def resize(
         "--topology", metavar="TOPOLOGY", show_default=False,
         help="New topology (TPU slices: a multi-host slice changes topology, never node "
         "count).")] = None,
+    reason: Annotated[str | None, typer.Option(
+        "--reason", metavar="TEXT", show_default=False,
+        help="Why: required when the resize raises the pool's monthly cost (kept in the "
+        "stack as the pool's `reason`).")] = None,
     stack: StackOpt = None, dry_run: DryRun = False, patch: PatchOpt = None,
     branch: BranchOpt = None, plan: PlanOpt = False, as_json: JsonOpt = False,
     extra: ExtraArgs = None,
 ) -> None:
     """Resize a pool: `--nodes N` for a GPU or CPU pool, `--topology X` for a TPU slice. The
-    same checks and guarantees as `pool request`."""
+    same checks and guarantees as `pool request`. Raising the pool's monthly cost needs
+    `--reason TEXT`, which the stack keeps as its `reason`."""
     name = _one_name("resize", name, extra, "--nodes N")
     from fleet.catalog import load_catalog
     from fleet.requests.request import resize_pool
@@ -178,9 +181,12 @@ def resize(
     catalog = load_catalog()
 
     def decide(raw: dict[str, Any]) -> Change:
-        return resize_pool(raw, name, nodes=nodes, topology=topology, catalog=catalog)
+        return resize_pool(raw, name, nodes=nodes, topology=topology, catalog=catalog,
+                           reason=reason)
 
     size = f"--nodes {nodes}" if nodes is not None else f"--topology {topology}"
+    if reason:
+        size += f' --reason "{reason}"'
     _apply(_target(stack, dry_run=dry_run, patch=patch, what="pool resize"), decide,
            f"accelfleet pool resize {name} {size}", dry_run=dry_run,
            patch=patch, branch=branch, plan=plan, as_json=as_json)
@@ -479,4 +485,5 @@ def _table(title: str, rows: list[dict[str, Any]]) -> None:
 
     marks = [("expired " + str(r["expires"]) if "days_expired" in r else "expired")
              if r["expired"] else "" for r in rows]
-    print_table(console(), table, compact_table(title, rows, marks), COMPACT_MIN_WIDTH)
+    out = console()
+    print_table(out, table, compact_table(title, rows, marks, out.width), COMPACT_MIN_WIDTH)

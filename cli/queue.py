@@ -138,6 +138,10 @@ def show(
         print_json({"stack": str(path), "clusters": _json(routing, team)})
         return
     out = console()
+    shown_teams = sorted({q.team for c in routing for q in c.queues
+                          if team is None or q.team == team})
+    out.print(literal(f"{path.as_posix()}: the queues of {counted(len(shown_teams), 'team')} "
+                      f"on {counted(len(routing), 'cluster')}"))
     for c in routing:
         queues = [q for q in c.queues if team is None or q.team == team]
         if not queues:

@@ -48,7 +48,8 @@ if TYPE_CHECKING:
 app = App(rich_markup_mode="markdown",
                   help="Prove accelerators perform: run smoke probes here (local) or on every "
                   "node of a deployed fleet (run, render); act on the verdict (release, "
-                  "status) and follow each node over time (history).", no_args_is_help=True)
+                  "status), show a saved run again (report) and follow each node over time "
+                  "(history).", no_args_is_help=True)
 
 
 class BackendOpt(StrEnum):
@@ -272,17 +273,19 @@ def render(
     from smoke.session import plan_run
 
     writable(out, directory=True)
-    run, _, _ = plan_run(_request(stack_file, outputs, pools, tier, timeout_s, image, sustain_s),
-                         run_id="render")
+    run, source, _ = plan_run(_request(stack_file, outputs, pools, tier, timeout_s, image,
+                                       sustain_s), run_id="render")
+    read = source.read(outputs)
     if out is not None:
         paths = write_manifests(run, out)
         for w in run.pools:
             state = f"skipped: {w.skipped}" if w.skipped else f"{w.kind} {w.name}, {w.pods} pods"
             echo(f"{w.cluster or '-'}/{w.pool.name}: {state}")
-        echo(f"wrote {len(paths)} file(s) to {out}")
+        echo(f"wrote {len(paths)} file(s) to {out} from {read}")
         return
     import tempfile
 
+    echo(f"# accelfleet smoke render: from {literal(read)}")  # a YAML comment: still YAML
     with tempfile.TemporaryDirectory() as tmp:
         for path in write_manifests(run, Path(tmp)):
             echo(path.read_text(encoding="utf-8"), nl=False)
@@ -360,6 +363,8 @@ def show_run(result: SmokeResult, *, as_json: bool = False) -> None:
     from cli.smoke_options import show_drift
 
     lines = result.quarantine.lines() if result.quarantine else []
+    if result.read:
+        lines.append(f"read {result.read}")
     if as_json:
         echo_json(result.to_json())
         for line in lines:
@@ -415,9 +420,10 @@ def _cap(quarantine: bool, max_quarantine: str | None) -> Cap | None:
 
 
 # The commands that act on a run's verdict and read the history live beside this module.
-from cli import smoke_history, smoke_nccl, smoke_nodes  # noqa: E402
+from cli import smoke_history, smoke_nccl, smoke_nodes, smoke_report  # noqa: E402
 
 app.command()(smoke_nodes.release)
 app.command()(smoke_nodes.status)
 app.command()(smoke_history.history)
 app.command("nccl-log")(smoke_nccl.nccl_log)
+app.command()(smoke_report.report)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli._args import StackOpt, one_stack
+from cli._args import STACK_RULE, StackOpt, one_stack
 from cli._errors import command
 from cli._terminal import echo
 from cli.smoke_options import ContextOpt, KubeconfigOpt, OutputsOpt, StackArg
@@ -46,8 +46,8 @@ def release(
         "--pool", metavar="POOL", help="Release every quarantined node of this pool.",
         show_default=False)] = None,
     stack: Annotated[Path | None, typer.Option(
-        "--stack", metavar="FILE", help="The stack file whose clusters to reach (default: "
-        "the example stack, unless --outputs).", show_default=False)] = None,
+        "--stack", metavar="FILE", help="The stack file whose clusters to reach; none "
+        f"with --outputs alone {STACK_RULE}", show_default=False)] = None,
     outputs: OutputsOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -113,14 +113,17 @@ def status(
     from cli._output import console, print_json, print_table
     from smoke.cluster.release import age, quarantined
 
-    _, clients = _clients(stack_file, outputs, kubeconfig, context)
+    source, clients = _clients(stack_file, outputs, kubeconfig, context)
+    read = f"read {source.read(outputs)}"
     rows = quarantined(clients)
     if as_json:
         print_json([r.to_dict() for r in rows])
+        echo(read, err=True)
         return
     out = console()
     if not rows:
-        out.print(escape(f"no quarantined node in cluster(s) {', '.join(sorted(clients))}"))
+        out.print(escape(f"no quarantined node in cluster(s) {', '.join(sorted(clients))} "
+                         f"({read})"))
         return
     t = Table(title=f"{len(rows)} node(s) quarantined by accelfleet smoke")
     for col in ("cluster", "pool", "node", "age", "probe", "figure", "threshold", "run",
@@ -136,4 +139,5 @@ def status(
                                 f"{r.get('device')} {r.get('probe')}", r.get("figure"),
                                 r.get("threshold"), r.get("run"))), reason)
     print_table(out, t)
+    out.print(escape(read))
     out.print("release with `accelfleet smoke release NODE...` or `--pool POOL`")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from cli._args import STACK_RULE
 from cli._terminal import echo
 from fleet import smoke_defaults as SD
 
@@ -19,8 +20,8 @@ if TYPE_CHECKING:
 
 StackArg = Annotated[Path | None, typer.Argument(
     metavar="STACK_FILE",
-    help="A `stacks/Pulumi.<stack>.yaml` file (default: the example stack, unless --outputs).",
-    show_default=False)]
+    help="A `stacks/Pulumi.<stack>.yaml` file; none with --outputs alone (the outputs' "
+    f"inventory) {STACK_RULE}", show_default=False)]
 OutputsOpt = Annotated[Path | None, typer.Option(
     "--outputs", metavar="FILE", help="A saved `pulumi stack output --json --show-secrets`: "
     "the deployed inventory and the clusters' kubeconfigs.", show_default=False)]

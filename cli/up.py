@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli._args import StackOpt, one_stack
+from cli._args import STACK_RULE, StackOpt, one_stack
 from cli._errors import command
 from cli._terminal import echo, safe
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 StackArg = Annotated[Path | None, typer.Argument(
     metavar="STACK_FILE",
-    help="A `stacks/Pulumi.<stack>.yaml` file of this project (default: the example stack).",
+    help=f"A `stacks/Pulumi.<stack>.yaml` file of this project {STACK_RULE}",
     show_default=False)]
 PolicyOpt = Annotated[bool, typer.Option(
     "--policy-pack", help="Run accelfleet's CrossGuard pack (policies/, needs the `policy` "
@@ -100,7 +100,7 @@ def preview(stack_file: StackArg = None, stack: StackOpt = None,
     from components.engine.deploy import engine_error
 
     _cli_ready()
-    _, name, _ = _stack(stack_file)
+    path, name, _ = _stack(stack_file)
     engine = _engine(name, _packs(policy_pack))
     try:
         counts = engine.preview(on_event=_printer([]), on_output=echo)
@@ -108,7 +108,7 @@ def preview(stack_file: StackArg = None, stack: StackOpt = None,
         if type(exc).__module__.startswith("pulumi.automation"):
             raise engine_error(exc) from None
         raise
-    echo(f"preview of stack {name}: {_counts(counts)}")
+    echo(f"preview of stack {name} ({path.as_posix()}): {_counts(counts)}")
 
 
 def _counts(counts: dict[str, int]) -> str:
@@ -148,7 +148,7 @@ def up(
     writable(out, directory=True)
     _cli_ready()
     path, name, plan = _stack(stack_file)
-    deployed = _deploy(_engine(name, _packs(policy_pack)), name, yes)
+    deployed = _deploy(_engine(name, _packs(policy_pack)), name, yes, path)
     if deployed is None:
         return
     outputs, events = deployed
@@ -163,7 +163,8 @@ def up(
     echo(f"stack {name}: deployed and proven ({len(chosen)} pool(s))")
 
 
-def _deploy(engine: Engine, name: str, yes: bool) -> tuple[dict[str, Any], list[Any]] | None:
+def _deploy(engine: Engine, name: str, yes: bool, path: Path
+            ) -> tuple[dict[str, Any], list[Any]] | None:
     """Preview, confirm (unless `yes`) and update: the stack's outputs and the engine's
     events; None when the person said no."""
     import sys
@@ -174,7 +175,7 @@ def _deploy(engine: Engine, name: str, yes: bool) -> tuple[dict[str, Any], list[
     events: list[Any] = []
     try:
         counts = engine.preview(on_event=_printer([]), on_output=echo)
-        echo(f"preview of stack {name}: {_counts(counts)}")
+        echo(f"preview of stack {name} ({path.as_posix()}): {_counts(counts)}")
         if not yes:
             if not sys.stdin.isatty():
                 raise InputError("no terminal to confirm the update",

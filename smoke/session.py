@@ -83,6 +83,7 @@ class SmokeResult:
     written: tuple[Path, ...] = ()
     unsaved: tuple[str, ...] = ()  # files that could not be written, in words
     drifted: tuple[Trend, ...] = ()  # the history's trends of this run's nodes that drifted
+    read: str = ""  # what the run was read from, in words (the stack file, the outputs file)
 
     @property
     def ok(self) -> bool:
@@ -195,7 +196,7 @@ def run_smoke(request: SmokeRequest, *, progress: Progress | None = None,
                         notes={name: lp.checks() for name, lp in live.items()},
                         targets=targets)
     # what was measured is kept before anything else can fail: quarantine comes after
-    result = _kept(SmokeResult(report), request, written)
+    result = _kept(SmokeResult(report, read=source.read(request.outputs)), request, written)
     if request.quarantine is None or report.cancelled:
         return result
     from smoke.cluster.quarantine import quarantine

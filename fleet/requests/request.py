@@ -350,8 +350,12 @@ def _entry(req: PoolRequest, name: str, cluster: str, shape: Shape, zone: str
 
 # -- resize and remove ---------------------------------------------------------------------------
 def resize_pool(raw: Mapping[str, Any], name: str, *, catalog: Catalog,
-                nodes: int | None = None, topology: str | None = None) -> Change:
-    """Pool `name` with `nodes` nodes (GPU, CPU) or of `topology` (a TPU slice)."""
+                nodes: int | None = None, topology: str | None = None,
+                reason: str | None = None) -> Change:
+    """Pool `name` with `nodes` nodes (GPU, CPU) or of `topology` (a TPU slice). A resize
+    that raises the pool's monthly cost needs a `reason`, kept in the stack as the pool's
+    `reason` (issue 38: a resize could double a pool's cost with nothing recorded); one that
+    lowers it may carry one."""
     what = f"the resize of pool {name}"
     before = _base(raw, catalog, what)
     pool = _find(before, name, what)
@@ -368,8 +372,36 @@ def resize_pool(raw: Mapping[str, Any], name: str, *, catalog: Catalog,
     if isinstance(result, SpecError):
         raise RequestRefused(what, result.problems, alternatives=alternatives(
             raw, before, catalog, result.problems, resize=(name, updates)))
+    raised = _cost_raised(pool, next(p for p in result.pools if p.name == name))
+    if raised and not (reason or "").strip():
+        raise RequestRefused(what, [Problem(
+            "--reason", f"the resize raises {name}'s cost {raised}, and no reason was given",
+            f"say why with --reason TEXT (kept in the stack as the pool's `reason`), e.g. "
+            f"accelfleet pool resize {name} "
+            + (f"--nodes {nodes}" if nodes is not None else f"--topology {topology}")
+            + ' --reason "INC-123: the eval backlog"')])
+    if reason is not None and reason.strip():
+        updates = {**updates, "reason": reason.strip()}
+        spec = with_updates(raw, name, updates)
+        result = check(spec, catalog)
+        if isinstance(result, SpecError):  # the reason itself (too long, control characters)
+            raise RequestRefused(what, result.problems)
     notes = (_recreated(pool), *_named_for(pool, updates)) if pool.shape.tpu else ()
     return Change("resize", name, spec, before, result, updates=updates, notes=notes)
+
+
+def _cost_raised(before: ResolvedPool, after: ResolvedPool) -> str:
+    """`from about $X to about $Y a month` when `after` may cost more a month than `before`
+    (its largest size; a pool priced before and unpriced after counts as raised), else ''."""
+    from fleet.words import usd
+
+    old = before.cost.max_monthly_usd if before.cost else None
+    new = after.cost.max_monthly_usd if after.cost else None
+    if new is None:
+        return "" if old is None else f"from about {usd(old)} a month to an unpriced size"
+    if old is None or new <= old + 0.005:
+        return ""
+    return f"from about {usd(old)} to about {usd(new)} a month"
 
 
 def _named_for(pool: ResolvedPool, updates: Mapping[str, Any]) -> tuple[str, ...]:

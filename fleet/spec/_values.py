@@ -75,6 +75,25 @@ IMAGE_REFERENCE = re.compile(
     r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?")
 
 
+REGISTRY_PATH = re.compile(rf"{_DOMAIN}(?::[0-9]+)?(?:/{_PATH})*")
+
+
+def registry_path(value: str | None) -> str | None:
+    """A registry host and path under which images are pulled (`us-docker.pkg.dev/acme/hub`,
+    `123456789012.dkr.ecr.us-east-1.amazonaws.com/docker-hub`), or None; SpecValueError with
+    the fix otherwise (a scheme, a tag or digest, spaces, no registry host)."""
+    if value is None:
+        return None
+    text = value.strip().rstrip("/")
+    if "://" in text or not REGISTRY_PATH.fullmatch(text) or "." not in text.split("/")[0]:
+        raise SpecValueError(f"{value[:80]!r} is not a registry path (a registry host, then "
+                             "an optional path, no scheme, tag or digest)",
+                             "write e.g. us-docker.pkg.dev/acme/docker-hub (an Artifact "
+                             "Registry remote repository) or 123456789012.dkr.ecr.us-east-1."
+                             "amazonaws.com/docker-hub (an ECR pull-through cache)")
+    return text
+
+
 def image_reference(value: str | None) -> str | None:
     """A container image reference, or None; SpecValueError with the fix otherwise."""
     if value is not None and not IMAGE_REFERENCE.fullmatch(value):

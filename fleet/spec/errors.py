@@ -8,7 +8,7 @@ import math
 import re
 import types
 from collections.abc import Mapping, Sequence
-from typing import Any, Union, get_args, get_origin
+from typing import Any, ForwardRef, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -77,6 +77,8 @@ def _problem(err: Any, raw: object) -> Problem:
         strict = " (exclusive)" if kind in ("greater_than", "less_than") else ""
         return Problem(where, f"{_shown(value)} is out of range: {field} is {side} "
                        f"{bound}{strict}", f"use a value {side} {bound}")
+    if kind in ("model_type", "model_attributes_type") and not isinstance(value, Mapping):
+        return _not_a_mapping(loc, where, field, value)
     if kind in _NUMBER:
         want = _NUMBER[kind]
         fix = f"write {want} for `{field}`"
@@ -173,17 +175,25 @@ def _kind_of(value: object) -> str:
     return "the value"
 
 
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
+def _models_in(annotation: Any, owner: type[BaseModel] | None = None
+               ) -> list[type[BaseModel]]:
+    """The models an annotation names; a forward reference (a model declared further down
+    its module, as `Cluster.system_pool: SystemPool`) is looked up in `owner`'s module."""
+    if isinstance(annotation, ForwardRef | str) and owner is not None:
+        import sys
+
+        name = annotation.__forward_arg__ if isinstance(annotation, ForwardRef) else annotation
+        annotation = vars(sys.modules[owner.__module__]).get(name)
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [annotation]
     origin = get_origin(annotation)
     if origin in (Union, types.UnionType, list, tuple, dict) or origin is not None:
-        return [m for arg in get_args(annotation) for m in _models_in(arg)]
+        return [m for arg in get_args(annotation) for m in _models_in(arg, owner)]
     return []
 
 
-def _fields_at(loc: tuple[int | str, ...]) -> list[str]:
-    """The fields the model at `loc` declares (FleetSpec at the top), for did-you-mean."""
+def _models_at(loc: tuple[int | str, ...]) -> list[type[BaseModel]]:
+    """The models a value at `loc` may be (FleetSpec at the top)."""
     models: list[type[BaseModel]] = [FleetSpec]
     for part in loc:
         if isinstance(part, int):
@@ -192,9 +202,35 @@ def _fields_at(loc: tuple[int | str, ...]) -> list[str]:
         for m in models:
             info = m.model_fields.get(part)
             if info is not None:
-                nxt += _models_in(info.annotation)
+                nxt += _models_in(info.annotation, m)
         models = nxt
-    return sorted({f for m in models for f in m.model_fields})
+    return models
+
+
+def _fields_at(loc: tuple[int | str, ...]) -> list[str]:
+    """The fields the model at `loc` declares (FleetSpec at the top), for did-you-mean."""
+    return sorted({f for m in _models_at(loc) for f in m.model_fields})
+
+
+def _not_a_mapping(loc: tuple[int | str, ...], where: Where, field: str, value: object
+                   ) -> Problem:
+    """A section written as one value (`gate: true`) where it takes `key: value` lines: what
+    it is by default (a section with `enabled: true` by default is on already) and its keys
+    (issue 38: `gate: true` was refused without saying either)."""
+    models = _models_at(loc)
+    keys = tuple(sorted({f for m in models for f in m.model_fields}))
+    on = any((info := m.model_fields.get("enabled")) is not None and info.default is True
+             for m in models)
+    listed = f"; its keys: {', '.join(keys)}" if keys else ""
+    example = next((k for k in keys if k not in ("enabled", "reason")), "key")
+    if value is True and on:
+        return Problem(where, f"`{field}: true` is not needed: {field} is on by default (a "
+                       f"mapping of what to change, not true){listed}",
+                       f"remove `{field}: true` for the defaults, or write only the keys to "
+                       f"change, e.g. {field}: {{{example}: ...}}")
+    return Problem(where, f"must be a mapping (`key: value` lines), not {_kind_of(value)} "
+                   f"{_shown(value)}{listed}",
+                   f"write `{field}:` with its keys below it, e.g. {field}: {{{example}: ...}}")
 
 
 def where_of(loc: tuple[int | str, ...], raw: object) -> Where:

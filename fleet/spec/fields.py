@@ -35,6 +35,7 @@ from fleet.spec._gate import interval_text as interval_text
 from fleet.spec._values import SpecValueError as SpecValueError
 from fleet.spec._values import _Model
 from fleet.spec._values import image_reference as image_reference
+from fleet.spec._values import registry_path as registry_path
 from fleet.spec._values import request_date as request_date
 from fleet.spec._values import request_text as request_text
 from fleet.taints import NO_SCHEDULE, Effect
@@ -305,11 +306,20 @@ class Smoke(_Model):
     timeout_s: int = Field(default=SD.TIMEOUT_S, ge=30, le=SD.MAX_TIMEOUT_S)
     torch_image: str | None = None
     jax_image: str | None = None
+    # A registry path that mirrors Docker Hub (an Artifact Registry remote repository, an ECR
+    # pull-through cache): every pinned image from Docker Hub is pulled through it instead,
+    # same path, same digest (docs/smoke.md, "Where proof pods pull from").
+    docker_hub_mirror: str | None = None
 
     @field_validator("torch_image", "jax_image")
     @classmethod
     def _image(cls, value: str | None) -> str | None:
         return image_reference(value)
+
+    @field_validator("docker_hub_mirror")
+    @classmethod
+    def _mirror(cls, value: str | None) -> str | None:
+        return registry_path(value)
 
 
 class StackRate(_Model):

@@ -12,9 +12,15 @@ writes its own stacks. Outside any project the folder is `./stacks`.
    `Pulumi.<name>.yaml` in the stack folder, or the path of a stack file;
 3. the stack `pulumi stack select` chose for the project;
 4. the only stack file in the stack folder besides the example;
-5. otherwise the example stack (the project's own `Pulumi.example.yaml`, else the one shipped
-   with accelfleet), which a command may read (list, validate, a dry run) but never write: a
-   write without a chosen stack is refused, naming the ways to choose one.
+5. two or more stack files besides the example and none chosen: refused (exit 2), for reads
+   and writes alike, listing them and the three ways to choose (`--stack`,
+   `ACCELFLEET_STACK`, `pulumi stack select`): an answer read from the example (or from any
+   one of them, guessed) would look like an answer about the user's fleet (issue 38: `pool
+   expired` said "no pool has expired" while the user's own stack had one);
+6. no stack file besides the example: the example stack (the project's own
+   `Pulumi.example.yaml`, else the one shipped with accelfleet), which a command may read
+   (list, validate, a dry run) but never write: a write without a chosen stack is refused,
+   naming the ways to choose one.
 
 A file found this way is named relative to the working directory (`stacks/Pulumi.prod.yaml`,
 `../stacks/Pulumi.prod.yaml`), so every message says which file was read or written by a path
@@ -31,6 +37,7 @@ from pathlib import Path
 from fleet.errors import InputError, StackFileError
 from fleet.stack.pulumi_workspace import find_project, selected_stack, stack_config_dir
 from fleet.stack.read import EXAMPLE_STACK
+from fleet.stack.rule import how_to_choose
 
 ENV_VARS = ("ACCELFLEET_STACK", "PULUMI_STACK")
 
@@ -82,6 +89,13 @@ def choose_stack(given: Path | None, *, stacks_dir: Path | None = None,
     others = [p for p in _stack_files(folder) if p.name != EXAMPLE_STACK.name]
     if len(others) == 1:
         return StackChoice(shown_path(others[0]), "the only stack besides the example")
+    if len(others) > 1:
+        names = ", ".join(p.name for p in others)
+        where = shown_path(folder).as_posix()
+        raise InputError(f"which stack? {where}/ holds {len(others)} stacks besides the "
+                         f"example ({names}) and none was chosen",
+                         hint=how_to_choose(shown_path(others[0]).as_posix(),
+                                            _stack_of(others[0])))
     own = folder / EXAMPLE_STACK.name
     return StackChoice(shown_path(own) if own.is_file() else EXAMPLE_STACK, "example")
 
@@ -149,11 +163,14 @@ def stack_for_write(given: Path | None, *, what: str, stacks_dir: Path | None = 
         raise InputError(f"{what} needs a stack: none was named, and {shown_path(folder)} "
                          "holds "
                          f"{_listing(folder)} (the example stack is never written by default)",
-                         hint="pass the stack file (e.g. `--stack stacks/Pulumi.prod.yaml`), "
-                         "select one (`pulumi stack select prod`), or set ACCELFLEET_STACK=prod "
-                         "(PULUMI_STACK works too); --dry-run "
+                         hint=how_to_choose() + "; --dry-run "
                          "and --patch show the change on the example without writing it")
     return choice.path
+
+
+def _stack_of(path: Path) -> str:
+    """`prod` of `Pulumi.prod.yaml`."""
+    return path.name.removeprefix("Pulumi.").rsplit(".", 1)[0]
 
 
 def _stack_files(folder: Path) -> list[Path]:

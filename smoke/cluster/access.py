@@ -95,6 +95,14 @@ def _contexts(path: Path) -> list[str]:
     return [str(c["name"]) for c in contexts if isinstance(c, dict) and "name" in c]
 
 
+def _did_you_mean(name: str, known: list[str]) -> str:
+    """`; did you mean 'x'?` for the known names nearest to `name`, else ''."""
+    from fleet.errors import suggest
+
+    near = suggest(name, known)
+    return f"; did you mean {' or '.join(map(repr, near))}?" if near else ""
+
+
 def _guess_context(cluster: str, names: list[str]) -> str | None:
     for name in names:
         if name == cluster or name.endswith((f"_{cluster}", f"cluster/{cluster}")):
@@ -112,9 +120,10 @@ def connect(refs: list[ClusterRef], *, kubeconfig: Path | None = None,
     wanted = dict(contexts or {})
     unknown = set(wanted) - {r.name for r in refs}
     if unknown:
-        raise InputError(f"--context names cluster(s) the run does not use: "
-                         f"{', '.join(sorted(unknown))}",
-                         hint=f"clusters: {', '.join(r.name for r in refs)}")
+        used = [r.name for r in refs]
+        raise InputError("--context names cluster(s) the run does not use: "
+                         + "; ".join(f"{c}{_did_you_mean(c, used)}" for c in sorted(unknown)),
+                         hint=f"the run's clusters: {', '.join(used) or 'none'}")
     from fleet.input_files import regular_or_absent
 
     regular_or_absent(path, what="kubeconfig",
@@ -152,8 +161,12 @@ def _client(ref: ClusterRef, path: Path, names: list[str], wanted: Mapping[str, 
     try:
         if ref.name in wanted:
             if wanted[ref.name] not in names:
+                listed = (f"its contexts: {', '.join(names[:20])}"
+                          + (f" and {len(names) - 20} more" if len(names) > 20 else "")
+                          if names else "it holds no context")
                 raise SetupError(
-                    f"cluster {ref.name}: no context {wanted[ref.name]!r} in {path}",
+                    f"cluster {ref.name}: no context {wanted[ref.name]!r} in {path}"
+                    f"{_did_you_mean(wanted[ref.name], names)} ({listed})",
                     hint=ref.fix())
             client: ApiClient = config.new_client_from_config(config_file=str(path),
                                                               context=wanted[ref.name])

@@ -23,6 +23,28 @@ Answer = Callable[[Any], dict[str, Any]]  # an API answer (_preload_content=Fals
 Change = Callable[[dict[str, Any]], dict[str, Any] | None]  # the node -> a patch, or None
 
 
+def taints_of(node: Any) -> tuple[list[dict[str, Any]], str]:
+    """A node's taints as the API defines them (`spec.taints`: a list of objects), and what was
+    wrong with them in words ('' when nothing was): a spec or a taints field of another type,
+    an entry that is no object. What is malformed is left out, never guessed at, so that a
+    reader says so instead of failing on it."""
+    spec = node.get("spec") if isinstance(node, dict) else None
+    if spec is None:
+        return [], ""
+    if not isinstance(spec, dict):
+        return [], f"spec is {type(spec).__name__}, not an object (a malformed node)"
+    raw = spec.get("taints")
+    if raw is None:
+        return [], ""
+    if not isinstance(raw, list):
+        return [], (f"spec.taints is {type(raw).__name__}, not a list: its taints cannot be "
+                    "read (a malformed node)")
+    kept = [t for t in raw if isinstance(t, dict)]
+    bad = len(raw) - len(kept)
+    return kept, (f"{bad} entr{'y' if bad == 1 else 'ies'} of spec.taints not an object "
+                  "(a malformed node)" if bad else "")
+
+
 def patch_node(api: CoreV1Api, name: str, change: Change, answer: Answer) -> dict[str, Any]:
     """Read the node and patch it with `change(node)`, guarded by the resourceVersion the patch
     carries; on a conflict, read again and re-apply. Returns the patched node, or the node as

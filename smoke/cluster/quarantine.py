@@ -42,7 +42,7 @@ from fleet.words import precise
 from smoke.cluster._api import API_PROBLEM
 from smoke.cluster._rejudge import COVERAGE
 from smoke.cluster.access import with_retries
-from smoke.cluster.nodeapi import REQUEST_TIMEOUT_S, node_event, patch_node
+from smoke.cluster.nodeapi import REQUEST_TIMEOUT_S, node_event, patch_node, taints_of
 from smoke.cluster.run import PoolReport, RunReport
 from smoke.probes import names as P
 from smoke.probes.results import ProbeResult, Verdict
@@ -139,6 +139,23 @@ class ActionReport:
     def to_dict(self) -> dict[str, Any]:
         return {"actions": [a.to_dict() for a in self.actions], "capped": list(self.capped)}
 
+    @classmethod
+    def from_dict(cls, data: object) -> ActionReport:
+        """What `to_dict` wrote, back (a saved run's `quarantine`); InputError if it is not."""
+        from fleet.errors import InputError
+
+        fields = ("cluster", "pool", "node", "state", "host", "cause", "detail")
+        actions = data.get("actions") or [] if isinstance(data, dict) else None
+        capped = data.get("capped") or [] if isinstance(data, dict) else None
+        if not isinstance(actions, list) or not isinstance(capped, list) or \
+                not all(isinstance(a, dict) for a in actions):
+            raise InputError("malformed quarantine record in the run document: "
+                             "{'actions': [...], 'capped': [...]} expected",
+                             hint="produce it with `accelfleet smoke run --quarantine "
+                             "--out DIR`")
+        return cls(actions=tuple(NodeAction(**{f: str(a.get(f, "")) for f in fields})
+                                 for a in actions), capped=tuple(str(c) for c in capped))
+
 
 @dataclass(frozen=True)
 class Quarantined:
@@ -150,16 +167,18 @@ class Quarantined:
     cordoned: bool
     tainted: bool
     age_s: float | None
+    problem: str = ""  # what is malformed about the node, in words ('' when nothing is)
 
     def get(self, name: str) -> str:
-        return self.annotations.get(PREFIX + name, "")
+        value = self.annotations.get(PREFIX + name, "")
+        return value if isinstance(value, str) else str(value)
 
     @property
     def notes(self) -> str:
-        out = []
+        out = [self.problem] if self.problem else []
         if not self.cordoned:
             out.append("uncordoned since (by hand?)")
-        if not self.tainted:
+        if not self.tainted and not self.problem:
             out.append(f"the {KEY} taint was removed")
         if UNDO not in self.annotations:
             out.append("no undo record: labelled by hand?")
@@ -486,7 +505,7 @@ def _quarantine_patch(node: dict[str, Any], ann: dict[str, str], unit: list[str]
     labels, current = meta.get("labels") or {}, meta.get("annotations") or {}
     if UNDO in current:
         return None  # quarantined already: its record of what to undo stands
-    taints = list(spec.get("taints") or [])
+    taints, _ = taints_of(node)  # a malformed taints field is replaced by the good ones and ours
     has_taint = any(t.get("key") == KEY and t.get("effect") == EFFECT for t in taints)
     undo = {"version": 1, "cordoned": not spec.get("unschedulable", False),
             "tainted": not has_taint, "label": labels.get(KEY),

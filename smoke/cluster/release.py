@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from fleet.errors import InputError
 from smoke.cluster._podtime import aware_time
 from smoke.cluster.access import with_retries
-from smoke.cluster.nodeapi import REQUEST_TIMEOUT_S
+from smoke.cluster.nodeapi import REQUEST_TIMEOUT_S, taints_of
 from smoke.cluster.quarantine import (
     EFFECT,
     KEY,
@@ -111,9 +111,9 @@ def _release_patch(node: dict[str, Any]) -> dict[str, Any] | None:
                                           "annotations": ann}}
     if undo.get("cordoned") and spec.get("unschedulable"):
         patch["spec"] = {"unschedulable": None}
-    if undo.get("tainted"):
-        kept = [t for t in spec.get("taints") or []
-                if not (t.get("key") == KEY and t.get("effect") == EFFECT)]
+    taints, problem = taints_of(node)
+    if undo.get("tainted") and not problem:  # a malformed taints field is left as it is
+        kept = [t for t in taints if not (t.get("key") == KEY and t.get("effect") == EFFECT)]
         patch.setdefault("spec", {})["taints"] = kept
     return _fresh_proof(node, patch)
 
@@ -217,9 +217,10 @@ def quarantined(clients: Mapping[str, ApiClient]) -> list[Quarantined]:
                    if a.startswith(PREFIX)}
             since = aware_time(ann.get(PREFIX + "since"))
             age = None if since is None else (now - since).total_seconds()
-            rows.append(Quarantined(c, meta["name"], ann, bool(spec.get("unschedulable")),
+            taints, problem = taints_of(node)
+            rows.append(Quarantined(c, meta["name"], ann, spec.get("unschedulable") is True,
                                     any(t.get("key") == KEY and t.get("effect") == EFFECT
-                                        for t in spec.get("taints") or []), age))
+                                        for t in taints), age, problem))
     return sorted(rows, key=lambda q: (-(q.age_s or 0.0), q.cluster, q.node))
 
 

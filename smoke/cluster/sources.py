@@ -35,6 +35,16 @@ class RunSource:
     settings: SmokeSettings
     clusters: dict[str, ClusterRef]
     kubeconfigs: dict[str, str]  # cluster -> kubeconfig YAML, from the stack's outputs
+    stack_file: Path | None = None  # the stack file read (None: the outputs alone)
+
+    def read(self, outputs: Path | Mapping[str, Any] | None = None) -> str:
+        """What the run was read from, in words: the stack file, the outputs file, or both."""
+        parts = [self.stack_file.as_posix()] if self.stack_file is not None else []
+        if isinstance(outputs, Path):
+            parts.append(f"outputs {outputs.as_posix()}")
+        elif outputs is not None:
+            parts.append("the stack's outputs")
+        return " and ".join(parts) or "nothing"
 
 
 MAX_OUTPUTS_BYTES = 64 * 2**20  # a stack's outputs with every kubeconfig: a few MB at most
@@ -62,6 +72,17 @@ def _outputs(outputs: Path | Mapping[str, Any]) -> tuple[Mapping[str, Any], str]
     return outputs, "the stack's outputs"
 
 
+def _mirrored(mirror: str | None) -> dict[str, str]:
+    """The pinned images from Docker Hub, each pulled through the stack's Docker Hub mirror
+    (none without one: the pins stand)."""
+    if not mirror:
+        return {}
+    from smoke.cluster.workload import load_images, mirrored
+
+    return {key: mirrored(image.ref, mirror) for key, image in load_images().items()
+            if mirrored(image.ref, mirror) != image.ref}
+
+
 def load_source(stack_file: Path | None, outputs: Path | Mapping[str, Any] | None) -> RunSource:
     """The run's facts from a stack file, an outputs file, or both (outputs' inventory wins:
     it is what was deployed; the stack file adds the smoke settings and the clusters' places).
@@ -83,7 +104,8 @@ def load_source(stack_file: Path | None, outputs: Path | Mapping[str, Any] | Non
                                  hint=stacks_there_are(stack_file))
         fleet = load_fleet(str(stack_file))
         s = fleet.spec.smoke
-        images = {k: v for k, v in (("torch", s.torch_image), ("jax", s.jax_image)) if v}
+        images = _mirrored(s.docker_hub_mirror)
+        images |= {k: v for k, v in (("torch", s.torch_image), ("jax", s.jax_image)) if v}
         settings = SmokeSettings(max_tier=min(s.max_tier, SD.TOP_TIER), namespace=s.namespace,
                                  timeout_s=s.timeout_s, images=images)
         gcp = fleet.spec.clouds.gcp
@@ -115,4 +137,4 @@ def load_source(stack_file: Path | None, outputs: Path | Mapping[str, Any] | Non
         if p.cluster and p.cluster not in refs:
             refs[p.cluster] = ClusterRef(p.cluster, p.cloud, p.region or ClusterRef.region,
                                          p.project or "")
-    return RunSource(inventory, settings, refs, kubeconfigs)
+    return RunSource(inventory, settings, refs, kubeconfigs, stack_file)

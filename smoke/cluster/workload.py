@@ -105,6 +105,32 @@ def _images() -> tuple[Image, ...]:
     return tuple(out)
 
 
+DOCKER_HUB_HOSTS = ("docker.io", "index.docker.io", "registry-1.docker.io")
+
+
+def docker_hub_path(ref: str) -> str | None:
+    """The repository path (and tag, digest) of a Docker Hub image reference, as a mirror of
+    Docker Hub serves it (`pytorch/pytorch:2.11@sha256:...`; an official image `ubuntu:22.04`
+    is `library/ubuntu:22.04`); None for an image of another registry. A reference names its
+    registry when its first component has a dot or a colon, or is `localhost`; else it is
+    Docker Hub's (distribution/reference normalize.go, splitDockerDomain: the rule the Docker
+    CLI and containerd apply, as its ports, e.g. realityone/docker-image-py, spell it; read
+    2026-11-28)."""
+    first, sep, rest = ref.partition("/")
+    if sep and (first in DOCKER_HUB_HOSTS):
+        ref = rest
+    elif sep and ("." in first or ":" in first or first == "localhost"):
+        return None
+    name = ref.split("@", 1)[0].split(":", 1)[0]
+    return ref if "/" in name else f"library/{ref}"
+
+
+def mirrored(ref: str, mirror: str | None) -> str:
+    """`ref` pulled through `mirror` when it is a Docker Hub image, else `ref` itself."""
+    path = docker_hub_path(ref) if mirror else None
+    return f"{mirror}/{path}" if mirror and path else ref
+
+
 def load_images() -> dict[str, Image]:
     """The pinned images by key (torch, torch-efa, jax)."""
     return {i.key: i for i in _images()}

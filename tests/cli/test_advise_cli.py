@@ -221,3 +221,36 @@ def test_the_medians_are_a_library_call(tmp_path: Path,
     h100 = figures["h100-80gb"]
     assert h100.runs == 3 and h100.gbps == pytest.approx(2901.5)  # torch's series alone
     assert h100.tflops == pytest.approx(701.5)
+
+
+def test_the_decode_step_shows_its_own_bound_and_the_runs_when_prefill_bounds_it() -> None:
+    """Issue 38: the table showed the whole run's bound (compute: the long prefill) beside the
+    decode step, which is memory-bound; each is now named for what it bounds."""
+    data = _json("--workload", "llama3-70b-batch-inference")
+    rows = {r["candidate"]: r for r in data["candidates"]}
+    split = [r for r in rows.values() if r["bound"] != r["step"]["bound"]]
+    assert split, "the preset has a candidate whose prefill bounds the run"
+    result = runner.invoke(app, ["advise", "--workload", "llama3-70b-batch-inference",
+                                 "--no-history"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    for r in rows.values():
+        line = next(ln for ln in result.output.splitlines() if f" {r['candidate']} " in ln)
+        assert f"{r['step']['bound']} (decode)" in line, line
+        if r["bound"] != r["step"]["bound"]:
+            assert f"the run: {r['bound']} (prefill)" in line, line
+        else:
+            assert "the run:" not in line, line
+
+
+def test_the_efficiencies_and_assumptions_show_outside_json() -> None:
+    """Issue 38: the figures' efficiencies and the model's assumptions were in --json only."""
+    data = _json("--workload", "llama3-8b-pretrain")
+    result = runner.invoke(app, ["advise", "--workload", "llama3-8b-pretrain",
+                                 "--no-history"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.output.split())
+    for line in data["assumptions"]:
+        assert f"assumes: {' '.join(line.split())}" in out, line
+    for r in data["candidates"]:
+        assert f"efficiency: {r['accelerator']}: compute: peak" in out, r["accelerator"]
+        assert "x mfu" in out

@@ -115,6 +115,31 @@ def test_price_from_another_region_names_it(tmp_path: Path) -> None:
     assert "list (20" in h100 and "us-central1," not in h100
 
 
+@pytest.mark.parametrize("command", [["fleet", "validate"], ["pool", "list"]])
+def test_a_price_from_another_region_stays_on_one_line_at_120_columns(
+        tmp_path: Path, command: list[str]) -> None:
+    """Issue 38: at 120 columns the price column wrapped `list (us-east-1, 2026-11)` over two
+    lines. A price is never wrapped nor cut: where the region does not fit, the price shows
+    its month and a mark, and a note under the table names the region and the pools; zones
+    and machine types stay whole (the capacity folds instead)."""
+    stack = tmp_path / "Pulumi.example.yaml"
+    stack.write_text(EXAMPLE_STACK.read_text().replace("us-east-1", "us-west-2"))
+    for columns in (120, 130, 200):
+        lines = run(columns, *command, str(stack))
+        assert all(len(line.rstrip()) <= columns for line in lines), max(lines, key=len)
+        if not _header(lines):  # the full table fits: every column whole
+            assert columns == 200, lines
+            continue
+        p5 = next(line for line in lines if line.startswith(" p5-train "))
+        if re.search(r"list \(us-east-1, 20\d\d-\d\d\)\s*$", p5):
+            continue  # room for the region beside the month
+        assert re.search(r"list \(20\d\d-\d\d\) \*\s*$", p5), (columns, p5)
+        note = next(line for line in lines if line.startswith("* priced in us-east-1"))
+        assert "p5-train" in note and "g6-ci" in note, note
+        l4 = next(line for line in lines if line.startswith(" l4-spot "))
+        assert "us-central1-a,b " in l4 and "g2-standard-24 " in l4, l4
+
+
 def test_plan_fits_80_columns_and_keeps_figures_whole() -> None:
     """Before: pool and queue lines of up to 363 characters at any width."""
     lines = run(80, "plan", str(EXAMPLE_STACK))

@@ -90,7 +90,7 @@ def test_nodes_x_dev_multiplies_to_the_pools_devices() -> None:
 
 def test_the_resize_of_a_tpu_slice_says_the_slice_is_recreated() -> None:
     code, out = invoke("pool", "resize", "v6e-serve", "--topology", "2x4", "--stack",
-                       "stacks/Pulumi.example.yaml", "--dry-run")
+                       "stacks/Pulumi.example.yaml", "--dry-run", "--reason", "serving load")
     assert code == 0, out
     assert ("note: the slice is recreated, not resized in place: `pulumi up` deletes "
             "v6e-serve (2x2: 1 host and the work on it)") in out, out
@@ -113,7 +113,7 @@ def test_plan_policies_prints_the_plan_then_the_policies() -> None:
     """Before: `plan --policies` printed the policies' line alone, without the plan."""
     code, out = invoke("plan", "stacks/Pulumi.example.yaml", "--policies")
     assert code == 0, out
-    assert out.startswith("stack example: "), out[:300]
+    assert out.startswith("stack example (stacks/Pulumi.example.yaml): "), out[:300]
     assert "└── fleet (Fleet, " in out and "h100-train" in out
     assert out.index("└── fleet") < out.index("policies: stack example passes all")
 
@@ -156,12 +156,12 @@ def test_a_slice_named_for_its_topology_says_so_when_resized(tmp_path: Path) -> 
     text = Path("stacks/Pulumi.example.yaml").read_text(encoding="utf-8")
     stack.write_text(text.replace("v6e-serve", "vision-v6e-2x2"), encoding="utf-8")
     code, out = invoke("pool", "resize", "vision-v6e-2x2", "--topology", "2x4", "--stack",
-                       str(stack), "--dry-run")
+                       str(stack), "--dry-run", "--reason", "serving load")
     assert code == 0, out
     assert "note: its name vision-v6e-2x2 still says 2x2" in out, out
     assert "to rename it vision-v6e-2x4" in out, out
     code, out = invoke("pool", "resize", "v6e-serve", "--topology", "2x4", "--stack",
-                       "stacks/Pulumi.example.yaml", "--dry-run")
+                       "stacks/Pulumi.example.yaml", "--dry-run", "--reason", "serving load")
     assert code == 0 and "still says" not in out, out
 
 

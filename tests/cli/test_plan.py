@@ -17,7 +17,7 @@ def test_plan_tree_groups_by_cluster_and_pool() -> None:
     result = runner.invoke(app, ["plan", str(FIXTURE)])
     assert result.exit_code == 0, result.output
     out = result.output
-    assert "stack gcptest:" in out
+    assert f"stack gcptest ({FIXTURE.as_posix()}):" in out  # the file read (issue 38)
     assert "c1 (Cluster," in out
     assert "v5p (TpuSlice, 2 resources): ct5p-hightpu-4t 4x4x4 x32 nodes, queued" in out
     assert "tcpx (GpuNodePool, 1 resource): a3-highgpu-8g x2 nodes" in out

@@ -173,3 +173,37 @@ def test_an_ignored_change_says_so_and_forces_nothing() -> None:
     assert "accessConfig.bootstrapClusterCreatorAdminPermissions: true -> false  [ignored: " \
            "ignore_changes accessConfig.bootstrapClusterCreatorAdminPermissions, set by the " \
            "component; pulumi up keeps the deployed value]" in text
+
+
+def test_the_gate_configmap_diff_names_the_keys_that_changed(base_plan: Path,
+                                                             tmp_path: Path) -> None:
+    """Issue 38: the gate's ConfigMap (`data.inventory.json`, a JSON text) showed as one cut-off
+    JSON string on each side; now as the keys inside it that changed."""
+    stack = tmp_path / "Pulumi.example.yaml"
+    marker = "      - name: h100-train\n"
+    text = EXAMPLE_STACK.read_text(encoding="utf-8")
+    assert marker in text
+    stack.write_text(text.replace(marker, marker + "        gate: {max_tier: 1}\n", 1),
+                     encoding="utf-8")
+    import re
+
+    for fmt in ("text", "markdown"):
+        result = runner.invoke(app, ["plan", str(stack), "--diff", str(base_plan),
+                                     "--format", fmt], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        out = result.output
+        assert "ml-gke-gate-configmap" in out, out
+        line = next(ln for ln in out.splitlines() if "data.inventory.json" in ln)
+        assert re.search(r"`?data\.inventory\.json\{pools\[0\]\.gate\.max_tier\}`?: `?2`? -> "
+                         r"`?1`?", line), line
+        assert '\\"pools\\"' not in out and '"{\\n' not in out, line
+
+
+def test_a_text_field_that_is_no_json_shows_as_it_is() -> None:
+    from cli.plan_diff import _elements
+
+    assert _elements("data.x", "{not json", "{not json either") == [
+        ("data.x", "{not json", "{not json either")]
+    assert _elements("data.x", '["a"]', '["a", "b"]') == [("data.x{[1]}", None, "b")]
+    assert _elements("data.x", '{"a": {"b": 1}}', '{"a": {"b": 2}, "c": 3}') == [
+        ("data.x{a.b}", 1, 2), ("data.x{c}", None, 3)]

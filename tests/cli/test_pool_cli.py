@@ -174,3 +174,24 @@ def test_list_and_expired(stack: Path) -> None:
     assert code == 0 and "no pool has expired" in out
     code, out = run("fleet", "validate", str(stack))
     assert code == 0 and "warning: pools 'h100-train'.expires: expired on" in out
+
+
+def test_a_resize_that_raises_the_cost_needs_a_reason_kept_in_the_stack(tmp_path: Path) -> None:
+    """Issue 38: `pool resize` could double a pool's cost with no reason recorded."""
+    stack = tmp_path / "Pulumi.prod.yaml"
+    shutil.copy(EXAMPLE_STACK, stack)
+    before = stack.read_bytes()
+    result = runner.invoke(app, ["pool", "resize", "g6-ci", "--nodes", "2", "--stack",
+                                 str(stack)])
+    assert result.exit_code == 2, result.output
+    assert "raises g6-ci's cost from about $3,359 to about $6,718 a month" in result.output
+    assert "--reason" in result.output and stack.read_bytes() == before
+    result = runner.invoke(app, ["pool", "resize", "g6-ci", "--nodes", "2", "--stack",
+                                 str(stack), "--reason", "INC-7: the eval backlog"])
+    assert result.exit_code == 0, result.output
+    pool = next(p for p in read_stack_file(stack)["pools"] if p["name"] == "g6-ci")
+    assert pool["nodes"] == 2 and pool["reason"] == "INC-7: the eval backlog"
+    # a resize that lowers the cost needs none
+    result = runner.invoke(app, ["pool", "resize", "g6-ci", "--nodes", "1", "--stack",
+                                 str(stack)])
+    assert result.exit_code == 0, result.output

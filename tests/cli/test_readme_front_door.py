@@ -67,3 +67,36 @@ def test_the_walk_through_shows_what_validate_prints(monkeypatch: pytest.MonkeyP
     for line in result.output.splitlines():
         if line.startswith("team "):
             assert line.strip() in text, f"README.md lacks {line.strip()!r}"
+
+
+def test_the_walk_through_shows_what_plan_prints(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every line of the README's `accelfleet plan` excerpt is a line the plan prints today
+    (a line cut short with `...` is its start): the system pool's machine type and the
+    resource counts drifted (issue 38: m6i.large, where the catalog's default is m6i.xlarge)."""
+    monkeypatch.chdir(ROOT)
+    result = CliRunner().invoke(app, ["plan", "stacks/Pulumi.example.yaml"],
+                                env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    printed = [line.rstrip() for line in result.output.splitlines()]
+    text = README.read_text(encoding="utf-8")
+    block = text[text.index("$ accelfleet plan stacks/Pulumi.example.yaml"):]
+    block = block[:block.index("```")].splitlines()[1:]
+    shown = [line.rstrip() for line in block if line.strip() not in ("", "...")]
+    assert len(shown) >= 4, block
+    for line in shown:
+        if line.endswith("...)"):
+            start = line[:-len("...)")]
+            assert any(p.startswith(start) for p in printed), f"README.md: {line!r}"
+        else:
+            assert line in printed, f"README.md shows {line!r}, which plan no longer prints"
+
+
+def test_the_example_names_the_catalogs_system_pool_defaults() -> None:
+    from fleet.catalog import load_catalog
+
+    example = (ROOT / "stacks" / "Pulumi.example.yaml").read_text(encoding="utf-8")
+    cat = load_catalog()
+    for cloud in ("gcp", "aws"):
+        sp = cat.system_pool_defaults(cloud)
+        assert f"{sp.nodes} x {sp.machine_type} on {'GKE' if cloud == 'gcp' else 'EKS'}" \
+            in " ".join(example.split()), (cloud, sp)

@@ -118,7 +118,8 @@ def test_up_smokes_the_changed_pools(engine: Recording, smoke: list[SmokeRequest
                                  "--junit", str(tmp_path / "smoke.xml")])
     assert result.exit_code == 0, result.output
     assert engine.calls == ["preview", "up"]
-    assert "preview of stack example: 1 to replace, 2 to update" in result.output
+    assert f"preview of stack example ({example.as_posix()}): 1 to replace, 2 to update" \
+        in result.output  # the file read (issue 38)
     [request] = smoke
     assert request.stack_file is not None
     assert request.stack_file.resolve() == example.resolve()

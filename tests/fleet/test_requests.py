@@ -137,11 +137,16 @@ def test_resize_sets_nodes_and_a_slice_changes_topology_never_nodes(raw: dict[st
     err = refused(resize_pool, raw, "v5p-slice", nodes=32, catalog=CAT)
     assert "changes topology, never node count" in str(err) and "--topology" in str(err)
     assert err.alternatives == ("--topology 4x4x8",)  # the slice of 32 hosts
-    slice_ = resize_pool(raw, "v5p-slice", topology="2x4x4", catalog=CAT)
+    slice_ = resize_pool(raw, "v5p-slice", topology="2x4x4", catalog=CAT)  # 16 hosts to 8
     assert slice_.updates == {"accelerator": "v5p", "topology": "2x4x4"}
     assert slice_.pool.shape.hosts == 8
-    single = resize_pool(raw, "v6e-serve", topology="2x4", catalog=CAT)  # "v6e 2x2" written
-    assert single.updates == {"accelerator": "v6e", "topology": "2x4"}
+    err = refused(resize_pool, raw, "v6e-serve", topology="2x4", catalog=CAT)  # costs more
+    assert "raises v6e-serve's cost from about $7,884" in str(err) and "--reason" in str(err)
+    single = resize_pool(raw, "v6e-serve", topology="2x4", catalog=CAT,  # "v6e 2x2" written
+                         reason="INC-7: serving load")
+    assert single.updates == {"accelerator": "v6e", "topology": "2x4",
+                              "reason": "INC-7: serving load"}
+    assert single.pool.spec.reason == "INC-7: serving load"
     err = refused(resize_pool, raw, "h100-train", topology="2x2", catalog=CAT)
     assert "only TPU slices take a topology" in str(err)
 

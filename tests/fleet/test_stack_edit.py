@@ -48,9 +48,11 @@ def test_request_resize_and_remove_keep_every_comment_in_place(stack: Path) -> N
     assert len(comments) > 40
     steps = [ask(team="vision", accelerator="v6e 2x4", reason="ViT: eval # 2",
                  requested_by="ana@acme.com", expires=date(2027, 1, 31)),
-             lambda raw: resize_pool(raw, "vision-v6e-2x4", topology="4x4", catalog=CAT),
-             lambda raw: resize_pool(raw, "l4-spot", nodes=2, catalog=CAT),
-             lambda raw: resize_pool(raw, "v6e-serve", topology="2x4", catalog=CAT),
+             lambda raw: resize_pool(raw, "vision-v6e-2x4", topology="4x4", catalog=CAT,
+                                     reason="more eval"),
+             lambda raw: resize_pool(raw, "l4-spot", nodes=2, catalog=CAT, reason="INC-7"),
+             lambda raw: resize_pool(raw, "v6e-serve", topology="2x4", catalog=CAT,
+                                     reason="serving # load"),
              lambda raw: remove_pool(raw, "vision-v6e-2x4", catalog=CAT)]
     for step in steps:
         edit = edit_stack(stack, step, write=True)
@@ -60,13 +62,17 @@ def test_request_resize_and_remove_keep_every_comment_in_place(stack: Path) -> N
         assert read_stack_file(stack) == edit.change.spec
         validate_fleet(read_stack_file(stack))
     text = stack.read_text(encoding="utf-8")
-    # only the three values resized differ from the example, each on its own line
-    changed = [(a, b) for a, b in zip(original.splitlines(), text.splitlines(), strict=False)
-               if a != b]
-    assert changed[0] == ("        nodes: 1", "        nodes: 2")
-    assert changed[1] == ("        accelerator: v6e 2x2", "        accelerator: v6e")
-    assert len(text.splitlines()) == len(original.splitlines()) + 1  # + `topology: 2x4`
-    assert "# 2 x L4" in text.splitlines()[75]  # the end-of-line comment of l4-spot's type
+    # only the three values resized differ from the example, each on its own line, and each
+    # resize that raised a cost recorded its reason on a line of its own
+    import difflib
+
+    diff = [d for d in difflib.ndiff(original.splitlines(), text.splitlines())
+            if d[:2] in ("- ", "+ ")]
+    assert sorted(diff) == sorted([
+        "-         nodes: 1", "+         nodes: 2", "-         accelerator: v6e 2x2",
+        "+         accelerator: v6e", "+         topology: 2x4", "+         reason: INC-7",
+        "+         reason: 'serving # load'"]), diff
+    assert any("# 2 x L4" in line for line in text.splitlines()[74:78])  # l4-spot's comment
 
 
 def test_a_new_pool_lands_after_the_last_one_not_in_the_next_section(stack: Path) -> None:

@@ -139,7 +139,9 @@ def test_system_pool_nodes_spread_evenly_on_gke(spec):
 def test_system_pool_unknown_field(spec):
     spec["clusters"][0]["system_pool"] = {"machine": "e2-standard-4"}
     p = only(spec, "clusters[0] 'gke'.system_pool.machine")
-    assert p.message == "unknown field"
+    # SystemPool is declared after Cluster (a forward reference): its fields are found for
+    # the did-you-mean too (issue 38)
+    assert p.message == "unknown field; did you mean 'machine_type'?"
 
 
 def test_the_system_pool_name_is_reserved(spec):

@@ -66,9 +66,16 @@ def test_the_only_stack_besides_the_example_is_chosen(stacks: Path) -> None:
     shutil.copy(EXAMPLE_STACK, prod)
     assert stack_for_write(None, what="pool request", stacks_dir=stacks, env={}) == prod
     shutil.copy(EXAMPLE_STACK, stacks / "Pulumi.dev.yaml")
-    with pytest.raises(InputError, match=r"Pulumi\.dev\.yaml, Pulumi\.example\.yaml, "
-                                         r"Pulumi\.prod\.yaml"):
-        stack_for_write(None, what="pool request", stacks_dir=stacks, env={})
+    # two stacks besides the example and none chosen: refused for reads and writes alike
+    # (issue 38), naming both and the three ways to choose
+    for choose in (lambda: stack_for_write(None, what="pool request", stacks_dir=stacks,
+                                           env={}),
+                   lambda: choose_stack(None, stacks_dir=stacks, env={})):
+        with pytest.raises(InputError, match=r"which stack\?.* 2 stacks besides the example "
+                                             r"\(Pulumi\.dev\.yaml, Pulumi\.prod\.yaml\)") as err:
+            choose()
+        assert "--stack" in err.value.hint and "ACCELFLEET_STACK=dev" in err.value.hint
+        assert "pulumi stack select dev" in err.value.hint
 
 
 def test_a_write_goes_to_the_stack_the_env_var_names(tmp_path: Path,
@@ -129,7 +136,8 @@ def test_the_stack_pulumi_stack_select_chose(project: Path, tmp_path: Path) -> N
     home = tmp_path / "pulumi-home"
     env = {"PULUMI_HOME": str(home)}
     inner = project / "stacks"
-    assert choose_stack(None, stacks_dir=inner, env=env, cwd=inner).is_default_example
+    with pytest.raises(InputError, match="which stack"):  # two stacks, none chosen yet
+        choose_stack(None, stacks_dir=inner, env=env, cwd=inner)
     # the legacy document every release wrote until 2026, from a folder below the project
     _select(home, project / "Pulumi.yaml", '{\n    "stack": "acme/accelfleet/prod"\n}')
     choice = choose_stack(None, stacks_dir=inner, env=env, cwd=inner)

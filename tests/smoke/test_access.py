@@ -53,6 +53,22 @@ def test_missing_context_names_the_cluster_and_the_gcloud_fix(tmp_path: Path) ->
         connect([GKE], kubeconfig=cfg, contexts={"zz": "other"})
 
 
+def test_a_mistyped_context_or_cluster_says_did_you_mean_and_lists_them(tmp_path: Path
+                                                                        ) -> None:
+    """Issue 38: `--context ml-gke=<typo>` named no near context and no list to pick from."""
+    cfg = _kubeconfig(tmp_path / "kc", "http://127.0.0.1:1",
+                      ["gke_acme-ml-prod_us-central1_ml-gke", "kind-dev"])
+    with pytest.raises(SetupError) as err:
+        connect([GKE], kubeconfig=cfg, contexts={"ml-gke": "gke_acme-ml-prod_us-central_ml-gke"})
+    text = str(err.value)
+    assert "did you mean 'gke_acme-ml-prod_us-central1_ml-gke'?" in text, text
+    assert "its contexts: gke_acme-ml-prod_us-central1_ml-gke, kind-dev" in text, text
+    with pytest.raises(InputError) as bad:
+        connect([GKE, EKS], kubeconfig=cfg, contexts={"ml-gk": "kind-dev"})
+    assert "ml-gk; did you mean 'ml-gke'" in str(bad.value), str(bad.value)
+    assert "ml-gke, ml-eks" in (bad.value.hint or "")
+
+
 def test_unreachable_api_server_is_a_setup_error(tmp_path: Path) -> None:
     cfg = _kubeconfig(tmp_path / "kc", f"http://127.0.0.1:{_closed_port()}",
                       ["gke_acme-ml-prod_us-central1_ml-gke"])

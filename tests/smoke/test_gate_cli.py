@@ -60,6 +60,8 @@ def test_run_once_exits_0_when_every_gated_node_passed_then_status_shows_them(
         # together, are proven in one batch)
     table = _gate("status", *files)
     assert "DOWN" in table.output and "proven" in table.output
+    assert f"read inventory {tmp_path.as_posix()}/inventory.json" in table.output  # issue 38
+    assert "read " in result.output
 
 
 def test_run_once_exits_1_when_a_node_failed(fake_cluster: Any, tmp_path: Path,
