@@ -9,7 +9,7 @@ import os
 import socket
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -222,7 +222,9 @@ def status(
     when one did not (none renewed in time, or its renewTime is ahead of this clock: clock
     skew, never taken as alive); 2 for bad input or a cluster that cannot be reached.
     """
-    from cli._output import console, print_json, print_table
+    from rich.markup import escape
+
+    from cli._output import console, print_json
     from smoke.gate.session import gate_status
 
     stack_file, read = _chosen(one_stack(stack_file, stack), outputs, inventory)
@@ -233,12 +235,21 @@ def status(
         echo(read, err=True)
         _down(result)
         return
+    out = console()
+    _show_status(out, result)
+    out.print(escape(read))
+    _down(result)
+
+
+def _show_status(out: Any, result: GateStatus) -> None:
+    """`gate status`'s words: each controller, the skipped objects, the open pools, then the
+    table of nodes."""
     from rich.markup import escape
     from rich.table import Table
 
+    from cli._output import print_table
     from fleet.words import duration
 
-    out = console()
     for c in result.controllers:
         out.print(f"cluster {escape(c.cluster)}: controller " + (
             f"up ({escape(c.holder)}, renewed {c.renewed})" if c.up else
@@ -261,8 +272,6 @@ def status(
                                 "" if r.age_s is None else duration(r.age_s), r.since,
                                 r.reason)))
     print_table(out, t)
-    out.print(escape(read))
-    _down(result)
 
 
 def _down(result: GateStatus) -> None:

@@ -82,3 +82,8 @@ def node_event(api: CoreV1Api, node: dict[str, Any], reason: str, message: str, 
             "reportingComponent": component}
     with_retries(api.create_namespaced_event, EVENT_NAMESPACE, body, _preload_content=False,
                  _request_timeout=REQUEST_TIMEOUT_S)
+
+
+# Shared with the gate (smoke.gate), which reads the same objects and reports: public here.
+from smoke.cluster._podtime import aware_time as aware_time  # noqa: E402
+from smoke.cluster._rejudge import COVERAGE as COVERAGE  # noqa: E402

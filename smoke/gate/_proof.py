@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from fleet.gate import REPROOF_PRIORITY_CLASS
-from smoke.cluster._rejudge import COVERAGE
+from smoke.cluster.nodeapi import COVERAGE
 from smoke.cluster.run import PoolStatus, RunReport
 from smoke.gate.nodes import HOSTNAME_LABEL, NODEPOOL_LABEL, gate_toleration
 from smoke.probes.results import Verdict

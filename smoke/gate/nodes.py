@@ -41,7 +41,7 @@ from fleet.labels import (
     SMOKE_KEY,
     TEAM_LABEL,
 )
-from smoke.cluster._podtime import aware_time
+from smoke.cluster.nodeapi import aware_time
 from smoke.cluster.objects import name_of, node_problem
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"

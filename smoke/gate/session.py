@@ -294,8 +294,8 @@ def _controller(client: ApiClient, cluster: str, namespace: str) -> ControllerRo
 
     from kubernetes import client as k
 
-    from smoke.cluster._podtime import aware_time
     from smoke.cluster.access import with_retries
+    from smoke.cluster.nodeapi import aware_time
     from smoke.cluster.objects import lease_problem
     from smoke.gate._kube import raw, status_of
     from smoke.gate.controller import LEASE_NAME
