@@ -266,9 +266,30 @@ def _label_key(r: Reporter, where: Where, key: str, what: str) -> None:
         check_name(r, where, what, key, {"k8s_label_name": f"a Kubernetes {what}"})
 
 
+# The namespace the Kueue release is installed in (components/k8s/_charts.py KUEUE).
+KUEUE_NAMESPACE = "kueue-system"
+# Namespaces Kueue's configuration may not select: its validateManagedJobsNamespaceSelector
+# (and validateNamespaceSelectorForPodIntegration) refuse a managedJobsNamespaceSelector that
+# matches `kube-system` (metav1.NamespaceSystem) or Kueue's own namespace ("should not match
+# the %q namespace"): kubernetes-sigs/kueue pkg/config/validation.go (stored copy at
+# 01e571bb38620f078d84f038cf4b29a9c480052f, read 2026-11-28). The smoke namespace is in that
+# selector wherever a queued pool routes smoke runs (components/k8s/_kueue.py
+# managed_namespaces_selector), and Kueue, refusing its configuration, never starts.
+KUEUE_REFUSED_NAMESPACES = ("kube-system", KUEUE_NAMESPACE)
+KUEUE_CONFIG_SOURCE = ("kubernetes-sigs/kueue pkg/config/validation.go "
+                       "validateManagedJobsNamespaceSelector, read 2026-11-28")
+
+
 def check_namespace(r: Reporter, spec: FleetSpec) -> None:
-    check_name(r, Where("smoke", field="namespace"), "namespace", spec.smoke.namespace,
-               ("k8s_namespace",))
+    at = Where("smoke", field="namespace")
+    fits = check_name(r, at, "namespace", spec.smoke.namespace, ("k8s_namespace",))
+    if fits and spec.smoke.namespace in KUEUE_REFUSED_NAMESPACES:
+        r.add(at, f"{spec.smoke.namespace!r} is a namespace Kueue refuses to manage: its "
+              "configuration may not select kube-system or its own namespace, and the smoke "
+              "namespace is in it wherever smoke runs are queued, so Kueue would not start "
+              f"({KUEUE_CONFIG_SOURCE})",
+              "give smoke runs a namespace of their own, e.g. `smoke: {namespace: "
+              "accelfleet-smoke}`")
 
 
 def check_gce_reservation(r: Reporter, pool: Pool, at: Where) -> None:

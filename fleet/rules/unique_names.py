@@ -163,8 +163,7 @@ def _pool_names(p: ResolvedPool, project: str, account: str) -> list[DerivedName
     else:
         out.append(DerivedName(f"EKS node groups of cluster {cluster!r} (account {account})",
                                p.name, src, at))
-        cap = p.spec.capacity
-        if p.placement == "compact" and not (cap.reservation and cap.block):
+        if p.placement_group:
             out.append(DerivedName("Pulumi names of aws:ec2/placementGroup:PlacementGroup",
                                    f"{cluster}-{p.name}", f"{src} (its placement group)", at))
     if p.shape.kind == "cpu":
