@@ -15,6 +15,7 @@ check what the components build.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -125,9 +126,18 @@ def tpu_vm_names(pool: str, slices: int) -> list[str]:
     return [pool] if slices <= 1 else [f"{pool}-{i}" for i in range(slices)]
 
 
-def workload_policy_name(pool: str) -> str:
-    """The Compute Engine workload policy of a multi-host slice that needs one."""
-    return f"{pool}-wp"
+def workload_policy_name(pool: str, cluster: str, topology: str) -> str:
+    """The Compute Engine workload policy of a multi-host slice that needs one (tpu7x). A
+    resource policy's name is unique per project and region, wider than a stack, so the name
+    says whose it is: the pool, the slice's topology, and six hex digits of the cluster (a GKE
+    cluster's name is unique per project and location; issue 36, class 3). The topology in the
+    name makes a topology change a new policy beside the old one, never one replaced under
+    the same name (Pulumi creates the replacement first, and Compute Engine refuses a second
+    policy of one name), and it changes the node pool's placementPolicy.policyName, which
+    replaces the slice: GKE adds no node to a multi-host slice (issue 36, class 4). At most
+    40 + 1 + 8 + 1 + 6 = 56 characters, within Compute Engine's 63."""
+    digest = hashlib.sha256(cluster.encode()).hexdigest()[:6]
+    return f"{pool}-{topology}-{digest}"
 
 
 # -- checks --------------------------------------------------------------------------------

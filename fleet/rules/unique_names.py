@@ -37,6 +37,7 @@ from fleet.names import (
     system_component_name,
     tpu_second_network_names,
     tpu_vm_names,
+    workload_policy_name,
 )
 from fleet.routing import ClusterRouting
 from fleet.rules.problems import RuleProblems
@@ -156,6 +157,11 @@ def _pool_names(p: ResolvedPool, project: str, account: str) -> list[DerivedName
     if cluster is None:
         return out
     if p.runtime == "gke":
+        tpu = p.shape.tpu
+        if tpu is not None and p.shape.multi_host and tpu.placement == "workload-policy":
+            out.append(DerivedName(f"resource policies of project {project} region {p.region}",
+                                   workload_policy_name(p.name, cluster, p.shape.topology_str),
+                                   f"{src} (its workload policy)", at))
         for i, node_pool in enumerate(slice_pool_names(p.name, slices)):
             what = f"{src} (slice {i} of multislice {slices})" if slices > 1 else src
             out.append(DerivedName(f"GKE node pools of cluster {cluster!r}", node_pool, what,

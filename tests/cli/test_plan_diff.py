@@ -40,7 +40,9 @@ def test_markdown_diff_of_the_example_v2(base_plan: Path, tmp_path: Path) -> Non
     assert "to add" in summary and "monthly cost **+$" in summary
     assert "1 replacement destroys nodes" in summary
     assert md.index(summary) < md.index("<details>")  # summary first, details folded
-    assert "REPLACES TPU slice v5p-slice (its nodes are destroyed and recreated): " \
+    # the nodes counted and the gate named (issue 36, class 4)
+    assert "REPLACES TPU slice v5p-slice (its 16 nodes are destroyed, 32 created; the gate " \
+           "proves each new node again before it takes work): " \
            "placementPolicy.tpuTopology 4x4x4 → 4x4x8" in md
     base = {p["name"]: p for p in json.loads(base_plan.read_text())["pools"]}
     h100 = base["h100-train"]["monthly_usd"]
