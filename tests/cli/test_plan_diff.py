@@ -104,7 +104,9 @@ def test_base_ref_plans_the_stack_file_at_the_ref(tmp_path: Path) -> None:
         assert bad.exit_code == 2 and words in bad.output, bad.output
     # a stack that is new in this change: everything is added
     other = repo / "stacks" / "Pulumi.other.yaml"
-    other.write_text(EXAMPLE_STACK.read_text())
+    # in another project and account: the example's names beside it would collide (issue 36)
+    other.write_text(EXAMPLE_STACK.read_text().replace("acme-ml-prod", "acme-ml-dev")
+                     .replace("123456789012", "210987654321"))
     new = runner.invoke(app, ["plan", str(other), "--base-ref", "main", "--format", "json"])
     assert new.exit_code == 0, new.output
     assert json.loads(new.output)["summary"]["removed"] == 0
