@@ -90,9 +90,9 @@ def derived_names(spec: FleetSpec, pools: Sequence[ResolvedPool],
     """Every name the deploy derives from `spec`, resolved pools and routing."""
     out: list[DerivedName] = []
     gcp_project = spec.clouds.gcp.project if spec.clouds.gcp else "?"
-    gcp_region = spec.clouds.gcp.region if spec.clouds.gcp else "?"
+    gcp_region = spec.region_of("gcp") or "?"
     aws_account = spec.clouds.aws.account if spec.clouds.aws else "?"
-    aws_region = spec.clouds.aws.region if spec.clouds.aws else "?"
+    aws_region = spec.region_of("aws") or "?"
 
     def gcp(kind: str, name: str, src: str, at: Where) -> DerivedName:
         scope, reach = _gcp(kind, gcp_project, gcp_region)
