@@ -55,3 +55,24 @@ def test_a_machine_type_left_out_is_refused_with_its_reason(name: str, cluster: 
 
 def test_every_left_out_type_says_why() -> None:
     assert not_built() and all(why.strip() for why in not_built().values())
+
+
+def test_a_host_like_a_recorded_node_takes_its_allocatable() -> None:
+    """Issue 36 "Also": a p5e derived from hosts.yaml came out ~47 GiB above the recorded p5
+    (the formula leaves out what the kernel keeps); a machine of the same host takes the
+    recorded node's allocatable, and every such pair is the same host."""
+    from fleet.allocatable import _hugepages_like, _recorded, node_allocatable
+    from fleet.catalog import load_catalog
+
+    catalog = load_catalog()
+    for machine, like in _hugepages_like().items():
+        a = catalog.host(catalog.resolve(machine, cloud="aws"))
+        b = catalog.host(catalog.resolve(like, cloud="aws"))
+        assert (a.vcpus, a.memory_gib) == (b.vcpus, b.memory_gib), machine
+    spec = copy.deepcopy(BASE)
+    spec["pools"] = [pool(name="p5e", cluster="eks", accelerator="p5e.48xlarge",
+                          zone="us-east-1a")]
+    (p5e,) = validate_fleet(spec).pools
+    node = node_allocatable(p5e, catalog)
+    assert node.memory_mib == _recorded()["p5.48xlarge"].memory_mib
+    assert node.source.startswith("like recorded p5.48xlarge")
