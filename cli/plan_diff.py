@@ -142,15 +142,42 @@ def _after(row: CostDelta) -> str:
 
 
 def pool_status(diff: PlanDiff, row: CostDelta) -> str:
-    """added | removed | replaced | resized | changed | same, for a pool's row."""
+    """added | removed | replaced | rolled | resized | changed | same, for a pool's row
+    (rolled: kept, but every node replaced by a new one)."""
     if row.status in ("added", "removed"):
         return row.status
     mine = [r for r in diff.resources if r.pool == row.name]
     if any(r.replaced for r in mine):
         return "replaced"
+    if any(r.rolls_nodes for r in mine):
+        return "rolled"
     if row.nodes[0] != row.nodes[1]:
         return "resized"
     return "changed" if mine or row.status == "changed" else "same"
+
+
+def _count(nodes: int | None) -> str:
+    return "its nodes" if nodes is None else f"its {nodes} node{'s' if nodes != 1 else ''}"
+
+
+def _gate_words(gated: bool) -> str:
+    return ("the gate proves each new node again before it takes work" if gated
+            else "ungated: new nodes take work unproven")
+
+
+def _their_nodes(diff: PlanDiff, pool: str | None, how: str) -> str:
+    """What a change does to a pool's nodes, counted from the plans' pool rows, and whether
+    the gate proves the new ones: `destroy` (removed), `replace` (destroyed and created
+    anew), `roll` (each replaced by a new node, the pool kept)."""
+    before, after, gated = diff.nodes_of(pool)
+    if how == "destroy":
+        return f"{_count(before)} are destroyed"
+    if how == "replace":
+        made = "" if after in (None, before) else f", {after} created"
+        return (f"{_count(before)} are destroyed{made or ' and recreated'}; "
+                f"{_gate_words(gated)}")
+    return (f"{_count(after if after is not None else before)} are each replaced by a new "
+            f"node; {_gate_words(gated)}")
 
 
 def _replacement_lines(diff: PlanDiff) -> list[str]:
@@ -160,24 +187,31 @@ def _replacement_lines(diff: PlanDiff) -> list[str]:
                         for f in r.fields if f.replaces)
         if r.destroys_nodes:
             what = f"{r.pool_kind or r.type.rsplit(':', 1)[-1]} {r.pool or r.name}"
-            out.append(f"REPLACES {what} (its nodes are destroyed and recreated): {why}")
+            out.append(f"REPLACES {what} ({_their_nodes(diff, r.pool, 'replace')}): {why}")
         else:
             owner = f" of pool {r.pool}" if r.pool else ""
             out.append(f"REPLACES {r.type.rsplit(':', 1)[-1]} {r.name}{owner} (deleted and "
                        f"created anew): {why}")
     for r in diff.destroyed_pools:
-        out.append(f"DESTROYS {r.pool_kind or 'pool'} {r.pool or r.name} ({r.key})")
+        out.append(f"DESTROYS {r.pool_kind or 'pool'} {r.pool or r.name} ({r.key}; "
+                   f"{_their_nodes(diff, r.pool, 'destroy')})")
+    for roll in diff.node_rolls:
+        out.append(f"ROLLS {roll.pool_kind or 'pool'} {roll.pool} "
+                   f"({_their_nodes(diff, roll.pool, 'roll')}): {'; '.join(roll.changes)}")
     return out
 
 
 def render_text(diff: PlanDiff) -> str:
     replaced = len(diff.node_replacements) + len(diff.destroyed_pools)
     others = len(diff.replacements) - len(diff.node_replacements)
+    rolls = len(diff.node_rolls)
     lines = [f"plan diff of stack {diff.stack} against {diff.base}: "
              f"+{len(diff.of('add'))} to add, ~{len(diff.of('change'))} to change, "
              f"-{len(diff.of('remove'))} to remove"
              + (f", {replaced} replacement{'s' if replaced != 1 else ''} destroying nodes"
                 if replaced else "")
+             + (f", {rolls} pool{'s' if rolls != 1 else ''} rolling every node"
+                if rolls else "")
              + (f", {others} other replacement{'s' if others != 1 else ''}" if others else "")
              + f"; monthly cost {_usd(diff.cost_delta_usd, sign=True)}"]
     lines += _replacement_lines(diff)
@@ -294,6 +328,10 @@ def render_markdown(diff: PlanDiff, violations: list[Violation] | None = None) -
                  f"destroy{'' if many else 's'} nodes**")
     if others:
         head += f" · {others} other replacement{'s' if others != 1 else ''}"
+    if diff.node_rolls:
+        many = len(diff.node_rolls) > 1
+        head += (f" · :warning: **{len(diff.node_rolls)} pool{'s' if many else ''} "
+                 f"roll{'' if many else 's'} every node**")
     if violations:
         head += f" · :x: **{len(violations)} policy violation(s)**"
     elif violations is not None:
@@ -301,14 +339,14 @@ def render_markdown(diff: PlanDiff, violations: list[Violation] | None = None) -
     out += [head if not diff.empty else "**No changes.**", ""]
     for line in _replacement_lines(diff):
         out.append(f"> :warning: {_md(line).replace(' -> ', ' → ')}")
-    if replaced or others:
+    if replaced or others or diff.node_rolls:
         out.append("")
     pools = [(p, pool_status(diff, p)) for p in diff.pools]
     changed = [(p, s) for p, s in pools if s != "same"]
     if changed:
         out += ["| pool | team | change | nodes | $/month | delta |", "|---|---|---|--:|--:|--:|"]
         for p, status in changed:
-            shown = f"**{status}**" if status in ("replaced", "removed") else status
+            shown = f"**{status}**" if status in ("replaced", "rolled", "removed") else status
             out.append(f"| `{_md(p.name)}` | {_md(p.team or '-')} | {shown} | "
                        f"{_nodes(p.nodes[0])} → {_nodes(p.nodes[1])} | "
                        f"{_usd(p.new_usd if p.status != 'removed' else 0)} | "

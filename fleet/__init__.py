@@ -27,11 +27,16 @@ def __getattr__(name: str) -> Any:
 
 
 def load_fleet(path: str) -> Fleet:
-    """Read and validate the fleet of a stack file."""
+    """Read and validate the fleet of a stack file, and refuse a name wider than a stack that
+    another stack file beside it derives too (fleet.rules.scope)."""
+    from fleet.rules.scope import check_sibling_stacks
     from fleet.rules.validate import validate_fleet
     from fleet.stack.read import read_stack_file
 
-    return validate_fleet(read_stack_file(path), source=str(path))
+    raw = read_stack_file(path)
+    fleet = validate_fleet(raw, source=str(path))
+    check_sibling_stacks(path, fleet, raw)
+    return fleet
 
 
 __version__ = "0.1.0"

@@ -20,6 +20,10 @@ machine (hosts.yaml: vCPUs, memory) and the pool's boot disk with the cloud's re
             reservation is not counted (not read here): an upper bound on GKE.
     hugepages-2Mi  recorded (or like a recorded node), else none.
 
+A machine `hugepages_like` a recorded node (the same host: vCPUs and memory, the same EFA
+setup) takes that node's allocatable whole: the formula leaves out what the kernel keeps of the
+instance's memory (MemTotal below it), ~47 GiB on a p5-sized host (issue 36).
+
 Units: cpu in millicores, every size in MiB.
 """
 
@@ -101,6 +105,15 @@ def node_allocatable(pool: ResolvedPool, catalog: Catalog) -> NodeAllocatable:
                                recorded.hugepages_2mi_mib, ephemeral,
                                f"recorded: {recorded.source}")
     host = catalog.host(pool.shape)
+    like = _hugepages_like().get(machine)
+    if like is not None and pool.cloud == "aws":
+        twin = _recorded()[like]
+        # the same host (vCPUs, memory) and EFA setup as a recorded node: its allocatable
+        # holds, kernel's share included, which the formula below leaves out (a p5e derived
+        # came out ~47 GiB above the recorded p5: MemTotal is below the instance's memory;
+        # issue 36)
+        return NodeAllocatable(twin.cpu_millicores, twin.memory_mib, twin.hugepages_2mi_mib,
+                               ephemeral, f"like recorded {like}: {twin.source}")
     hugepages = hugepages_2mi_mib(machine)
     cpu = host.vcpus * 1000 - reserved_cpu_millicores(host.vcpus)
     if pool.cloud == "aws":

@@ -238,6 +238,26 @@ class ResolvedPool:
         return gate is not None and gate.enforced
 
     @property
+    def placement_group(self) -> bool:
+        """Whether an EKS pool gets a `cluster` placement group of its own: a compact pool
+        does, unless it consumes a reservation, whose instances are placed where the
+        reservation holds them. A Capacity Block needs none ("Capacity Blocks deliver
+        low-latency, high-throughput network connectivity between the instances inside the
+        Capacity Block, so there is no need to use a cluster placement group", EC2 User Guide
+        capacity-blocks-using); an On-Demand Capacity Reservation is placed where it was made,
+        and a cluster placement group holds reserved capacity only when the reservation is
+        created in that group ("If you plan to launch instances into a cluster placement
+        group, we recommend that you reserve capacity explicitly in the cluster placement
+        group ... by creating an On-Demand Capacity Reservation in a specified cluster
+        placement group", EC2 User Guide "Placement group rules and limitations",
+        https://docs.amazonaws.cn/en_us/AWSEC2/latest/UserGuide/limitations-placement-groups.html
+        read 2026-11-28; CreateCapacityReservation takes the group as PlacementGroupArn), so a
+        group created beside the reservation holds none of it: too few nodes, or
+        InsufficientInstanceCapacity (issue 36)."""
+        return self.cloud == "aws" and self.placement == "compact" \
+            and not self.spec.capacity.reservation
+
+    @property
     def auto_repair(self) -> bool:
         """GKE node auto-repair: off for flex-start and queued pools, which GKE requires."""
         return not self.flex_start

@@ -15,6 +15,7 @@ check what the components build.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -125,9 +126,18 @@ def tpu_vm_names(pool: str, slices: int) -> list[str]:
     return [pool] if slices <= 1 else [f"{pool}-{i}" for i in range(slices)]
 
 
-def workload_policy_name(pool: str) -> str:
-    """The Compute Engine workload policy of a multi-host slice that needs one."""
-    return f"{pool}-wp"
+def workload_policy_name(pool: str, cluster: str, topology: str) -> str:
+    """The Compute Engine workload policy of a multi-host slice that needs one (tpu7x). A
+    resource policy's name is unique per project and region, wider than a stack, so the name
+    says whose it is: the pool, the slice's topology, and six hex digits of the cluster (a GKE
+    cluster's name is unique per project and location; issue 36, class 3). The topology in the
+    name makes a topology change a new policy beside the old one, never one replaced under
+    the same name (Pulumi creates the replacement first, and Compute Engine refuses a second
+    policy of one name), and it changes the node pool's placementPolicy.policyName, which
+    replaces the slice: GKE adds no node to a multi-host slice (issue 36, class 4). At most
+    40 + 1 + 8 + 1 + 6 = 56 characters, within Compute Engine's 63."""
+    digest = hashlib.sha256(cluster.encode()).hexdigest()[:6]
+    return f"{pool}-{topology}-{digest}"
 
 
 # -- checks --------------------------------------------------------------------------------
@@ -266,9 +276,30 @@ def _label_key(r: Reporter, where: Where, key: str, what: str) -> None:
         check_name(r, where, what, key, {"k8s_label_name": f"a Kubernetes {what}"})
 
 
+# The namespace the Kueue release is installed in (components/k8s/_charts.py KUEUE).
+KUEUE_NAMESPACE = "kueue-system"
+# Namespaces Kueue's configuration may not select: its validateManagedJobsNamespaceSelector
+# (and validateNamespaceSelectorForPodIntegration) refuse a managedJobsNamespaceSelector that
+# matches `kube-system` (metav1.NamespaceSystem) or Kueue's own namespace ("should not match
+# the %q namespace"): kubernetes-sigs/kueue pkg/config/validation.go (stored copy at
+# 01e571bb38620f078d84f038cf4b29a9c480052f, read 2026-11-28). The smoke namespace is in that
+# selector wherever a queued pool routes smoke runs (components/k8s/_kueue.py
+# managed_namespaces_selector), and Kueue, refusing its configuration, never starts.
+KUEUE_REFUSED_NAMESPACES = ("kube-system", KUEUE_NAMESPACE)
+KUEUE_CONFIG_SOURCE = ("kubernetes-sigs/kueue pkg/config/validation.go "
+                       "validateManagedJobsNamespaceSelector, read 2026-11-28")
+
+
 def check_namespace(r: Reporter, spec: FleetSpec) -> None:
-    check_name(r, Where("smoke", field="namespace"), "namespace", spec.smoke.namespace,
-               ("k8s_namespace",))
+    at = Where("smoke", field="namespace")
+    fits = check_name(r, at, "namespace", spec.smoke.namespace, ("k8s_namespace",))
+    if fits and spec.smoke.namespace in KUEUE_REFUSED_NAMESPACES:
+        r.add(at, f"{spec.smoke.namespace!r} is a namespace Kueue refuses to manage: its "
+              "configuration may not select kube-system or its own namespace, and the smoke "
+              "namespace is in it wherever smoke runs are queued, so Kueue would not start "
+              f"({KUEUE_CONFIG_SOURCE})",
+              "give smoke runs a namespace of their own, e.g. `smoke: {namespace: "
+              "accelfleet-smoke}`")
 
 
 def check_gce_reservation(r: Reporter, pool: Pool, at: Where) -> None:

@@ -67,8 +67,14 @@ def system_pools(checks: Checks, spec: FleetSpec) -> tuple[list[ResolvedPool], l
 
 def default_zones(cloud: Cloud, region: str, pools: Sequence[Pool]) -> list[str]:
     """The first two zones the cluster's pools name (in the region), padded to two where the
-    cloud's zone letters are the same in every project (Google Cloud)."""
-    sep = "-" if cloud == "gcp" else ""
+    cloud's zone letters are the same in every project (Google Cloud). On AWS none: the EKS
+    component puts a system pool without zones of its own in the account's first two zones
+    EKS accepts for its control plane (components/aws/_layout.py cluster_zones), which only
+    the deploy can read, never the pools' zones; `fleet validate` shows them as the account's
+    (issue 36: validate showed the pools' zones, the deploy used the account's)."""
+    if cloud == "aws":
+        return []
+    sep = "-"
     zones = list(dict.fromkeys(z for p in pools for z in p.zones
                                if z.startswith(f"{region}{sep}")))[:DEFAULT_ZONE_COUNT]
     for letter in PAD_ZONE_LETTERS[cloud]:

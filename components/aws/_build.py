@@ -76,7 +76,10 @@ class AwsCluster(pulumi.ComponentResource):
             child,
         )
         # kube-proxy and CoreDNS pins fit one Kubernetes version: a cluster that names none gets
-        # the version its add-ons are pinned for, not whatever EKS defaults to that day.
+        # the version its add-ons are pinned for, not whatever EKS defaults to that day; its
+        # node groups get the same version (without one, EKS gives a node group the cluster's
+        # version when it is created and never moves it: issue 36), so a catalog default that
+        # moves is a version bump the plan shows, on the cluster and on every node group.
         eks_version = cluster.kubernetes_version or catalog.eks_addons.default_kubernetes_version
         pins = catalog.eks_addons.pins(eks_version)
         eks = EksCluster(
@@ -105,7 +108,7 @@ class AwsCluster(pulumi.ComponentResource):
                     cluster_security_group_id=eks.cluster_security_group_id,
                     efa_security_group_id=network.efa_security_group_id,
                     placement_group=network.placement_groups.get(pool.name),
-                    kubernetes_version=cluster.kubernetes_version,
+                    kubernetes_version=eks_version,
                     depends_on=list(before.values())),
                 child,
             )
@@ -122,7 +125,7 @@ class AwsCluster(pulumi.ComponentResource):
                     pool=pool, catalog=catalog, cluster_name=eks.cluster_name,
                     node_role_arn=eks.node_role_arn,
                     subnet_ids=[network.private_subnet_ids[z] for z in zones],
-                    kubernetes_version=cluster.kubernetes_version,
+                    kubernetes_version=eks_version,
                     depends_on=list(before.values())),
                 child,
             )

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleet.errors import InputError
-from fleet.rules.network import EKS_SUBNET_SPLIT_BITS, EKS_VPC_MAX_PREFIX
+from fleet.rules.network import ACCOUNT_ZONES, EKS_SUBNET_SPLIT_BITS, EKS_VPC_MAX_PREFIX
 
-# EKS wants subnets in at least two Availability Zones for its control-plane interfaces.
-MIN_ZONES = 2
+# EKS wants subnets in at least two Availability Zones for its control-plane interfaces (the
+# rules count a system pool's nodes over as many: fleet.rules.network ACCOUNT_ZONES).
+MIN_ZONES = ACCOUNT_ZONES
 # The VPC range is cut in 8 blocks: one private block per zone, the last block holds the small
 # public (NAT) subnets. Hence at most 7 zones, and a VPC of /24 or larger. fleet.rules.network
 # decides it (and checks the ranges and zones before any cloud call).

@@ -70,11 +70,10 @@ def update_strategy(pool: ResolvedPool) -> str | None:
 
 
 def needs_placement_group(pool: ResolvedPool) -> bool:
-    """A compact pool gets a `cluster` placement group, unless it runs on a Capacity Block:
-    "Capacity Blocks deliver low-latency, high-throughput network connectivity between the
-    instances inside the Capacity Block, so there is no need to use a cluster placement group"
-    (AWS EC2 User Guide, capacity-blocks-using)."""
-    return pool.placement == "compact" and capacity_for(pool).capacity_type != "CAPACITY_BLOCK"
+    """A compact pool gets a `cluster` placement group, unless it consumes a reservation (a
+    Capacity Block or an On-Demand Capacity Reservation): fleet.model
+    ResolvedPool.placement_group has the rule and its sources."""
+    return pool.placement_group
 
 
 def scaling_for(pool: ResolvedPool) -> dict[str, int]:

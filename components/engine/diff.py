@@ -62,12 +62,40 @@ class Ignored:
 
 
 @dataclass(frozen=True)
+class Roll:
+    """Why an in-place change to `path` of a `type` rolls every node of its pool (each node
+    replaced by a new one, drained first): not a replacement of the resource itself."""
+
+    type: str
+    path: str
+    why: str
+    source: str
+
+
+@dataclass(frozen=True)
 class FieldChange:
     path: str  # `nodeConfig.guestAccelerators[0].count`
     old: Any
     new: Any
     replaces: Rule | None = None
     ignored: Ignored | None = None  # set: no update and no replacement for this change
+    rolls: Roll | None = None  # set: an update that replaces every node of the pool
+
+
+@dataclass(frozen=True)
+class NodeRoll:
+    """A pool whose every node is replaced by a change that keeps the pool itself: how many
+    nodes, whether the gate proves each new one before it takes work, and the changes."""
+
+    pool: str
+    pool_kind: str | None
+    nodes: int | None
+    gated: bool
+    changes: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pool": self.pool, "pool_kind": self.pool_kind, "nodes": self.nodes,
+                "gate_reproves": self.gated, "changes": list(self.changes)}
 
 
 @dataclass
@@ -89,6 +117,13 @@ class ResourceChange:
         """Replaced, and a pool, slice or cluster: its nodes are destroyed and recreated."""
         return self.replaced and self.type in NODE_HOLDERS
 
+    @property
+    def rolls_nodes(self) -> bool:
+        """Updated in place by a change that replaces every node of its pool (replacements.yaml
+        `rolls`): an EKS node group's version or launch template version, its template."""
+        return self.action == "change" and not self.replaced and any(f.rolls
+                                                                      for f in self.fields)
+
     def to_dict(self) -> dict[str, Any]:
         return {"key": self.key, "type": self.type, "name": self.name, "action": self.action,
                 "pool": self.pool, "pool_kind": self.pool_kind, "replaced": self.replaced,
@@ -98,7 +133,9 @@ class ResourceChange:
                                 "source": f.replaces.source},
                             "ignored": None if f.ignored is None else {
                                 "ignore_changes": f.ignored.path,
-                                "source": f.ignored.source}}
+                                "source": f.ignored.source},
+                            "rolls_nodes": None if f.rolls is None else {
+                                "why": f.rolls.why, "source": f.rolls.source}}
                            for f in self.fields]}
 
 
@@ -142,6 +179,9 @@ class PlanDiff:
     resources: list[ResourceChange]
     pools: list[CostDelta]
     teams: list[CostDelta]
+    # pool -> (its nodes before, after, whether the gate proves each new node after), from
+    # the plans' pool rows
+    pool_nodes: dict[str, tuple[int | None, int | None, bool]] = field(default_factory=dict)
 
     def of(self, action: str) -> list[ResourceChange]:
         return [r for r in self.resources if r.action == action]
@@ -157,8 +197,34 @@ class PlanDiff:
 
     @property
     def destroyed_pools(self) -> list[ResourceChange]:
-        """Pool resources removed outright (their nodes go too)."""
-        return [r for r in self.of("remove") if r.type in replacement_table()]
+        """Pools, slices and clusters removed outright (their nodes go too). A removed
+        placement group, launch template or workload policy holds no node: it is a removal,
+        not a pool's destruction."""
+        return [r for r in self.of("remove") if r.type in NODE_HOLDERS]
+
+    @property
+    def node_rolls(self) -> list[NodeRoll]:
+        """Each pool kept in place whose every node is replaced (a rolling update), unless a
+        replacement or removal destroys the pool's nodes anyway."""
+        destroyed = {r.pool for r in (*self.node_replacements, *self.destroyed_pools)
+                     if r.pool}
+        by_pool: dict[str, list[ResourceChange]] = {}
+        for r in self.resources:
+            if r.rolls_nodes and r.pool and r.pool not in destroyed:
+                by_pool.setdefault(r.pool, []).append(r)
+        out = []
+        for pool, changes in sorted(by_pool.items()):
+            before, nodes, gated = self.nodes_of(pool)
+            nodes = before if nodes is None else nodes
+            what = tuple(f"{r.type.rsplit(':', 1)[-1]} {r.name}: {f.path} "
+                         f"{_short(f.old)} -> {_short(f.new)} ({f.rolls.why})"
+                         for r in changes for f in r.fields if f.rolls)
+            out.append(NodeRoll(pool, changes[0].pool_kind, nodes, gated, what))
+        return out
+
+    def nodes_of(self, pool: str | None) -> tuple[int | None, int | None, bool]:
+        """(nodes before, nodes after, gated after) of a pool; None where a plan has no row."""
+        return self.pool_nodes.get(pool or "", (None, None, False))
 
     @property
     def cost_delta_usd(self) -> float | None:
@@ -180,6 +246,7 @@ class PlanDiff:
                         "replaced": [r.key for r in self.replacements],
                         "destroying_nodes": [r.key for r in self.node_replacements],
                         "destroyed": [r.key for r in self.destroyed_pools],
+                        "rolling_nodes": [r.to_dict() for r in self.node_rolls],
                         "delta_monthly_usd": self.cost_delta_usd},
             "resources": [r.to_dict() for r in self.resources],
             "pools": [p.to_dict() for p in self.pools],
@@ -235,6 +302,46 @@ def replacement_table() -> dict[str, list[Rule]]:
         return out
     except (OSError, KeyError, TypeError, AttributeError) as exc:
         raise CatalogError(f"cannot read the replacement table {TABLE}: {exc}") from None
+
+
+@functools.cache
+def roll_table() -> dict[str, tuple[dict[str, str], tuple[str, ...] | None, str, str]]:
+    """Resource type -> (paths whose change rolls the pool's nodes, with why; the paths whose
+    change does not when every other does, or None; why for those; the source)."""
+    try:
+        out = {}
+        for type_, entry in _table_data()["types"].items():
+            rolls = entry.get("rolls")
+            if not rolls:
+                continue
+            but = rolls.get("on_any_change_but")
+            out[type_] = (dict(rolls.get("on_change") or {}),
+                          tuple(but) if but is not None else None,
+                          str(rolls.get("why") or ""), str(rolls["source"]).strip())
+        return out
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise CatalogError(f"cannot read the replacement table {TABLE}: {exc}") from None
+
+
+def roll_for(type_: str, path: str) -> Roll | None:
+    """Why an in-place change at `path` of `type_` replaces every node of its pool, or None."""
+    entry = roll_table().get(type_)
+    if entry is None:
+        return None
+    on_change, but, why, source = entry
+    plain = _INDEX.sub("", path)
+    for p, reason in on_change.items():
+        if plain == p or plain.startswith(p + "."):
+            return Roll(type_, p, reason, source)
+    if but is not None and not path.startswith("(") \
+            and not any(plain == b or plain.startswith(b + ".") for b in but):
+        return Roll(type_, plain, why, source)
+    return None
+
+
+def _short(value: Any) -> str:
+    text = repr(value) if not isinstance(value, str) else value
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def rule_for(type_: str, path: str, old: Any, new: Any) -> Rule | None:
@@ -298,7 +405,7 @@ def _field(type_: str, path: str, old: Any, new: Any, ignored: list[Ignored],
                 rule = Rule(type_, option, option, "replace_on_changes",
                             "the component's replace_on_changes, recorded in the plan")
                 break
-    return FieldChange(path, old, new, rule)
+    return FieldChange(path, old, new, rule, rolls=None if rule else roll_for(type_, path))
 
 
 def _lengths_differ(old: Any, new: Any) -> bool:
@@ -469,4 +576,23 @@ def diff_plans(old: dict[str, Any], new: dict[str, Any], *, base: str = "base") 
     teams = [_delta(name, teams_old.get(name), teams_new.get(name), nodes=False)
              for name in sorted(set(teams_old) | set(teams_new))]
     return PlanDiff(stack=str(new.get("stack") or old.get("stack") or "?"), base=base,
-                    resources=changes, pools=pools, teams=teams)
+                    resources=changes, pools=pools, teams=teams,
+                    pool_nodes=_pool_nodes(old, new))
+
+
+def _pool_nodes(old: dict[str, Any], new: dict[str, Any]
+                ) -> dict[str, tuple[int | None, int | None, bool]]:
+    """pool -> (nodes before, after, whether its gate is on after), from the plans' pool rows
+    (read defensively: a row without a count gives None)."""
+    def facts(plan: dict[str, Any]) -> dict[str, tuple[int | None, bool]]:
+        out: dict[str, tuple[int | None, bool]] = {}
+        for name, row in _cost_rows(plan).items():
+            nodes, gate = row.get("nodes"), row.get("gate")
+            out[name] = (nodes if isinstance(nodes, int) and not isinstance(nodes, bool)
+                         else None, isinstance(gate, dict) and gate.get("enabled") is True)
+        return out
+
+    before, after = facts(old), facts(new)
+    return {name: ((before.get(name) or (None, False))[0], (after.get(name) or (None, False))[0],
+                   (after.get(name) or before.get(name) or (None, False))[1])
+            for name in {*before, *after}}

@@ -32,6 +32,12 @@ def handed(raw: Any, fleet: Fleet) -> Iterator[None]:
         _HANDED.reset(token)
 
 
+def was_handed(raw: Any) -> bool:
+    """Whether the offline plan handed the fleet of exactly this config (it checked it)."""
+    given = _HANDED.get()
+    return given is not None and given[0] == raw
+
+
 def program_fleet(raw: Any, *, source: str) -> Fleet:
     """The program's validated fleet: the one handed for exactly this config, else
     `validate_fleet(raw)` (raises SpecError)."""

@@ -191,12 +191,15 @@ def stack_config(path: str | Path) -> tuple[str, dict[str, str], Fleet]:
 
     Raises the fleet's own errors (StackFileError, SpecError: exit 2) before any Pulumi code.
     """
+    from fleet.rules.scope import check_sibling_stacks
     from fleet.rules.validate import validate_fleet
     from fleet.stack.read import fleet_config, read_stack_document, stack_name
 
     data = read_stack_document(path)  # parsed once, bounded
     # validates: bad input fails here with the SpecError
-    fleet = validate_fleet(fleet_config(data, str(path)), source=str(path))
+    raw = fleet_config(data, str(path))
+    fleet = validate_fleet(raw, source=str(path))
+    check_sibling_stacks(path, fleet, raw)  # names another stack beside it derives too
     config = {str(key): value if isinstance(value, str) else json.dumps(
         _config_value(value), sort_keys=True)
               for key, value in (data.get("config") or {}).items()}

@@ -61,7 +61,9 @@ class TpuSlice(pulumi.ComponentResource):
         policy_name: pulumi.Input[str] | None = None
         if shape.multi_host and tpu.placement == "workload-policy":
             policy = gcp.compute.ResourcePolicy(
-                f"{name}-workload-policy", name=workload_policy_name(pool.name),
+                f"{name}-workload-policy",
+                name=workload_policy_name(pool.name, pool.cluster.name if pool.cluster else "",
+                                          shape.topology_str),
                 project=args.project,
                 region=pool.region,
                 workload_policy=gcp.compute.ResourcePolicyWorkloadPolicyArgs(

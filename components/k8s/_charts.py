@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fleet.names import KUEUE_NAMESPACE
+
 
 @dataclass(frozen=True)
 class Chart:
@@ -96,7 +98,7 @@ KUEUE = Chart(
     repo="oci://registry.k8s.io/kueue/charts",
     chart="kueue",
     version="0.19.2",
-    namespace="kueue-system",
+    namespace=KUEUE_NAMESPACE,
 )
 # The controller image, set explicitly so the pin shows in the plan. Exact version tag, not a
 # digest: the tag's charts/kueue/values.yaml names the staging image (`release-0.19`), which

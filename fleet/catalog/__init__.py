@@ -226,6 +226,13 @@ class Catalog:
                 hint="remove `topology`, or name a TPU generation such as v5p or v6e",
             )
         if machine is None:
+            reason = not_built().get(text)
+            if reason is not None:
+                raise InputError(
+                    f"{words!r} is a machine type accelfleet does not build: {reason}",
+                    hint="choose one from `accelfleet catalog list"
+                    + (f" --cloud {cloud}`" if cloud else "`")
+                    + " (fleet/catalog/data/not_built.yaml says why each other is left out)")
             scope = f" on {cloud}" if cloud else ""
             raise UnknownNameError(
                 f"accelerator or machine type{scope}", words, self._names_for(cloud)
@@ -485,6 +492,21 @@ def _nearest_topologies(valid: list[str], parsed: tuple[int, ...] | None) -> lis
 
 
 @cache
+@cache
+def not_built() -> dict[str, str]:
+    """Machine types the catalog leaves out, lower case, each with why (not_built.yaml)."""
+    data = read_yaml("not_built.yaml")
+    out: dict[str, str] = {}
+    for section in ("gcp", "aws"):
+        for name, why in ((data.get(section) or {}).get("machine_types") or {}).items():
+            out[str(name).lower()] = str(why)
+    for name, why in (data.get("not_in_snapshot") or {}).items():
+        out[str(name).lower()] = str(why)
+    if any(not why.strip() for why in out.values()):
+        raise CatalogError("not_built.yaml: every machine type left out says why")
+    return out
+
+
 def load_catalog() -> Catalog:
     """The catalog shipped with accelfleet, loaded and checked once per process."""
     return Catalog()

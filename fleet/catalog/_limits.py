@@ -223,6 +223,13 @@ def load_regions() -> dict[Cloud, Regions]:
             else:
                 zones[str(region)] = tuple(f"{region}{chr(ord('a') + i)}"
                                            for i in range(int(letters)))
+        for region, extra in (raw.get("restricted_regions") or {}).items():
+            # offered to some projects only (TPU regions): letters and a source each
+            if not isinstance(extra, Mapping) or not extra.get("zones") \
+                    or not extra.get("source") or str(region) in zones:
+                raise CatalogError(f"{where} restricted_regions.{region}: zones and a source, "
+                                   "and not listed among the regions too")
+            zones[str(region)] = tuple(f"{region}-{c}" for c in str(extra["zones"]))
         ai = raw.get("ai_zone_pattern")
         out[cloud] = Regions(cloud=cloud, zones=zones, source=_source(raw, where),
                              ai_zone=re.compile(str(ai)) if ai else None)

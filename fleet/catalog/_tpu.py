@@ -65,6 +65,10 @@ def topologies(gen: TpuGeneration) -> tuple[tuple[int, ...], ...]:
                         continue
                     if _valid_3d(a, b, c, limit, gen.max_sides):
                         found.append(_display_order(gen, (a, b, c)))
+        # A generation with a one-chip machine type has a one-chip slice (tpu7x-standard-1t:
+        # 1x1x1, tpu.yaml); the 3-D rule's smallest shape is otherwise 2x2x1.
+        if gen.machine_for(1) is not None:
+            found.append((1, 1, 1))
     return tuple(sorted(found, key=lambda t: (prod(t), t)))
 
 

@@ -247,6 +247,11 @@ def _gke_capacity(r: Reporter, at: Where, ranges: dict[str, Net],
               _range_fix(pod_net, need))
 
 
+# The zones an EKS pool without zones of its own spreads over (the account's first two that
+# EKS accepts for its control plane: components/aws/_layout.py MIN_ZONES).
+ACCOUNT_ZONES = 2
+
+
 def _eks_capacity(r: Reporter, at: Where, vpc: Net, members: Sequence[ResolvedPool]) -> None:
     facts = r.catalog.network
     zones = sorted({z for p in members for z in p.spec.zones})
@@ -259,9 +264,12 @@ def _eks_capacity(r: Reporter, at: Where, vpc: Net, members: Sequence[ResolvedPo
         return  # a VPC too small to cut: reported by check_cluster_ranges
     subnet = _with_prefix(vpc, vpc.prefixlen + EKS_SUBNET_SPLIT_BITS)
     holds = subnet.num_addresses - facts.aws_reserved
+    # A pool without zones of its own (the system pool) goes to the account's first two zones
+    # EKS accepts, read at deploy: any zone may be one of them, so each counts its share there.
+    unplaced = [p for p in members if not p.spec.zones]
     for zone in zones:
-        users = [p for p in members if zone in p.spec.zones]
-        need = sum(-(-most_nodes(p) // len(p.spec.zones))
+        users = [p for p in members if zone in p.spec.zones] + unplaced
+        need = sum(-(-most_nodes(p) // (len(p.spec.zones) or ACCOUNT_ZONES))
                    * facts.eks_max_pods.get(p.shape.machine_type, 110) for p in users)
         if need > holds:
             room = 16 if vpc.prefixlen > 16 else None

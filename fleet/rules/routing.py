@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from fleet.catalog import Catalog, Shape
 from fleet.errors import AccelfleetError, Problem, Where, suggest
 from fleet.model import SYSTEM_POOL, ResolvedPool
-from fleet.names import check_name, fixed_name
+from fleet.names import KUEUE_NAMESPACE, check_name, fixed_name
 from fleet.routing import (
     MAX_FLAVOR_LABELS,
     MAX_FLAVOR_TOLERATIONS,
@@ -37,7 +37,7 @@ from fleet.spec.fields import FleetSpec, RoutingTeam
 # Namespaces a team's cannot be: Kubernetes' own and those of accelfleet's add-ons
 # (components/k8s/_charts.py; the smoke namespace is added from the stack).
 RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease",
-                       "kueue-system", "jobset-system", "nvidia-device-plugin")
+                       KUEUE_NAMESPACE, "jobset-system", "nvidia-device-plugin")
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fleet.catalog.support import DEFAULT_EKS_AMI, Support, load_support, version_key
+from fleet.catalog.support import (
+    DEFAULT_EKS_AMI,
+    OptionRefusal,
+    Support,
+    load_support,
+    version_key,
+)
 from fleet.errors import Where
 from fleet.model import ResolvedPool
 from fleet.rules.problems import RuleProblems
@@ -24,6 +30,27 @@ def consumption_option(cap: Capacity) -> str:
     if cap.queued:
         return "queued"
     return "spot" if cap.spot else "on-demand"
+
+
+# What a cloud builds an option as, beyond itself: GKE makes a queued pool a flex-start node
+# pool with queued provisioning ("To use flex-start with queued provisioning, you have to add
+# the --flex-start and --enable-queued-provisioning flags when you create the node pool",
+# https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest, read 2026-11-28;
+# components/gcp/_nodes.py node_config sets `flexStart` on it), so every refusal and version
+# floor of flex-start holds for a queued pool too (issue 36).
+BUILT_AS: dict[str, dict[str, tuple[str, ...]]] = {"gcp": {"queued": ("flex-start",)}}
+
+
+def built_as(cloud: str, option: str) -> tuple[str, ...]:
+    """The options a pool of `option` is held to: itself, then what the cloud builds it as."""
+    return (option, *BUILT_AS.get(cloud, {}).get(option, ()))
+
+
+def _as_words(cloud: str, option: str, held: str) -> str:
+    if held == option:
+        return option
+    return f"{option} (GKE builds a {option} pool as a {held} node pool)" if cloud == "gcp" \
+        else f"{option} (built as {held})"
 
 
 def family_keys(p: ResolvedPool) -> tuple[str, ...]:
@@ -61,11 +88,13 @@ def check_support(r: RuleProblems, pools: Sequence[ResolvedPool]) -> None:
                 r.add(at.dot("capacity"), f"{p.cloud} offers no {option} capacity "
                       f"(catalog support.yaml: {_first_clause(offered.source)})",
                       f"use one of {', '.join(offered.options)}", offered.options)
-            elif (refused := support.option_refusal(p.cloud, option, keys)) is not None:
+            elif (found := _refusal(support, p.cloud, option, keys)) is not None:
+                held, refused = found
                 left = tuple(o for o in (offered.options if offered else ())
-                             if o not in refused.options)
+                             if _refusal(support, p.cloud, o, keys) is None)
                 r.add(at.dot("capacity"), f"{refused.accelerator} cannot be obtained as "
-                      f"{option} (catalog support.yaml: {refused.source})",
+                      f"{_as_words(p.cloud, option, held)} (catalog support.yaml: "
+                      f"{refused.source})",
                       f"use another capacity: {', '.join(left)}", left)
         if (no := support.runtime_refusal(p.cloud, p.runtime, keys)) is not None:
             r.add(at.dot("runtime"), f"{no.accelerator} cannot run as `runtime: {p.runtime}` "
@@ -74,6 +103,15 @@ def check_support(r: RuleProblems, pools: Sequence[ResolvedPool]) -> None:
                   "`runtime` out")
         _ami(r, support, p, at)
         _versions(r, support, p, option, keys)
+
+
+def _refusal(support: Support, cloud: str, option: str, keys: tuple[str, ...]
+             ) -> tuple[str, OptionRefusal] | None:
+    """(the option held to, the entry) refusing `option` or what the cloud builds it as."""
+    for held in built_as(cloud, option):
+        if (refused := support.option_refusal(cloud, held, keys)) is not None:
+            return held, refused
+    return None
 
 
 def _ami(r: RuleProblems, support: Support, p: ResolvedPool, at: Where) -> None:
@@ -112,11 +150,15 @@ def _versions(r: RuleProblems, support: Support, p: ResolvedPool, option: str,
                   f"{version} (catalog support.yaml: {needed.source})",
                   f"set `kubernetes_version: \"{shown}\"` or later, {leave}")
     kind = p.shape.kind
-    by_option = support.option_min_version(p.cloud, option, kind)
-    if by_option is not None and _below(version, by_option.min):
-        r.add(where, f"pool {p.name!r} asks for {option} {kind.upper()} capacity, which needs "
-              f"{engine} {by_option.min} or later, but the cluster asks for {version} "
-              f"(catalog support.yaml: {by_option.source})",
+    # the highest floor among the option and what the cloud builds it as (queued: flex-start)
+    floors = [(held, m) for held in built_as(p.cloud, option)
+              if (m := support.option_min_version(p.cloud, held, kind)) is not None
+              and _below(version, m.min)]
+    if floors:
+        held, by_option = max(floors, key=lambda f: version_key(f[1].min) or (0, 0, 0, 0))
+        r.add(where, f"pool {p.name!r} asks for {_as_words(p.cloud, option, held)} "
+              f"{kind.upper()} capacity, which needs {engine} {by_option.min} or later, but "
+              f"the cluster asks for {version} (catalog support.yaml: {by_option.source})",
               f"set `kubernetes_version: \"{by_option.min}\"` or later, {leave}")
     if p.cloud == "aws" and kind == "gpu":
         ami = support.ami(p.cloud, p.spec.ami or DEFAULT_EKS_AMI)

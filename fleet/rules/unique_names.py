@@ -9,9 +9,17 @@ name twice, naming both sources. The scopes:
                       makes (a CPU pool named `<cluster>-system` is the system pool's
                       component), EKS placement groups (`<cluster>-<pool>`)
     Google Cloud      node pools per GKE cluster (a TPU pool's slices, `NAME-s0..`, and the
-                      system pool `system`), Cloud TPU VMs per zone, service accounts and VPC
-                      networks, subnets, routers and firewalls per project
-    AWS               node groups per EKS cluster (the system pool's `system` too)
+                      system pool `system`); GKE clusters per project and location; Cloud TPU
+                      VMs per project and zone; subnetworks, routers and workload policies per
+                      project and region; service accounts, VPC networks and firewall rules
+                      per project
+    AWS               node groups per EKS cluster (the system pool's `system` too); EKS
+                      clusters per account and region
+
+Every scope says how far it reaches (`DerivedName.reach`): a name whose scope is a cloud's
+project, region, zone or account is shared with every other stack deployed there, and
+fleet.rules.scope refuses one that another stack file beside this one derives too (issue 36,
+class 3: the second stack's `pulumi up` would get 409).
     Kubernetes        per cluster: namespaces (a team queue's, the smoke queue's; the ones the
                       cluster and its add-ons own are fleet.rules.routing's), ClusterQueues,
                       WorkloadPriorityClasses (the gate's, for re-proofs)
@@ -37,6 +45,7 @@ from fleet.names import (
     system_component_name,
     tpu_second_network_names,
     tpu_vm_names,
+    workload_policy_name,
 )
 from fleet.routing import ClusterRouting
 from fleet.rules.problems import RuleProblems
@@ -52,6 +61,27 @@ class DerivedName:
     name: str
     source: str
     where: Where
+    # how far the scope reaches: "stack" (Pulumi names), "cluster" (names inside a cluster),
+    # or "project", "region", "zone", "account" (a cloud's, shared by every stack there: a
+    # second stack's name equal to this one is a collision too; fleet.rules.scope)
+    reach: str = "cluster"
+
+    @property
+    def wider_than_a_stack(self) -> bool:
+        return self.reach not in ("stack", "cluster")
+
+
+# Where each Google Cloud name is unique (Compute Engine: networks, firewall rules and service
+# accounts are global to the project; subnetworks, routers and resource policies regional;
+# instances and Cloud TPU VMs zonal; a GKE cluster per project and location).
+_REGIONAL = ("subnetworks", "routers")
+
+
+def _gcp(kind: str, project: str, region: str) -> tuple[str, str]:
+    """(the scope's words, its reach) of a Google Cloud name kind."""
+    if kind in _REGIONAL:
+        return f"{kind} of project {project} region {region}", "region"
+    return f"{kind} of project {project}", "project"
 
 
 def derived_names(spec: FleetSpec, pools: Sequence[ResolvedPool],
@@ -60,19 +90,29 @@ def derived_names(spec: FleetSpec, pools: Sequence[ResolvedPool],
     """Every name the deploy derives from `spec`, resolved pools and routing."""
     out: list[DerivedName] = []
     gcp_project = spec.clouds.gcp.project if spec.clouds.gcp else "?"
+    gcp_region = spec.region_of("gcp") or "?"
     aws_account = spec.clouds.aws.account if spec.clouds.aws else "?"
+    aws_region = spec.region_of("aws") or "?"
+
+    def gcp(kind: str, name: str, src: str, at: Where) -> DerivedName:
+        scope, reach = _gcp(kind, gcp_project, gcp_region)
+        return DerivedName(scope, name, src, at, reach)
+
     for c in spec.clusters:
         at = Where("clusters", name=c.name, field="name")
         src = f"cluster {c.name!r}"
+        if c.cloud == "aws":
+            out.append(DerivedName(f"EKS clusters of account {aws_account} region {aws_region}",
+                                   c.name, src, at, "region"))
         if c.cloud == "gcp":
-            out.append(DerivedName(f"service accounts of project {gcp_project}",
-                                   node_account_id(c.name), f"{src} (its node service account)",
-                                   at))
+            out.append(DerivedName(f"GKE clusters of project {gcp_project} location "
+                                   f"{gcp_region}", c.name, src, at, "region"))
+            out.append(gcp("service accounts", node_account_id(c.name),
+                           f"{src} (its node service account)", at))
             for suffix, kind in (("vpc", "VPC networks"), ("subnet", "subnetworks"),
                                  ("router", "routers"), ("allow-internal", "firewall rules"),
                                  ("webhooks", "firewall rules")):
-                out.append(DerivedName(f"{kind} of project {gcp_project}",
-                                       f"{c.name}-{suffix}", f"{src} (its {kind})", at))
+                out.append(gcp(kind, f"{c.name}-{suffix}", f"{src} (its {kind})", at))
     support = load_support()
     for c in spec.clusters:
         if not any(p.cluster is not None and p.cluster.name == c.name and p.runtime == "gke"
@@ -82,26 +122,22 @@ def derived_names(spec: FleetSpec, pools: Sequence[ResolvedPool],
         at = Where("clusters", name=c.name, field="name")
         vpc, subnet, rule = tpu_second_network_names(c.name)
         src = f"cluster {c.name!r} (its TPU second network)"
-        out += [DerivedName(f"VPC networks of project {gcp_project}", vpc, src, at),
-                DerivedName(f"subnetworks of project {gcp_project}", subnet, src, at),
-                DerivedName(f"firewall rules of project {gcp_project}", rule, src, at)]
+        out += [gcp("VPC networks", vpc, src, at), gcp("subnetworks", subnet, src, at),
+                gcp("firewall rules", rule, src, at)]
     tpu_vm_pools = [p for p in pools if p.runtime == "tpu-vm"]
     if tpu_vm_pools:
         at = Where("pools", name=tpu_vm_pools[0].name, field="runtime")
         src = f"the Cloud TPU VM pools (pool {tpu_vm_pools[0].name!r})"
-        out.append(DerivedName(f"service accounts of project {gcp_project}",
-                               node_account_id(TPU_VMS_NAME), src, at))
+        out.append(gcp("service accounts", node_account_id(TPU_VMS_NAME), src, at))
         for suffix, kind in (("vpc", "VPC networks"), ("subnet", "subnetworks"),
                              ("router", "routers"), ("allow-internal", "firewall rules")):
-            out.append(DerivedName(f"{kind} of project {gcp_project}",
-                                   f"{TPU_VMS_NAME}-{suffix}", src, at))
+            out.append(gcp(kind, f"{TPU_VMS_NAME}-{suffix}", src, at))
         if any(p.shape.tpu is not None and support.second_network_for(p.shape.tpu.key)
                for p in tpu_vm_pools):
             vpc, subnet, rule = tpu_second_network_names(TPU_VMS_NAME)
             src = f"the Cloud TPU VM pools' second network (pool {tpu_vm_pools[0].name!r})"
-            out += [DerivedName(f"VPC networks of project {gcp_project}", vpc, src, at),
-                    DerivedName(f"subnetworks of project {gcp_project}", subnet, src, at),
-                    DerivedName(f"firewall rules of project {gcp_project}", rule, src, at)]
+            out += [gcp("VPC networks", vpc, src, at), gcp("subnetworks", subnet, src, at),
+                    gcp("firewall rules", rule, src, at)]
     for p in [*pools, *system_pools]:
         out += _pool_names(p, gcp_project, aws_account)
     routing = list(routing)
@@ -151,11 +187,16 @@ def _pool_names(p: ResolvedPool, project: str, account: str) -> list[DerivedName
         for i, vm in enumerate(tpu_vm_names(p.name, slices)):
             what = f"{src} (slice {i} of multislice {slices})" if slices > 1 else src
             out.append(DerivedName(f"Cloud TPU VMs of project {project} zone {zone}", vm,
-                                   what, at))
+                                   what, at, "zone"))
         return out
     if cluster is None:
         return out
     if p.runtime == "gke":
+        tpu = p.shape.tpu
+        if tpu is not None and p.shape.multi_host and tpu.placement == "workload-policy":
+            out.append(DerivedName(f"resource policies of project {project} region {p.region}",
+                                   workload_policy_name(p.name, cluster, p.shape.topology_str),
+                                   f"{src} (its workload policy)", at, "region"))
         for i, node_pool in enumerate(slice_pool_names(p.name, slices)):
             what = f"{src} (slice {i} of multislice {slices})" if slices > 1 else src
             out.append(DerivedName(f"GKE node pools of cluster {cluster!r}", node_pool, what,
@@ -163,15 +204,15 @@ def _pool_names(p: ResolvedPool, project: str, account: str) -> list[DerivedName
     else:
         out.append(DerivedName(f"EKS node groups of cluster {cluster!r} (account {account})",
                                p.name, src, at))
-        cap = p.spec.capacity
-        if p.placement == "compact" and not (cap.reservation and cap.block):
+        if p.placement_group:
             out.append(DerivedName("Pulumi names of aws:ec2/placementGroup:PlacementGroup",
-                                   f"{cluster}-{p.name}", f"{src} (its placement group)", at))
+                                   f"{cluster}-{p.name}", f"{src} (its placement group)", at,
+                                   "stack"))
     if p.shape.kind == "cpu":
         component = system_component_name(cluster) if p.system else p.name
         kind = "CpuNodePool" if p.runtime == "gke" else "CpuNodeGroup"
         out.append(DerivedName(f"Pulumi names of accelfleet {kind} components", component,
-                               src, at))
+                               src, at, "stack"))
     return out
 
 

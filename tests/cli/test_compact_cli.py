@@ -43,7 +43,9 @@ def _header(lines: list[str]) -> bool:
 def test_compact_table_on_laptop_widths(columns: int, command: list[str]) -> None:
     lines = run(columns, *command, str(EXAMPLE_STACK))
     assert _header(lines), "\n".join(lines)
-    assert len(lines) <= 20, "\n".join(lines)  # 8 pools, a few folded cells, the totals
+    # 8 pools, a few folded cells, the totals; the EKS system pool's zones are the account's,
+    # decided at deploy (issue 36), and that cell folds at 120 columns
+    assert len(lines) <= 21, "\n".join(lines)
     assert all(len(line) <= columns for line in lines)
     # no key/value block: a label never starts a line of its own
     assert not any(re.match(r"\s+pool  \S", line) for line in lines)

@@ -40,7 +40,9 @@ def test_markdown_diff_of_the_example_v2(base_plan: Path, tmp_path: Path) -> Non
     assert "to add" in summary and "monthly cost **+$" in summary
     assert "1 replacement destroys nodes" in summary
     assert md.index(summary) < md.index("<details>")  # summary first, details folded
-    assert "REPLACES TPU slice v5p-slice (its nodes are destroyed and recreated): " \
+    # the nodes counted and the gate named (issue 36, class 4)
+    assert "REPLACES TPU slice v5p-slice (its 16 nodes are destroyed, 32 created; the gate " \
+           "proves each new node again before it takes work): " \
            "placementPolicy.tpuTopology 4x4x4 → 4x4x8" in md
     base = {p["name"]: p for p in json.loads(base_plan.read_text())["pools"]}
     h100 = base["h100-train"]["monthly_usd"]
@@ -102,7 +104,9 @@ def test_base_ref_plans_the_stack_file_at_the_ref(tmp_path: Path) -> None:
         assert bad.exit_code == 2 and words in bad.output, bad.output
     # a stack that is new in this change: everything is added
     other = repo / "stacks" / "Pulumi.other.yaml"
-    other.write_text(EXAMPLE_STACK.read_text())
+    # in another project and account: the example's names beside it would collide (issue 36)
+    other.write_text(EXAMPLE_STACK.read_text().replace("acme-ml-prod", "acme-ml-dev")
+                     .replace("123456789012", "210987654321"))
     new = runner.invoke(app, ["plan", str(other), "--base-ref", "main", "--format", "json"])
     assert new.exit_code == 0, new.output
     assert json.loads(new.output)["summary"]["removed"] == 0

@@ -53,7 +53,10 @@ def fleets_and_changes(draw: st.DrawFn) -> tuple[list[dict[str, Any]], str, str]
 
 def _plan(tmp: Path, name: str, pool_list: list[dict[str, Any]]) -> dict[str, Any]:
     spec = {**copy.deepcopy(BASE), "pools": pool_list}
-    path = tmp / f"Pulumi.{name}.yaml"
+    # each version of the stack in a directory of its own: two stack files side by side are
+    # two stacks, whose project-wide names would collide (fleet.rules.scope, issue 36)
+    (tmp / name).mkdir(exist_ok=True)
+    path = tmp / name / f"Pulumi.{name}.yaml"
     path.write_text(yaml.safe_dump({"config": {"accelfleet:fleet": spec}}), encoding="utf-8")
     return run_plan(path).to_dict()
 

@@ -66,3 +66,47 @@ def test_on_demand_groups_keep_the_default() -> None:
     group, ignored = _groups("on-demand")
     assert group["updateConfig"] == {"maxUnavailable": 1}
     assert ignored == []
+
+
+# -- issue 36: a reservation is placed where it was made ---------------------------------------
+
+PG = "aws:ec2/placementGroup:PlacementGroup"
+LT = "aws:ec2/launchTemplate:LaunchTemplate"
+
+
+def _built(pool_fields: dict[str, Any]) -> list[Any]:
+    spec = copy.deepcopy(SPEC)
+    spec["pools"] = [dict(spec["pools"][0], **pool_fields)]
+    mocks = _Mocks()
+    pulumi.runtime.set_mocks(mocks, preview=False)
+    fleet = validate_fleet(spec)
+
+    @pulumi.runtime.test  # type: ignore[untyped-decorator]
+    def run() -> Any:
+        c = fleet.spec.clusters[0]
+        return build_aws_cluster(c, fleet.pools_in(c.name), fleet, load_catalog(),
+                                 pulumi.ResourceOptions()).endpoint
+
+    run()
+    return list(mocks.resources)
+
+
+@pytest.mark.parametrize(("fields", "grouped"), [
+    # the issue's instance: an EFA pool on a targeted On-Demand Capacity Reservation
+    ({"capacity": {"reservation": "cr-0123456789abcdef0"}}, False),
+    # own: the same with `placement: compact` written out
+    ({"capacity": {"reservation": "cr-0123456789abcdef0"}, "placement": "compact"}, False),
+    # own: a compact pool without EFA on an ODCR
+    ({"capacity": {"reservation": "cr-0123456789abcdef0"}, "placement": "compact",
+      "fabric": "off"}, False),
+    ({"capacity": {"reservation": "cr-0123456789abcdef0", "block": True}}, False),
+    ({"capacity": "on-demand"}, True),
+    ({"capacity": "spot"}, True),
+])
+def test_a_reserved_pool_gets_no_placement_group_of_its_own(fields: dict[str, Any],
+                                                            grouped: bool) -> None:
+    resources = _built(fields)
+    groups = [r for r in resources if r.typ == PG]
+    (template,) = [r for r in resources if r.typ == LT and r.name == "p5-lt"]
+    assert bool(groups) is grouped
+    assert ("placement" in template.inputs) is grouped

@@ -191,9 +191,11 @@ def test_hugepages_only_where_a_node_recorded_them() -> None:
     flavors = {f.name: f for f in routing_of(spec)["eks"].flavors}
     assert flavors["p5e"].quota["hugepages-2Mi"] == 42242
     assert "hugepages-2Mi" not in flavors["g6"].quota
-    # derived memory: 2048 GiB less nodeadm's kube-reserved for its 100 max Pods
-    # (11 x 100 + 255 MiB), the 100 MiB eviction threshold and the huge pages
-    assert flavors["p5e"].quota["memory"] == 2048 * GIB - 1355 - 100 - 42242 - EKS_EFA_DS[1]
+    # the recorded p5's allocatable memory (the same host): deriving it from the instance's
+    # 2048 GiB (less nodeadm's kube-reserved, eviction and huge pages) came out ~47 GiB above
+    # what the node offers, the kernel's share left out (issue 36)
+    assert flavors["p5e"].quota["memory"] == 2052371068 // 1024 - EKS_EFA_DS[1]
+    assert flavors["p5e"].quota["memory"] < 2048 * GIB - 1355 - 100 - 42242 - 46 * GIB
     # g6.2xlarge: 8 vCPUs, 32 GiB, 58 max Pods -> 8000 - 90 m, 32768 - 893 - 100 MiB
     assert (flavors["g6"].quota["cpu"], flavors["g6"].quota["memory"]) == (
         7910 - EKS_GPU_DS[0], 31775 - EKS_GPU_DS[1])

@@ -34,7 +34,11 @@ def _checkout(where: Path, stack: str, *, config_dir: str = "stacks") -> Path:
     folder = where / config_dir
     folder.mkdir()
     shutil.copy(EXAMPLE_STACK, folder / EXAMPLE_STACK.name)
-    shutil.copy(EXAMPLE_STACK, folder / f"Pulumi.{stack}.yaml")
+    # the company's own project and account: a copy of the example in the example's project
+    # would share its project-wide names, which validate refuses (fleet.rules.scope, issue 36)
+    (folder / f"Pulumi.{stack}.yaml").write_text(
+        EXAMPLE_STACK.read_text(encoding="utf-8").replace("acme-ml-prod", f"{stack}-fleet-prod")
+        .replace("123456789012", "210987654321"), encoding="utf-8")
     return where
 
 
