@@ -20,7 +20,7 @@ def zones_short(zones: list[str]) -> str:
     `us-central1-a`, AWS `us-east-1a`); else each zone, comma-separated (a line may break
     after a comma)."""
     if not zones:
-        return "(account's, at deploy)"
+        return "(at deploy)"
     head = zones[0][:-1]
     if len(zones) > 1 and all(len(z) == len(zones[0]) and z[:-1] == head for z in zones):
         return head + ",".join(z[-1] for z in zones)

@@ -38,6 +38,8 @@ EXAMPLES: dict[tuple[str, ...], tuple[str, ...]] = {
                        "accelfleet smoke run --outputs outputs.json --quarantine"),
     ("smoke", "release"): (f"accelfleet smoke release gke-ml-h100-9c1d --stack {PROD}",),
     ("smoke", "status"): (f"accelfleet smoke status {PROD}",),
+    ("smoke", "report"): ("accelfleet smoke report results/run.json --html report.html "
+                          "--junit junit.xml",),
     ("smoke", "history"): ("accelfleet smoke history --pool h100-train --last 20",),
     ("smoke", "nccl-log"): ("accelfleet smoke nccl-log rank0.log --fabric efa --nics 32",
                             "kubectl logs POD | accelfleet smoke nccl-log - --fabric tcpxo"),

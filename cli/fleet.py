@@ -145,7 +145,7 @@ def _show(path: str, fleet: Fleet, user: list[dict[str, Any]],
         table.add_row(*map(literal, (
             r["name"], r["team"], r["cluster"] or "(tpu-vm)", r["machine_type"],
             r["accelerator"], r["topology"] or "-", r["nodes"], r["devices"],
-            ",".join(r["zones"]) or "(account's, at deploy)", r["capacity"],
+            ",".join(r["zones"]) or "(at deploy)", r["capacity"],
             r["gpu_networking"] or "-", pool_usd(r),
             price_source(r, r["region"], provenance=True))))
     marks = [_warned(r, fleet.warnings) for r in rows]

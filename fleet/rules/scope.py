@@ -47,11 +47,16 @@ def _sibling_fleet(path: Path) -> Fleet | None:
 
 
 def sibling_stacks(path: str | Path) -> list[Path]:
-    """The other stack files beside `path`, sorted."""
+    """The other stack files beside `path`, sorted; the example stack (Pulumi.example.yaml,
+    the project's demo, read only: never deployed, fleet.stack.rule) is not one: a team's
+    stack copied from it and not yet given its own project is not refused for the copy."""
+    from fleet.stack.read import EXAMPLE_STACK
+
     here = Path(path).resolve()
     if not here.name.startswith("Pulumi.") or not here.parent.is_dir():
         return []
-    return sorted(p for p in here.parent.glob(STACK_FILES) if p.resolve() != here)
+    return sorted(p for p in here.parent.glob(STACK_FILES)
+                  if p.resolve() != here and p.name != EXAMPLE_STACK.name)
 
 
 def cross_stack_problems(path: str | Path, fleet: Fleet,

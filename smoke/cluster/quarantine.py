@@ -385,11 +385,21 @@ def _quarantined_units(api: CoreV1Api, pool: str) -> _Before:
     return _Before(units)
 
 
-def _labelled(api: CoreV1Api) -> list[dict[str, Any]]:
+def _labelled(api: CoreV1Api, *, named: bool = False) -> list[dict[str, Any]]:
+    """The nodes labelled quarantined that read as Nodes; `named`: also those that do not
+    but carry a name (`smoke status` lists them, saying what is malformed)."""
     resp = with_retries(api.list_node, label_selector=f"{KEY}={VALUE}", _preload_content=False,
                         _request_timeout=REQUEST_TIMEOUT_S)
     items = _json(resp).get("items")
-    return [n for n in items if _is_node(n)] if isinstance(items, list) else []
+    if not isinstance(items, list):
+        return []
+    return [n for n in items if _is_node(n) or (named and _named(n))]
+
+
+def _named(item: object) -> bool:
+    """An object with a name (metadata.name a string), however malformed the rest."""
+    meta = item.get("metadata") if isinstance(item, dict) else None
+    return isinstance(meta, dict) and isinstance(meta.get("name"), str) and bool(meta["name"])
 
 
 def _slices(api: CoreV1Api, pool: PoolReport, bad: dict[str, list[ProbeResult]]

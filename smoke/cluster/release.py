@@ -211,13 +211,19 @@ def quarantined(clients: Mapping[str, ApiClient]) -> list[Quarantined]:
     now = _now()
     rows = []
     for c, cl in sorted(clients.items()):
-        for node in _labelled(k.CoreV1Api(cl)):
-            meta, spec = node["metadata"], node.get("spec") or {}
-            ann = {a: v for a, v in (meta.get("annotations") or {}).items()
-                   if a.startswith(PREFIX)}
+        for node in _labelled(k.CoreV1Api(cl), named=True):
+            from smoke.cluster.objects import node_problem
+
+            meta = node["metadata"]
+            raw_spec = node.get("spec")
+            spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
+            raw_ann = meta.get("annotations")
+            ann = {a: v for a, v in (raw_ann.items() if isinstance(raw_ann, dict) else ())
+                   if isinstance(a, str) and a.startswith(PREFIX)}
             since = aware_time(ann.get(PREFIX + "since"))
             age = None if since is None else (now - since).total_seconds()
             taints, problem = taints_of(node)
+            problem = problem or node_problem(node)
             rows.append(Quarantined(c, meta["name"], ann, spec.get("unschedulable") is True,
                                     any(t.get("key") == KEY and t.get("effect") == EFFECT
                                         for t in taints), age, problem))

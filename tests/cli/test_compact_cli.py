@@ -102,7 +102,7 @@ def test_zones_short() -> None:
     assert zones_short(["us-central1-a", "us-central1-b"]) == "us-central1-a,b"
     assert zones_short(["us-east-1a", "us-east-1b"]) == "us-east-1a,b"
     assert zones_short(["us-east-1a", "us-east-1-atl-1a"]) == "us-east-1a, us-east-1-atl-1a"
-    assert zones_short([]) == "(account's, at deploy)"
+    assert zones_short([]) == "(at deploy)"
 
 
 def test_price_from_another_region_names_it(tmp_path: Path) -> None:

@@ -36,7 +36,10 @@ def test_validate_shows_each_pools_gate(tmp_path: Path) -> None:
     result = runner.invoke(app, ["fleet", "validate", str(opted)])
     assert result.exit_code == 0, result.output
     assert "gate off (spot churn): l4-spot" in result.output
-    shadow = tmp_path / "Pulumi.shadow.yaml"  # issue 35: shadow mode and on_fail in words
+    # issue 35: shadow mode and on_fail in words (a folder of its own: two stack files side
+    # by side deploying one project's names are refused, issue 36)
+    (tmp_path / "shadow").mkdir()
+    shadow = tmp_path / "shadow" / "Pulumi.shadow.yaml"
     shadow.write_text(Path(EXAMPLE).read_text().replace(
         "        capacity: spot\n",
         "        capacity: spot\n        gate: {mode: shadow}\n", 1), encoding="utf-8")

@@ -30,7 +30,10 @@ def two_stacks(own_project: Path) -> Path:
     assert marker in text
     acme = text.replace(marker, marker + f"        expires: {EXPIRED}\n", 1)
     (stacks / "Pulumi.acme.yaml").write_text(acme, encoding="utf-8")
-    (stacks / "Pulumi.beta.yaml").write_text(text, encoding="utf-8")
+    # beta deploys to a project and an account of its own: two stacks deploying the same
+    # project's names are refused (issue 36, fleet.rules.scope)
+    beta = text.replace("acme-ml-prod", "acme-ml-beta").replace("123456789012", "210987654321")
+    (stacks / "Pulumi.beta.yaml").write_text(beta, encoding="utf-8")
     return stacks
 
 

@@ -518,7 +518,8 @@ def test_a_lease_that_does_not_read_is_never_acted_on_and_is_counted(
 def test_smoke_status_leaves_out_a_quarantined_node_that_does_not_read(
         fake_cluster: Any, tmp_path: Path) -> None:
     """`smoke status` lists the nodes labelled quarantined; one whose taints are a string (it
-    crashed the listing) is left out, the others listed."""
+    crashed the listing) is listed with what is malformed about it (issue 38), never read as
+    taints."""
     from smoke.cluster.release import quarantined
 
     ok = gke_gated_node("h100-train", "gke-h100-train-0")
@@ -528,7 +529,10 @@ def test_smoke_status_leaves_out_a_quarantined_node_that_does_not_read(
     fake_cluster.add_node_object(ok)
     fake_cluster.add_node_object(bad)
     rows = quarantined({"ml-gke": client_of(fake_cluster, tmp_path)})
-    assert [r.node for r in rows] == ["gke-h100-train-0"]
+    assert [(r.node, bool(r.problem)) for r in sorted(rows, key=lambda r: r.node)] == [
+        ("gke-h100-train-0", False), ("gke-h100-train-1", True)]
+    assert "spec.taints" in next(r.problem for r in rows if r.problem)
+    assert not next(r for r in rows if r.problem).tainted
 
 
 def test_smoke_release_of_a_node_that_does_not_read_says_so_and_changes_nothing(

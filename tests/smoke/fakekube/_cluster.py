@@ -106,6 +106,7 @@ class FakeCluster(_KueueControllers):
         self._expanded: set[str] = set()  # JobSets whose Jobs were created
         self._autoscaled = {}  # node pools the autoscaler grows (add_autoscaled_pool)
         self._admitting = {}  # Kueue: job uid -> its admission so far
+        self.controller_errors = []  # what a controller tick raised (the loop goes on)
         self.accepted = []  # the ProvisioningRequests the autoscaler accepted
         self.accept_requests = True  # False: the autoscaler leaves every request waiting
 

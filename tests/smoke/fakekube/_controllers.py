@@ -58,6 +58,7 @@ class _Controllers:
     _pull_s: dict[str, float]  # node -> how long its image pull holds a pod (set_node_pull_s)
     _placed: dict[Key, float]  # pod -> when the kubelet first saw it on its node
     _downward: dict[Key, list[tuple[Path, str]]]  # pod -> downward API files and their fields
+    controller_errors: list[str]  # what a controller tick raised (the loop goes on)
     _registered: dict[str, str]  # Node name -> uid: the nodes the node controller has seen
 
     def create(self, plural: str, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -69,7 +70,11 @@ class _Controllers:
     def _control_loop(self) -> None:
         while not self._stop.wait(self.tick_s):
             with self.lock:
-                self._tick()
+                try:
+                    self._tick()
+                except Exception as exc:  # one bad object must not stop every controller
+                    # (a test would hang on a deadline instead of failing on what it checks)
+                    self.controller_errors.append(f"{type(exc).__name__}: {exc}")
 
     def _tick(self) -> None:
         self._node_lifecycle()
@@ -91,6 +96,10 @@ class _Controllers:
           pass): a Node deleted and registered again between two passes is neither."""
         nodes = {o["metadata"]["name"]: o for _k, o in self._of_kind("nodes")}
         for name, node in nodes.items():
+            spec = node.get("spec")
+            if not isinstance(spec, dict) or not isinstance(spec.get("taints") or [], list) \
+                    or not all(isinstance(t, dict) for t in spec.get("taints") or []):
+                continue  # a hostile answer's node: the real API server refuses such a Node
             if name not in self._registered:
                 self._registered[name] = node["metadata"]["uid"]
                 self._node_event(node, "RegisteredNode",
