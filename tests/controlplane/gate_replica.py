@@ -60,12 +60,18 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
 
     def watch_leadership() -> None:
-        was = None
+        was, said = None, 0.0
         while not stop.is_set():
             now = gate.is_leader() if gate.elector is not None else False
             if now != was:
                 gate.say(event="leader", leader=now)
                 was = now
+            elif time.monotonic() - said > 1.0:  # alive (a test sees a resumed replica run)
+                gate.say(event="tick", leader=now)
+            else:
+                time.sleep(0.02)
+                continue
+            said = time.monotonic()
             time.sleep(0.02)
 
     threading.Thread(target=watch_leadership, daemon=True).start()
