@@ -44,6 +44,8 @@ from typing import Any
 
 from tests.controlplane._kubelet_logs import LogHandler, LogServer
 from tests.controlplane._rest import Rest, RestError
+from tests.smoke.fakekube._api import _field_ref as field_ref
+from tests.smoke.fakekube._api import _remap as remap
 
 TERMINAL = ("Succeeded", "Failed")
 NODE_LEASE_NS = "kube-node-lease"
@@ -55,26 +57,6 @@ def now() -> str:
 
 def micro_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def field_ref(pod: dict[str, Any], path: str | None) -> str:
-    m = re.fullmatch(r"metadata\.(labels|annotations)\['([^']+)'\]", path or "")
-    if m:
-        return str((pod["metadata"].get(m.group(1)) or {}).get(m.group(2), ""))
-    table = {"metadata.name": pod["metadata"]["name"],
-             "metadata.namespace": pod["metadata"].get("namespace", ""),
-             "metadata.uid": pod["metadata"]["uid"],
-             "spec.nodeName": pod["spec"].get("nodeName", ""),
-             "spec.serviceAccountName": pod["spec"].get("serviceAccountName", ""),
-             "status.podIP": "127.0.0.1", "status.hostIP": "127.0.0.1"}
-    return str(table.get(path or "", ""))
-
-
-def remap(value: str, mounts: dict[str, Path]) -> str:
-    for mount_path, local in sorted(mounts.items(), key=lambda kv: -len(kv[0])):
-        if value == mount_path or value.startswith(mount_path.rstrip("/") + "/"):
-            return str(local) + value[len(mount_path.rstrip("/")):]
-    return value
 
 
 @dataclass
@@ -136,11 +118,16 @@ class Kubelet:
                                {"type": "Hostname", "address": name}]
         status["daemonEndpoints"] = {"kubeletEndpoint": {"Port": self.port}}
         status.setdefault("capacity", dict(status.get("allocatable") or {}))
-        status.setdefault("nodeInfo", {
-            "machineID": "", "systemUUID": "", "bootID": os.urandom(8).hex(),
-            "kernelVersion": "6.6.0", "osImage": "Container-Optimized OS",
-            "containerRuntimeVersion": "containerd://2.0.0", "kubeletVersion": "v1.36.2",
-            "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": "amd64"})
+        # only what the stand-in knows: a boot ID per registration (a reboot gives another),
+        # and the architecture and OS the recorded node's labels say; the recordings carry no
+        # nodeInfo, so nothing else is made up
+        labels = node["metadata"].get("labels") or {}
+        info = {"bootID": os.urandom(8).hex()}
+        for field_name, label in (("architecture", "kubernetes.io/arch"),
+                                  ("operatingSystem", "kubernetes.io/os")):
+            if labels.get(label):
+                info[field_name] = labels[label]
+        status.setdefault("nodeInfo", info)
         node.pop("apiVersion", None)
         node.pop("kind", None)
         node["metadata"].pop("resourceVersion", None)

@@ -6,25 +6,15 @@ scheduler binds it by taints and tolerations, the stand-in runs it, its log is r
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
 
 from tests.controlplane.cluster import RealCluster
 from tests.smoke.nodes import gke_node
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.controlplane
-
-
-def wait_for(what: Any, timeout_s: float = 60.0, every_s: float = 0.05) -> Any:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        got = what()
-        if got:
-            return got
-        time.sleep(every_s)
-    raise AssertionError(f"still not true after {timeout_s} s: {what}")
 
 
 def _job(name: str, argv: list[str], *, tolerate: bool = True) -> dict[str, Any]:

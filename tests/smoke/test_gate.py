@@ -33,21 +33,11 @@ from tests.smoke.gate_cluster import (
     routed,
     tpu_report,
 )
+from tests.waiting import wait_for
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-
-
-def wait_for(what: Any, timeout_s: float = 60.0, every_s: float = 0.05) -> Any:
-    """Poll `what()` until it is truthy (a test's patience, not a timed assertion)."""
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        got = what()
-        if got:
-            return got
-        time.sleep(every_s)
-    raise AssertionError(f"still not true after {timeout_s} s: {what}")
 
 
 def node(cluster: Any, name: str) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from fleet.labels import (
     SMOKE_KEY,
     STARTUP_TAINT_PREFIX,
 )
+from tests import waiting
 from tests.controlplane.cluster import RealCluster
 from tests.smoke.gate_cluster import (
     NAMESPACE,
@@ -44,14 +46,8 @@ def _no_history(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("ACCELFLEET_HISTORY", str(tmp_path / "history.sqlite"))
 
 
-def wait_for(what: Any, timeout_s: float = 90.0, every_s: float = 0.1) -> Any:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        got = what()
-        if got:
-            return got
-        time.sleep(every_s)
-    raise AssertionError(f"still not true after {timeout_s} s: {what}")
+# patience on the real plane (its controllers' own periods, under load)
+wait_for = partial(waiting.wait_for, timeout_s=90.0, every_s=0.1)
 
 
 def node(kube: RealCluster, name: str) -> dict[str, Any]:

@@ -165,7 +165,9 @@ def _field_ref(pod: dict[str, Any], path: str | None) -> str:
     table = {"metadata.name": pod["metadata"]["name"],
              "metadata.namespace": pod["metadata"].get("namespace", ""),
              "metadata.uid": pod["metadata"]["uid"], "spec.nodeName": pod["spec"].get(
-                 "nodeName", ""), "status.podIP": "127.0.0.1", "status.hostIP": "127.0.0.1"}
+                 "nodeName", ""),
+             "spec.serviceAccountName": pod["spec"].get("serviceAccountName", ""),
+             "status.podIP": "127.0.0.1", "status.hostIP": "127.0.0.1"}
     return str(table.get(path or "", ""))
 
 
