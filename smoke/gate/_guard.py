@@ -51,7 +51,7 @@ class Guard:
         """A node object the watch kept out (`_watch.NodeWatch.rejected`)."""
         self.skipped("node")
         if self.gate.options.once:  # a node it could not judge: never a clean exit 0
-            from smoke.gate.controller import NodeResult
+            from smoke.gate._model import NodeResult
 
             shown = name or "(no name)"
             self.problem(f"node {shown} does not read as a Node ({problem}): skipped")
@@ -125,7 +125,7 @@ class Guard:
         """Writing a proof's verdicts stopped (an API error, a node that turned malformed):
         each node of the unit still claimed by the run goes back to unproven (gated; the
         claim must not outlive the proof) and is tried again with backoff."""
-        from smoke.gate.controller import NodeResult
+        from smoke.gate._model import NodeResult
 
         why = f"its verdict could not be recorded: {type(exc).__name__}: {str(exc)[:300]}"
         self.problem(f"recording proof {run_id}: {type(exc).__name__}: {str(exc)[:300]}")
@@ -161,7 +161,7 @@ class Guard:
         it was: unproven, or a re-proof's node to proven) or its unit failed (UNIT: back to
         unproven, gated, even after a re-proof: a slice or a fabric unit that failed is not
         put back in service), tried again with backoff."""
-        from smoke.gate.controller import NodeResult
+        from smoke.gate._model import NodeResult
 
         delay = self._backoff(name)
         if verdict == UNIT:

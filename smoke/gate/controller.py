@@ -26,104 +26,35 @@ The loop, on the leader only (a Lease; a standby watches and waits):
 
 from __future__ import annotations
 
-import os
-import socket
 import threading
 import time
-from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
-from functools import partial
-from pathlib import Path
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from fleet import smoke_defaults as SD
 from smoke.cluster.access import with_retries
 from smoke.cluster.objects import pod_problem, valid
 from smoke.gate import _hours as H
 from smoke.gate import _kube as K
+from smoke.gate import _verdict as V
 from smoke.gate import lifecycle as L
 from smoke.gate import nodes as N
 from smoke.gate._cap import Caps
 from smoke.gate._guard import Guard
-from smoke.gate._proof import FAIL, FINAL, INFRA, PASS, Outcome, Unit
+from smoke.gate._model import LEASE_NAME, GateOptions, GateSummary, NodeResult
+from smoke.gate._proof import FAIL, FINAL, Unit
+from smoke.gate._verdict import CROSS_NODE_TIER
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
     from fleet.inventory import Inventory, InventoryPool
 
-LEASE_NAME = "accelfleet-gate"
-CROSS_NODE_TIER = 3  # the agent's first tier across nodes (smoke.cluster.workload --cross-node)
+
 IDLE_RECHECK_S = 10.0  # shadow mode: how long a node found running work is left alone
 
 
-def _identity() -> str:
-    return f"{socket.gethostname()}-{os.getpid()}"
-
-
-@dataclass(frozen=True)
-class GateOptions:
-    namespace: str = SD.NAMESPACE  # where proofs run and the Lease lives
-    once: bool = False  # prove the gated nodes present now, then return
-    identity: str = field(default_factory=_identity)
-    elect: bool = True  # leader election on the Lease (False: act alone, tests of one)
-    lease_name: str = LEASE_NAME
-    lease_s: float = 15.0
-    timeout_s: int = SD.TIMEOUT_S  # one proof's deadline
-    tier: int | None = None  # None: each pool's gate.max_tier
-    images: Mapping[str, str] = field(default_factory=dict)
-    parallel: int = 16  # proofs at once
-    batch: int = 16  # a pool's ready new nodes proven together, at most this many a proof
-    retry_first_s: float = 5.0  # infrastructure errors: backoff from here, doubling ...
-    retry_max_s: float = 300.0  # ... up to here
-    once_wait_s: float | None = None  # --once: how long a node may take to turn Ready
-    poll_s: float = 0.5  # the launcher's pod polling
-    watch_timeout_s: int = 300
-    history: Path | None = None  # proofs recorded here (None with record_history: default)
-    record_history: bool = False
-    sync_wait_s: float = 30.0  # --once: the node list must answer within this (else exit 2)
-    breaker_ratio: float = 0.5  # quarantine stops past this share of failed proofs (_cap)
-    breaker_window_s: float = 1800.0
-    breaker_min_verdicts: int = 4
-
-
-@dataclass
-class NodeResult:
-    """The last word on one node in this controller's life."""
-
-    node: str
-    pool: str
-    verdict: str  # pass, fail, infra, gone, waiting
-    reason: str
-    run_id: str = ""
-    ready_to_proven_s: float | None = None
-    proof_s: float = 0.0  # the whole proof: submit, schedule, run, judge, clean up
-    probe_s: float | None = None  # the agent's own run on the node (its pod's run time)
-    proven_at: float | None = None  # wall clock (time.time()) of the pass being recorded
-
-
-@dataclass
-class GateSummary:
-    """What a run of the controller did, node by node (for `--once`: every node it had to
-    prove); `ok`: every such node passed."""
-
-    cluster: str
-    results: dict[str, NodeResult] = field(default_factory=dict)
-    proofs: int = 0  # proofs launched
-    lists: int = 0  # full node lists (1 + one per 410)
-    leader: bool = False
-    errors: list[str] = field(default_factory=list)
-    api_problems: list[str] = field(default_factory=list)  # the API failed it (exit 2)
-    targets: tuple[str, ...] = ()  # --once: the nodes it had to prove
-    unsynced: bool = False  # --once: the nodes were never listed (no targets known)
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors and not self.unsynced and all(
-            r.verdict == PASS for r in self.results.values()) and all(
-            t in self.results for t in self.targets)
+__all__ = ["CROSS_NODE_TIER", "LEASE_NAME", "Gate", "GateOptions", "GateSummary", "NodeResult"]
 
 
 class Gate:
@@ -396,7 +327,7 @@ class Gate:
                         # node gets the cross-node fabric check, never a proof without it
                     jobs.append((Unit(name, (ready[0].name,),
                                       (peers[0].name,) if peers else ()), pool))
-            elif pool.kind == "gpu" and self._tier(pool) < CROSS_NODE_TIER:
+            elif pool.kind == "gpu" and V.pool_tier(self, pool) < CROSS_NODE_TIER:
                 # per-node tiers only: the pool's ready new nodes in one proof (one Job, a pod
                 # pinned to each), at most `batch` a proof; each node still gets its verdict
                 size = max(1, self.options.batch)
@@ -538,185 +469,9 @@ class Gate:
                   if p.gate is not None and p.gate.queue}
         return [self.options.namespace, *sorted(queued - {self.options.namespace})]
 
-    # -- one proof ----------------------------------------------------------------------
+    # -- one proof (smoke/gate/_verdict.py) ----------------------------------------------
     def _prove(self, unit: Unit, pool: InventoryPool) -> None:
-        from smoke.gate._proof import proof_namespace, prove, render
-
-        _, run_id, cancel = self.inflight[unit.nodes[0]]
-        o = self.options
-        started = time.monotonic()
-        self.summary.proofs += 1
-        try:
-            assert pool.gate is not None
-            tier = self._unit_tier(pool, unit)
-            rendered = render(self.inventory, pool, unit, run_id=run_id,
-                              namespace=o.namespace, tier=tier, timeout_s=o.timeout_s,
-                              images=dict(o.images))
-            outcome = prove(self.client, self.cluster, rendered, unit,
-                            stack=self.inventory.stack, timeout_s=o.timeout_s, stop=cancel,
-                            poll_s=o.poll_s)
-        except Exception as exc:
-            K.delete_run(self.core, self.batch, self.custom,
-                         proof_namespace(pool, unit, o.namespace), run_id)
-            why = f"the proof failed to run: {type(exc).__name__}: {str(exc)[:300]}"
-            outcome = Outcome(None, dict.fromkeys(unit.nodes, INFRA),
-                              dict.fromkeys(unit.nodes, why))
-        proof_s = time.monotonic() - started
-        try:
-            if self.is_leader():
-                try:
-                    self._apply(unit, pool, run_id, outcome, proof_s)
-                except Exception as exc:  # an API error, a node turned malformed: no claim
-                    # outlives it, and the operator sees why the verdict was not written
-                    self._problem(K.refused(exc, f"writing proof {run_id}'s verdict") or "")
-                    self.guard.apply_failed(unit, pool, run_id, exc)
-            else:  # the lease was lost mid-proof (a hang, a stopped process): the verdict is
-                # not written; the leader adopts the node (`_adopt`) and proves it afresh
-                for name in unit.nodes:
-                    self.summary.results[name] = NodeResult(
-                        name, pool.name, INFRA, "this replica lost the lease during the "
-                        "proof; the leader proves the node afresh", run_id)
-        finally:
-            with self.lock:
-                for name in unit.nodes:
-                    self.inflight.pop(name, None)
-                    self.claimed.pop(name, None)
-            with self.wake:
-                self.wake.notify_all()
-
-    def _apply(self, unit: Unit, pool: InventoryPool, run_id: str, outcome: Outcome,
-               proof_s: float) -> None:
-        o = self.options
-        failed = []
-        for name in unit.nodes:
-            verdict, reason = outcome.verdicts[name], outcome.reasons[name]
-            node = K.read_node(self.core, name)
-            if node is None:
-                self.summary.results[name] = NodeResult(name, pool.name, "gone",
-                                                        "deleted mid-proof", run_id)
-                continue
-            now_gate = N.GateNode.of(node)
-            if verdict == PASS:
-                proof: dict[str, Any] = {
-                         "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                         "tiers": f"0-{self._unit_tier(pool, unit)}" + (
-                             "+fabric" if len(unit.hosts) > 1 and pool.gate is not None
-                             and pool.gate.fabric else ""),
-                         "version": _version(), "run": run_id, "verdict": "pass",
-                         "peers": list(unit.peers), **self.claimed.get(name, {})}
-                if K.patch_node(self.core, name, _passing(proof)) is None:
-                    self._replaced(unit, name, node, run_id, pool)
-                    continue
-                K.set_condition(self.core, name, N.condition(True, "ProofPassed",
-                                                             f"proof {run_id} passed"))
-                self._event(node, "GateProofPassed", f"accelfleet gate: proof "
-                             f"{run_id} passed (tiers {proof['tiers']}); the gate taint is "
-                             "lifted", warning=False)
-                since = now_gate.ready_since
-                to_proven = None if since is None else max(
-                    0.0, (datetime.now(UTC) - since).total_seconds())
-                self.backoff.pop(name, None)
-                if to_proven is not None:
-                    self.ready_to_proven.setdefault(pool.name, []).append(to_proven)
-                self.summary.results[name] = NodeResult(
-                    name, pool.name, PASS, reason, run_id, to_proven, proof_s,
-                    _probe_s(outcome, name), time.time())
-            elif verdict == FAIL:
-                held = self._enforced(pool.name)
-                on_fail = pool.gate.on_fail if pool.gate is not None else "keep"
-                K.patch_node(self.core, name, partial(L.failed_patch, on_fail=on_fail)
-                             if held else L.shadow_failed_patch)
-                K.set_condition(self.core, name, N.condition(False, "ProofFailed",
-                                                             f"proof {run_id}: {reason}"))
-                self._event(node, "GateProofFailed", f"accelfleet gate: proof "
-                            f"{run_id} failed; " + (
-                                f"the node is held (cordoned, on_fail: {on_fail}): {reason}"
-                                if held else f"shadow mode, nothing is held: {reason}"),
-                            warning=True)
-                failed.append(name)
-                self.summary.results[name] = NodeResult(name, pool.name, FAIL, reason, run_id,
-                                                        None, proof_s, _probe_s(outcome, name))
-            else:  # no verdict of its own: an infrastructure error, or its unit failed
-                self.guard.held(unit, pool, name, node, verdict, reason, run_id)
-        mine = [r for r in map(self.summary.results.get, unit.nodes)
-                if r is not None and r.run_id == run_id]
-        for r in mine:
-            key = (pool.name, r.verdict)
-            self.verdict_counts[key] = self.verdict_counts.get(key, 0) + 1
-        self.caps.judged(pool.name, [r.verdict for r in mine])
-        report = outcome.report
-        if report is not None and not report.cancelled:
-            if failed and self._enforced(pool.name):  # shadow mode quarantines nothing
-                self._quarantine(report, pool, failed)
-            if o.record_history:
-                self._record(report)
-
-    def _replaced(self, unit: Unit, name: str, node: dict[str, Any], run_id: str,
-                  pool: InventoryPool) -> None:
-        """A pass that belongs to no node now: the node of that name is another Node object
-        (deleted and registered again) or rebooted during the proof. Nothing is lifted; a
-        rebooted node still claimed by this run is given back (it is proven afresh); another
-        Node object is not this proof's to touch."""
-        def release(n: dict[str, Any]) -> dict[str, Any] | None:
-            return self._release(unit)(n) if N.GateNode.of(n).run == run_id else None
-
-        K.patch_node(self.core, name, release)
-        now = N.GateNode.of(node)
-        why = (f"the node changed during proof {run_id} (now uid {now.uid or '?'}, boot ID "
-               f"{now.boot_id or '?'}: registered again or rebooted); its pass is not "
-               "carried over, it is proven afresh")
-        self._event(node, "GateProofVoided", f"accelfleet gate: {why}",
-                     warning=True)
-        self.summary.results[name] = NodeResult(name, pool.name, INFRA, why, run_id)
+        V.prove_unit(self, unit, pool)
 
     def _unit_tier(self, pool: InventoryPool, unit: Unit) -> int:
-        """The tier a proof runs: the pool's per-node tiers, and on a fabric pool's unit of
-        several hosts the cross-node tier too (the fabric check: `gate.max_tier` stops at the
-        per-node tiers, fleet.spec.fields GATE_TOP_TIER)."""
-        tier = self._tier(pool)
-        if pool.gate is not None and pool.gate.fabric and len(unit.hosts) > 1 \
-                and not unit.independent:
-            return max(tier, CROSS_NODE_TIER)
-        return tier
-
-    def _tier(self, pool: InventoryPool) -> int:
-        assert pool.gate is not None
-        return pool.gate.max_tier if self.options.tier is None else self.options.tier
-
-    def _quarantine(self, report: Any, pool: InventoryPool, failed: list[str]) -> None:
-        from smoke.gate._cap import quarantine_failed
-
-        quarantine_failed(self, report, pool, failed)
-
-    def _record(self, report: Any) -> None:
-        from smoke.history import default_path, record
-
-        try:
-            record(report, self.options.history or default_path(), kind="gate")
-        except Exception as exc:
-            self.summary.errors.append(f"history: {type(exc).__name__}: {exc}")
-
-
-def _probe_s(outcome: Outcome, node: str) -> float | None:
-    """The agent's own run time on `node` (its pod's start to finish), from the report."""
-    for pool in outcome.report.pools if outcome.report is not None else ():
-        for o in pool.nodes:
-            if o.node == node and o.timing and o.timing.get("run_s") is not None:
-                return float(o.timing["run_s"])
-    return None
-
-
-def _passing(proof: dict[str, Any]) -> Any:
-    def change(node: dict[str, Any]) -> dict[str, Any] | None:
-        return N.proven_patch(N.GateNode.of(node), proof)
-
-    return change
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("accelfleet")
-    except PackageNotFoundError:
-        return "unknown"
+        return V.unit_tier(self, pool, unit)
