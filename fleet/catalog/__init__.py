@@ -492,7 +492,6 @@ def _nearest_topologies(valid: list[str], parsed: tuple[int, ...] | None) -> lis
 
 
 @cache
-@cache
 def not_built() -> dict[str, str]:
     """Machine types the catalog leaves out, lower case, each with why (not_built.yaml)."""
     data = read_yaml("not_built.yaml")
@@ -507,7 +506,10 @@ def not_built() -> dict[str, str]:
     return out
 
 
+@cache
 def load_catalog() -> Catalog:
-    """The catalog shipped with accelfleet, loaded and checked once per process."""
+    """The catalog shipped with accelfleet, loaded and checked once per process (the data
+    files ship with the package and do not change under a running process; a `Catalog()` of
+    its own reads them afresh). Treat it as read-only: every caller shares it."""
     return Catalog()
 
