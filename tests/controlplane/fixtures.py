@@ -12,6 +12,7 @@ the binaries it is skipped with the reason (`tests.controlplane._plane.missing_r
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -25,6 +26,11 @@ from tests.controlplane._rest import Rest, RestError
 from tests.controlplane.cluster import RealCluster, real_cluster
 
 CRDS = Path(__file__).parent / "crds"
+# The API server's audit log records, at Metadata level, what the service accounts of this
+# namespace ask (the gate controller's, under a token of its rendered RBAC:
+# test_gate_rbac_real.py); nothing else is logged. One audited plane for the run instead of
+# one more per worker.
+AUDITED_NAMESPACE = "accelfleet-gate"
 STARTUP: dict[str, float] = {}  # figures of the run: the fixture's start-up time
 
 
@@ -54,6 +60,23 @@ def install_crds(rest: Rest, timeout_s: float = 60.0) -> list[str]:
     raise AssertionError(f"CRDs not Established after {timeout_s} s: {pending}")
 
 
+def audit_log(plane: ControlPlane) -> Path:
+    """Where `plane` (the run's) writes its audit log: JSON lines, one per request of a
+    service account of AUDITED_NAMESPACE."""
+    return plane.root / "audit.log"
+
+
+def audit_args(root: Path) -> list[str]:
+    policy = root / "audit-policy.json"
+    policy.write_text(json.dumps({
+        "apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
+        "rules": [{"level": "Metadata",
+                   "userGroups": [f"system:serviceaccounts:{AUDITED_NAMESPACE}"]},
+                  {"level": "None"}]}), encoding="utf-8")
+    return [f"--audit-policy-file={policy}", f"--audit-log-path={root / 'audit.log'}",
+            "--audit-log-format=json", "--audit-log-mode=blocking"]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if assets() is not None:
         return
@@ -68,7 +91,7 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
     if assets() is None:
         pytest.skip(missing_reason())
     root = tmp_path_factory.mktemp("controlplane")
-    plane = ControlPlane(root, controllers=True).start()
+    plane = ControlPlane(root, controllers=True, apiserver_args=audit_args(root)).start()
     try:
         STARTUP["control_plane_s"] = plane.started_s
         t0 = time.monotonic()

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +28,10 @@ import pytest
 
 from components.k8s._gate import NAME, GateControllerArgs, gate_objects
 from fleet.inventory import InventoryGate
-from tests.controlplane._plane import ControlPlane, assets
-from tests.controlplane._rest import KINDS, Rest, RestError, path_of
-from tests.controlplane.cluster import RealCluster, real_cluster
-from tests.controlplane.fixtures import install_crds
+from tests.controlplane._plane import ControlPlane
+from tests.controlplane._rest import KINDS, RestError, path_of
+from tests.controlplane.cluster import RealCluster
+from tests.controlplane.fixtures import AUDITED_NAMESPACE, audit_log
 from tests.controlplane.test_gate_real import proof, proven, state, wait_for
 from tests.smoke.gate_cluster import (
     NAMESPACE,
@@ -84,38 +83,17 @@ NOT_RUN_HERE: dict[Perm, str] = {
 }
 
 
-def _policy(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "audit-policy.yaml"
-    path.write_text(json.dumps({
-        "apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
-        "rules": [{"level": "Metadata", "users": [USER]}, {"level": "None"}]}),
-        encoding="utf-8")
-    return path
-
-
-@pytest.fixture(scope="module")
-def audited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ControlPlane, Path]]:
-    """A control plane of this module's own that writes an audit log of the controller's
-    requests."""
-    if assets() is None:
-        pytest.skip("no real control plane")
-    root = tmp_path_factory.mktemp("audited-plane")
-    log = root / "audit.log"
-    plane = ControlPlane(root, controllers=True, apiserver_args=[
-        f"--audit-policy-file={_policy(root / 'audit')}", f"--audit-log-path={log}",
-        "--audit-log-format=json", "--audit-log-mode=blocking"]).start()
-    try:
-        install_crds(Rest(plane.client()))
-        yield plane, log
-    finally:
-        plane.stop()
+@pytest.fixture
+def audited(control_plane: ControlPlane) -> tuple[ControlPlane, Path]:
+    """The run's control plane and its audit log of the gate namespace's service accounts
+    (tests.controlplane.fixtures.audit_args): a test reads the events since it began."""
+    assert USER.startswith(f"system:serviceaccount:{AUDITED_NAMESPACE}:")
+    return control_plane, audit_log(control_plane)
 
 
 @pytest.fixture
-def akube(audited: tuple[ControlPlane, Path], tmp_path: Path) -> Iterator[RealCluster]:
-    with real_cluster(audited[0], tmp_path / "real-cluster") as cluster:
-        yield cluster
+def akube(kube: RealCluster) -> RealCluster:
+    return kube
 
 
 def rendered() -> list[dict[str, Any]]:
@@ -245,9 +223,25 @@ def _scenario(kube: RealCluster, tmp_path: Path, api: Any, *, until_refused: Pat
                 running.gate.summary.results[good].run_id != first
 
         wait_for(done, timeout_s=180)
-        if until_refused is not None:
-            time.sleep(3.0)  # what the refusal leads to has the time to show
+        if until_refused is not None:  # the controller says the refusal (else the test
+            # asserts the proof was stopped by it)
+            with contextlib.suppress(AssertionError):
+                wait_for(lambda: said_forbidden(refusal_shown(kube, running)[1]),
+                         timeout_s=10)
     return running
+
+
+def refusal_shown(kube: RealCluster, running: Any) -> tuple[bool, list[str]]:
+    """Whether a refused call shows: the passing node is not proven, or the controller says
+    403 / Forbidden in its errors or a node's reason; and what it says."""
+    summary = running.gate.summary
+    shown = summary.errors + [r.reason for r in list(summary.results.values())
+                              if r.verdict != "pass"]
+    return not proven(kube, "gke-h100-train-0") or said_forbidden(shown), shown
+
+
+def said_forbidden(shown: list[str]) -> bool:
+    return any("403" in s or "Forbidden" in s or "forbidden" in s for s in shown)
 
 
 def test_the_rendered_rbac_is_all_the_controller_needs_and_all_of_it_is_used(
@@ -273,7 +267,5 @@ def test_each_permission_removed_is_refused_and_the_refusal_shows(
     running = _scenario(akube, tmp_path, api, until_refused=audited[1], since=since)
     _, refused = used(audit(audited[1], since))
     assert any(r.startswith(str(perm)) for r in refused), (perm, refused)
-    summary = running.gate.summary
-    shown = summary.errors + [r.reason for r in summary.results.values() if r.verdict != "pass"]
-    assert not proven(akube, "gke-h100-train-0") or any(
-        "403" in s or "Forbidden" in s or "forbidden" in s for s in shown), (perm, shown)
+    ok, shown = refusal_shown(akube, running)
+    assert ok, (perm, shown)
