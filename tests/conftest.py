@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,3 +65,25 @@ def own_project(tmp_path_factory: pytest.TempPathFactory,
     shutil.copy(EXAMPLE_STACK, project / "stacks" / EXAMPLE_STACK.name)
     monkeypatch.chdir(project)
     return project
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """With ACCELFLEET_TEST_CPU=FILE, each test's CPU seconds (this process and the children it
+    waited for) are appended to FILE, a line each: where the suite's time goes on a loaded
+    machine, where wall-clock durations mislead (docs/testing.md)."""
+    out = os.environ.get("ACCELFLEET_TEST_CPU")
+    if not out:
+        yield
+        return
+    import resource
+
+    def cpu() -> float:
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+    start, wall = cpu(), time.monotonic()
+    yield
+    with open(out, "a", encoding="utf-8") as f:
+        f.write(f"{cpu() - start:.3f}\t{time.monotonic() - wall:.3f}\t{item.nodeid}\n")
