@@ -34,7 +34,7 @@ def prove_unit(self: Gate, unit: Unit, pool: InventoryPool) -> None:
         tier = unit_tier(self, pool, unit)
         rendered = render(self.inventory, pool, unit, run_id=run_id,
                           namespace=o.namespace, tier=tier, timeout_s=o.timeout_s,
-                          images=dict(o.images))
+                          images=dict(o.images), pull_secrets=o.image_pull_secrets)
         outcome = prove(self.client, self.cluster, rendered, unit,
                         stack=self.inventory.stack, timeout_s=o.timeout_s, stop=cancel,
                         poll_s=o.poll_s)

@@ -51,6 +51,7 @@ class GateRequest:
     record_history: bool = False
     elect: bool = True
     lease_s: float = 15.0
+    image_pull_secrets: tuple[str, ...] = ()  # every proof pod pulls with these Secrets
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,8 @@ def run_gate(request: GateRequest, stop: threading.Event | None = None
         namespace=target.namespace, once=request.once, timeout_s=timeout_s,
         images=target.images, once_wait_s=float(timeout_s) if request.once else None,
         history=request.history, record_history=request.record_history,
-        elect=request.elect, lease_s=request.lease_s))
+        elect=request.elect, lease_s=request.lease_s,
+        image_pull_secrets=tuple(request.image_pull_secrets)))
         for name, client in sorted(target.clients.items())]
     servers = Servers(gates, health_port=request.health_port,
                       metrics_port=request.metrics_port).start()
