@@ -125,7 +125,7 @@ def run(
     Without: runs until SIGTERM or ctrl-C (130).
     """
     from fleet.spec.fields import SpecValueError, secret_names
-    from smoke.gate.session import run_gate
+    from smoke.gate.session import history_choice, run_gate
 
     try:
         pull_secrets = tuple(secret_names(list(image_pull_secret or [])))
@@ -142,6 +142,9 @@ def run(
                        health_port=health_port, metrics_port=metrics_port, history=history,
                        record_history=not no_history, lease_s=lease_s,
                        image_pull_secrets=pull_secrets)
+    note = history_choice(in_cluster, history, not no_history)[1]
+    if note:  # once, at the start (the controller's log)
+        echo(note, err=True)
     with _signals() as signals:
         summaries = run_gate(request, signals.stop)
     _show(summaries)

@@ -105,8 +105,9 @@ KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"  # as components/k8s/_kueue.py (v0.
 class GateControllerArgs:
     """cluster: its name (the controller's `--cluster`); namespace: the smoke namespace;
     inventory: the cluster's pools of the inventory (`Inventory.to_dict()` filtered);
-    image, replicas, image_pull_secrets: the stack's `gate:`; node_selector: the system pool's label (none without
-    a system pool); create_namespace: False where the Kueue routing creates it."""
+    image, replicas, image_pull_secrets: the stack's `gate:`; node_selector: the system
+    pool's label (none without a system pool); create_namespace: False where the Kueue
+    routing creates it."""
 
     cluster: str
     namespace: str
