@@ -1,7 +1,9 @@
 """The gate's node-hours totals (docs/gate.md, "Metrics"): unproven and quarantined
 node-hours per pool and team, counted by the leader from the nodes' own timestamps and carried
-on its Lease (annotation `accelfleet.io/gate-node-hours`), so a restarted controller, or the
-standby that takes over, continues them, never below what the Lease carries.
+on its Lease (annotations `accelfleet.io/gate-node-hours`, the totals, and
+`accelfleet.io/gate-node-hours-at`, the time they are counted through), so a restarted
+controller, or the standby that takes over, continues them, never below what the Lease
+carries.
 
     H.tick(gate)                                           # the leader, each round
     H.take_up(gate.node_hours, gate.elector)               # on winning the Lease; a standby
@@ -9,7 +11,7 @@ standby that takes over, continues them, never below what the Lease carries.
 
 Counted from the nodes, not from the controller's loop (issue 35: node-hours stopped counting
 while the controller was down). The totals are counted through a wall-clock watermark
-(`gate.hours_at`, written on the Lease with them as `at`). Each round adds, for every node of
+(`gate.hours_at`, written on the Lease beside them). Each round adds, for every node of
 a gated pool in a counted state, the time from the later of the watermark and the moment the
 node entered that state (`since`) to now. A leader that takes over continues from the
 watermark on the Lease, so the time no controller ran counts too: every node still unproven
@@ -107,7 +109,8 @@ def tick(gate: Gate, now: datetime | None = None) -> None:
     the watermark on (this leader's own, else the Lease's: the time no controller ran)."""
     now = now or datetime.now(UTC)
     after = getattr(gate, "hours_at", None)
-    if after is None:
+    if after is None:  # this leader's first round: on from the Lease's totals and watermark
+        take_up(gate.node_hours, gate.elector)  # first, or the gap would be maxed away
         after = stored_at(gate.elector)
         if after is None and stored(gate.elector):
             after = now  # totals written before the watermark: the gap is not known
@@ -118,27 +121,22 @@ def tick(gate: Gate, now: datetime | None = None) -> None:
     gate.hours_at = now
 
 
-def _stored(elector: Any) -> tuple[Any, datetime | None]:
-    from fleet.labels import GATE_NODE_HOURS_ANNOTATION
-
-    text = elector.stored.get(GATE_NODE_HOURS_ANNOTATION) if elector else None
-    try:
-        data = json.loads(text) if text else None
-    except (ValueError, RecursionError):
-        return None, None
-    if isinstance(data, dict):  # {"at": ..., "rows": [...]}; a bare list before the watermark
-        return data.get("rows"), aware_time(data.get("at"))
-    return data, None
-
-
 def stored_at(elector: Any) -> datetime | None:
     """The watermark the Lease's totals are counted through (None: none recorded)."""
-    return _stored(elector)[1]
+    from fleet.labels import GATE_NODE_HOURS_AT_ANNOTATION
+
+    return aware_time(elector.stored.get(GATE_NODE_HOURS_AT_ANNOTATION)) if elector else None
 
 
 def stored(elector: Any) -> Totals:
     """The node-hours totals the Lease carries (what its holder last wrote)."""
-    rows, _ = _stored(elector)
+    from fleet.labels import GATE_NODE_HOURS_ANNOTATION
+
+    text = elector.stored.get(GATE_NODE_HOURS_ANNOTATION) if elector else None
+    try:
+        rows = json.loads(text) if text else []
+    except (ValueError, RecursionError):
+        return {}
     out: Totals = {}
     for r in rows if isinstance(rows, list) else []:
         try:
@@ -165,10 +163,11 @@ def take_up(node_hours: Totals, elector: Any) -> None:
 
 
 def record(node_hours: Totals, elector: Any, at: datetime | None = None) -> dict[str, str]:
-    """The Lease annotation the holder writes with each renewal: its totals, never less than
-    those already on the Lease, and the watermark `at` they are counted through (this
-    holder's; the Lease's own when this holder has counted nothing yet)."""
-    from fleet.labels import GATE_NODE_HOURS_ANNOTATION
+    """The Lease annotations the holder writes with each renewal: its totals (a JSON list of
+    pool, team, kind, hours), never less than those already on the Lease, and beside them the
+    watermark `at` they are counted through (this holder's; the Lease's own when this holder
+    has counted nothing yet)."""
+    from fleet.labels import GATE_NODE_HOURS_ANNOTATION, GATE_NODE_HOURS_AT_ANNOTATION
 
     mark = at or stored_at(elector)  # read before the totals: never ahead of them
     totals = dict(stored(elector))
@@ -176,7 +175,8 @@ def record(node_hours: Totals, elector: Any, at: datetime | None = None) -> dict
         totals[key] = max(totals.get(key, 0.0), hours)
     rows = [{"pool": p, "team": t, "kind": k, "hours": round(h, 6)}
             for (p, t, k), h in sorted(totals.items())]
-    data: dict[str, Any] = {"rows": rows}
+    out = {GATE_NODE_HOURS_ANNOTATION: json.dumps(rows, separators=(",", ":"))}
     if mark is not None:
-        data["at"] = mark.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return {GATE_NODE_HOURS_ANNOTATION: json.dumps(data, separators=(",", ":"))}
+        out[GATE_NODE_HOURS_AT_ANNOTATION] = mark.astimezone(UTC).strftime(
+            "%Y-%m-%dT%H:%M:%S.%fZ")
+    return out
