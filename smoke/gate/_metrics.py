@@ -8,6 +8,9 @@
         (a node's first proof, or a fresh one after a failure, release or reboot)
     accelfleet_gate_reproof_seconds{cluster, pool}             histogram: a proven node's
         scheduled re-proof, from its claim to its pass (its Ready was long before)
+    accelfleet_gate_oldest_unproven_seconds{cluster, pool}     how long the pool's oldest
+        unproven (or proving) node has waited, from its own timestamps (smoke.gate._hours.since):
+        past the autoscaler's 15-minute window it counts as unready (docs/gate.md "Alerts")
     accelfleet_gate_unproven_node_hours_total{cluster, pool, team}     gated, not yet proven
     accelfleet_gate_quarantined_node_hours_total{cluster, pool, team}
     accelfleet_gate_unproven_cost_usd_total{...}, accelfleet_gate_quarantined_cost_usd_total
@@ -103,6 +106,13 @@ def render(gates: Sequence[Gate]) -> str:
     lines += _histogram("reproof_seconds", "A proven node's scheduled re-proof, from its "
                         "claim to its pass.",
                         [(g.cluster, g.reproof_seconds) for g in gates])
+    lines += [f"# TYPE {PREFIX}oldest_unproven_seconds gauge",
+              f"# HELP {PREFIX}oldest_unproven_seconds How long the pool's oldest unproven "
+              "node has waited for its proof."]
+    for g in gates:
+        for pool, age_s in sorted(oldest_unproven_s(g).items()):
+            lines.append(f"{PREFIX}oldest_unproven_seconds"
+                         f"{label_set(cluster=g.cluster, pool=pool)} {age_s:.1f}")
     for what in ("unproven", "quarantined"):
         lines += [f"# TYPE {PREFIX}{what}_node_hours counter",
                   f"# HELP {PREFIX}{what}_node_hours Node-hours {what}, kept across "
@@ -122,6 +132,26 @@ def render(gates: Sequence[Gate]) -> str:
     lines += _guard_lines(gates)
     lines.append("# EOF")
     return "\n".join(lines) + "\n"
+
+
+def oldest_unproven_s(gate: Gate) -> dict[str, float]:
+    """Per gated pool with an unproven or proving node: the longest such a node has waited
+    (now less the time it entered that state, smoke.gate._hours.since)."""
+    from datetime import UTC, datetime
+
+    from smoke.gate._hours import since, state_of
+
+    if gate.watch is None:
+        return {}
+    now = datetime.now(UTC)
+    out: dict[str, float] = {}
+    for n in gate._nodes():
+        if n.pool not in gate.pools or state_of(n) not in ("unproven", "proving"):
+            continue
+        start = since(n)
+        if start is not None:
+            out[n.pool] = max(out.get(n.pool, 0.0), max(0.0, (now - start).total_seconds()))
+    return out
 
 
 def _histogram(name: str, help_text: str,
