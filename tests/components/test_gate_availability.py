@@ -8,7 +8,6 @@ tests/controlplane/test_gate_pull_secrets_real.py."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
