@@ -125,7 +125,8 @@ def run(
     Without: runs until SIGTERM or ctrl-C (130).
     """
     from fleet.spec.fields import SpecValueError, secret_names
-    from smoke.gate.session import history_choice, run_gate
+    from smoke.gate.recording import history_choice
+    from smoke.gate.session import run_gate
 
     try:
         pull_secrets = tuple(secret_names(list(image_pull_secret or [])))

@@ -146,25 +146,6 @@ def _target(request: GateRequest, *, gated_only: bool = True, pool: str | None =
                    request.timeout_s or timeout_s, images, clients)
 
 
-IN_CLUSTER_HISTORY_OFF = (
-    "history: not recorded in the cluster (the controller's root filesystem is read-only and "
-    "its /tmp is lost with the pod); pass --history FILE on a mounted volume to record each "
-    "proof, or read the proofs on the nodes (`accelfleet gate status`)")
-
-
-def history_choice(in_cluster: bool, history: Path | None, record: bool
-                   ) -> tuple[bool, str]:
-    """Whether the controller records its proofs in the smoke history, and the one line to
-    say about it ('' for nothing). Out of the cluster: as asked (`--no-history` turns it off).
-    In the cluster: off unless `--history FILE` names where (a mounted volume), said once at
-    the start, never once per proof (issue 35: every proof logged a history error there)."""
-    if not record:
-        return False, ""
-    if in_cluster and history is None:
-        return False, IN_CLUSTER_HISTORY_OFF
-    return True, ""
-
-
 def proof_timeout_s(asked_s: int | None) -> int:
     """One proof's deadline: `asked_s`, or the gate's default (fleet.gate.PROOF_TIMEOUT_S, not
     the stack's smoke.timeout_s); never past the autoscaler's startup window, less the time a
@@ -190,6 +171,7 @@ def run_gate(request: GateRequest, stop: threading.Event | None = None
     `once`, until every gated node present at the start is proven or failed)."""
     from smoke.gate._serve import Servers
     from smoke.gate.controller import Gate, GateOptions
+    from smoke.gate.recording import history_choice
 
     timeout_s = proof_timeout_s(request.timeout_s)
     target = _target(request)

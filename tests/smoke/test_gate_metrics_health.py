@@ -37,7 +37,7 @@ from smoke.gate import _hours as H
 from smoke.gate import nodes as N
 from smoke.gate._metrics import render
 from smoke.gate._serve import not_ready
-from smoke.gate.session import IN_CLUSTER_HISTORY_OFF, history_choice
+from smoke.gate.recording import IN_CLUSTER_HISTORY_OFF, history_choice
 from tests.smoke.gate_cluster import (
     NAMESPACE,
     controller,
