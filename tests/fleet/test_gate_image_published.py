@@ -110,3 +110,9 @@ def test_validate_and_plan_warn_and_still_pass(published: list[G.PublishedImage]
         assert result.exit_code == 0, result.output
         flat = " ".join(result.output.split())
         assert "warning: gate.image: the default gate controller image" in flat, argv
+
+
+def test_a_misspelt_pull_secrets_key_gets_a_did_you_mean(spec: dict[str, Any]) -> None:
+    spec["gate"] = {"image_pull_secret": ["ghcr-pull"]}
+    problem = only(spec, "gate.image_pull_secret")
+    assert "did you mean 'image_pull_secrets'" in problem.message
