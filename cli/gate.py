@@ -107,6 +107,11 @@ def run(
         "duration: a standby takes over this long after the leader stops renewing.")] = 15.0,
     history: HistoryOpt = None,
     no_history: NoHistoryOpt = False,
+    image_pull_secret: Annotated[list[str] | None, typer.Option(
+        "--image-pull-secret", metavar="NAME", help="A Secret (kubernetes.io/dockerconfigjson, "
+        "in the proofs' namespace) every proof pod pulls its images with; repeat for more. "
+        "The deployed controller gets the stack's `gate.image_pull_secrets` here.",
+        show_default=False)] = None,
 ) -> None:
     """Run the gate controller: watch the nodes of every gated pool and prove each one that
     turns Ready (pinned to it, judged as `smoke run` judges), then lift its gate taint, or
@@ -119,8 +124,16 @@ def run(
     that failed the run (the node list never answered, the controller stopped); 130 on ctrl-C.
     Without: runs until SIGTERM or ctrl-C (130).
     """
+    from fleet.spec.fields import SpecValueError, secret_names
+    from smoke.gate.recording import history_choice
     from smoke.gate.session import run_gate
 
+    try:
+        pull_secrets = tuple(secret_names(list(image_pull_secret or [])))
+    except SpecValueError as exc:
+        from fleet.errors import InputError
+
+        raise InputError(f"--image-pull-secret: {exc}", hint=exc.fix) from None
     stack_file = one_stack(stack_file, stack)
     read = ""
     if not in_cluster:  # in the cluster, the inventory (--inventory) is all it reads
@@ -128,7 +141,11 @@ def run(
     request = _request(stack_file, outputs, inventory, kubeconfig, context, cluster,
                        namespace, in_cluster=in_cluster, once=once, timeout_s=timeout_s,
                        health_port=health_port, metrics_port=metrics_port, history=history,
-                       record_history=not no_history, lease_s=lease_s)
+                       record_history=not no_history, lease_s=lease_s,
+                       image_pull_secrets=pull_secrets)
+    note = history_choice(in_cluster, history, not no_history)[1]
+    if note:  # once, at the start (the controller's log)
+        echo(note, err=True)
     with _signals() as signals:
         summaries = run_gate(request, signals.stop)
     _show(summaries)

@@ -133,8 +133,65 @@ def routed_gate(gate: InventoryGate | None, queue: str | None, namespace: str | 
 # by digest with the stack's `gate.image` (docs/gate.md says how).
 CONTROLLER_REPOSITORY = "ghcr.io/accelfleet/accelfleet-gate"
 CONTROLLER_IMAGE = f"{CONTROLLER_REPOSITORY}:v{__version__}"
+GATE_IMAGES_FILE = "gate_images.yaml"  # fleet/catalog/data: what the releases published
+
+
+@dataclass(frozen=True)
+class PublishedImage:
+    """One published gate image (fleet/catalog/data/gate_images.yaml): the accelfleet version,
+    the image (no tag), its tag and the digest the release pushed."""
+
+    version: str
+    image: str
+    digest: str
+
+
+def published_images() -> tuple[PublishedImage, ...]:
+    """The gate images the releases published and pulled anonymously (gate_images.yaml)."""
+    from fleet.catalog import read_yaml
+    from fleet.errors import CatalogError
+
+    rows = read_yaml(GATE_IMAGES_FILE).get("published") or []
+    if not isinstance(rows, list):
+        raise CatalogError(f"catalog file {GATE_IMAGES_FILE}: `published` is not a list")
+    out = []
+    for row in rows:
+        if not isinstance(row, dict) or not all(isinstance(row.get(k), str)
+                                                for k in ("version", "image", "digest")):
+            raise CatalogError(f"catalog file {GATE_IMAGES_FILE}: {row!r} is not "
+                               "{version, image, digest} (strings)")
+        out.append(PublishedImage(row["version"], row["image"], row["digest"]))
+    return tuple(out)
+
+
+def default_image_published(image: str | None, version: str = __version__) -> bool | None:
+    """Whether `image` (a stack's `gate.image`; None: the default) is the default controller
+    image of `version` and that image is published: True or False for the default image (set
+    or left out), None for any other image (the stack's own, not ours to judge). Published:
+    gate_images.yaml lists `version` for CONTROLLER_REPOSITORY."""
+    default = f"{CONTROLLER_REPOSITORY}:v{version}"
+    if image is not None and image != default:
+        return None
+    return any(p.version == version and p.image == CONTROLLER_REPOSITORY
+               for p in published_images())
+
+
 CONTROLLER_REPLICAS = 2  # one leads (a coordination.k8s.io Lease), one waits to take over
 CONTROLLER_NAME = "accelfleet-gate"
+# The controller's own PriorityClass (scheduling.k8s.io/v1; components/k8s/_gate.py): not
+# `system-cluster-critical`, which a pod outside kube-system may use only where a ResourceQuota
+# admits that class in its namespace (Kubernetes docs concepts/policy/resource-quotas.md
+# "Limit Priority Class consumption by default"; GKE ships that limit with a quota in
+# kube-system only, `gcp-critical-pods`, and refuses such pods elsewhere: "insufficient quota to
+# match these scopes", openservicemesh/osm#4408, open-policy-agent/gatekeeper#1120, read
+# 2026-11-28). A class of our own takes any value up to 1,000,000,000, the most a user class
+# may have (kubernetes/website 09959b44d2425b46e76b54daa8bf97d1228cd3d2
+# content/en/docs/concepts/scheduling-eviction/pod-priority-preemption.md). 100,000,000: above
+# the workloads a team runs (a pod without a class has 0), so a full system pool makes room for
+# the controller, whose absence holds every new accelerator node gated; below the 1e9 ceiling
+# that other critical add-ons of the cluster may take, and far below the system classes (2e9).
+CONTROLLER_PRIORITY_CLASS = "accelfleet-gate"
+CONTROLLER_PRIORITY = 100_000_000
 # What the controller's container may use, per replica (cpu in millicores, memory in MiB). What
 # it requests is the catalog's system_pods.yaml entry `accelfleet-gate` (`controller_requests`),
 # the one home the fit check places on the system pool, replicas times.

@@ -60,6 +60,9 @@ GATE_RUN_ANNOTATION = PREFIX + "gate-run"  # the run id of the proof that claime
 # on the controller's Lease: the running node-hours totals (JSON list of pool, team, kind,
 # hours), so a restarted or newly elected controller continues them (smoke/gate/_metrics.py)
 GATE_NODE_HOURS_ANNOTATION = PREFIX + "gate-node-hours"
+# beside it: the time (RFC 3339, UTC) those totals are counted through, so the next leader
+# counts the time no controller ran from the nodes' own timestamps (smoke/gate/_hours.py)
+GATE_NODE_HOURS_AT_ANNOTATION = PREFIX + "gate-node-hours-at"
 # On the gate controller's pod template: the SHA-256 of the inventory it mounts, so a pool
 # added, removed or resized rolls the Deployment (the ConfigMap is updated in place) and the
 # controller reads the new inventory

@@ -18,12 +18,20 @@ schemas, strict), applied through the cluster's provider:
                         through (the owner team's): what one proof does there, no Lease
     WorkloadPriorityClass  accelfleet-gate-reproof (kueue.x-k8s.io/v1beta2), the lowest value,
                         where some gated pool is routed through Kueue: its re-proofs carry it
+    PriorityClass       accelfleet-gate (scheduling.k8s.io/v1, `fleet.gate.CONTROLLER_PRIORITY`):
+                        the controller's pods, above team workloads (fleet/gate.py says why
+                        not system-cluster-critical)
     ConfigMap           accelfleet-gate-inventory: the cluster's pools of the inventory
                         (`Inventory.to_dict()`), mounted at /etc/accelfleet
     Deployment          `accelfleet gate run --in-cluster ...` on the system pool, replicas
                         from `gate.replicas` (one leads through a Lease), non-root, read-only
                         root filesystem, requests and limits from `fleet.gate`, /healthz and
-                        /readyz on 8080, /metrics on 9090
+                        /readyz on 8080, /metrics on 9090; `gate.image_pull_secrets` as its
+                        imagePullSecrets and passed on to every proof pod
+                        (`--image-pull-secret`)
+    PodDisruptionBudget accelfleet-gate (policy/v1): a drain evicts one replica at a time
+                        (`maxUnavailable: 1`), never blocked by a replica that is not ready
+                        (`unhealthyPodEvictionPolicy: AlwaysAllow`); see `pod_disruption_budget`
 """
 
 from __future__ import annotations
@@ -97,14 +105,16 @@ KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"  # as components/k8s/_kueue.py (v0.
 class GateControllerArgs:
     """cluster: its name (the controller's `--cluster`); namespace: the smoke namespace;
     inventory: the cluster's pools of the inventory (`Inventory.to_dict()` filtered);
-    image, replicas: the stack's `gate:`; node_selector: the system pool's label (none without
-    a system pool); create_namespace: False where the Kueue routing creates it."""
+    image, replicas, image_pull_secrets: the stack's `gate:`; node_selector: the system
+    pool's label (none without a system pool); create_namespace: False where the Kueue
+    routing creates it."""
 
     cluster: str
     namespace: str
     inventory: Mapping[str, Any]
     image: str = G.CONTROLLER_IMAGE
     replicas: int = G.CONTROLLER_REPLICAS
+    image_pull_secrets: tuple[str, ...] = ()
     node_selector: Mapping[str, str] = field(default_factory=dict)
     create_namespace: bool = True
 
@@ -155,12 +165,44 @@ def _quantity(figures: Mapping[str, int]) -> dict[str, str]:
     return {"cpu": f"{figures['cpu_m']}m", "memory": f"{figures['memory_mib']}Mi"}
 
 
-def controller_args(cluster: str, namespace: str) -> list[str]:
+def controller_args(cluster: str, namespace: str, pull_secrets: tuple[str, ...] = ()
+                    ) -> list[str]:
     """The controller's command line (smoke/gate implements it; one spelling, here)."""
     return ["gate", "run", "--in-cluster",
             "--inventory", f"{G.INVENTORY_DIR}/{G.INVENTORY_FILE}",
             "--cluster", cluster, "--namespace", namespace,
-            "--health-port", str(G.HEALTH_PORT), "--metrics-port", str(G.METRICS_PORT)]
+            "--health-port", str(G.HEALTH_PORT), "--metrics-port", str(G.METRICS_PORT),
+            *(arg for name in pull_secrets for arg in ("--image-pull-secret", name))]
+
+
+def controller_priority_class(labels: Mapping[str, str]) -> dict[str, Any]:
+    """The controller pods' PriorityClass (fleet.gate.CONTROLLER_PRIORITY says why this value
+    and not system-cluster-critical). `preemptionPolicy` left to its default,
+    PreemptLowerPriority: on a full system pool the scheduler makes room for the controller."""
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": G.CONTROLLER_PRIORITY_CLASS, "labels": dict(labels)},
+            "value": G.CONTROLLER_PRIORITY, "globalDefault": False,
+            "description": "accelfleet gate controller: while it is down no new accelerator "
+                           "node is proven (docs/gate.md)"}
+
+
+def pod_disruption_budget(namespace: str, labels: Mapping[str, str]) -> dict[str, Any]:
+    """The controller's PodDisruptionBudget. A leader-elected controller of `gate.replicas`
+    (2 by default) acts through one replica; the other waits. `maxUnavailable: 1`: a drain
+    or an upgrade evicts one replica at a time, so the standby takes over while the other
+    moves, and it never blocks a drain (`minAvailable: 1` with one replica, or
+    `maxUnavailable: 0`, would: "If you try to drain a Node where an unevictable Pod is
+    running, the drain never completes"; `maxUnavailable` follows the replica count:
+    kubernetes/website 0189ae0f6bf2a79ff2e4bfd5f9ec0da98d64c5d2
+    content/en/docs/tasks/run-application/configure-pdb.md, read 2026-11-28).
+    `unhealthyPodEvictionPolicy: AlwaysAllow`: a replica that is not ready (crash-looping, its
+    node list refused) may always be evicted, never holding a drain (policy/v1
+    PodDisruptionBudgetSpec, the field's doc in k8s.io/api; on by default since Kubernetes
+    1.27, GA in 1.31)."""
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": NAME, "namespace": namespace, "labels": dict(labels)},
+            "spec": {"maxUnavailable": 1, "unhealthyPodEvictionPolicy": "AlwaysAllow",
+                     "selector": {"matchLabels": dict(APP_LABELS)}}}
 
 
 def _deployment(args: GateControllerArgs) -> dict[str, Any]:
@@ -168,7 +210,8 @@ def _deployment(args: GateControllerArgs) -> dict[str, Any]:
     probe = {"periodSeconds": 10, "timeoutSeconds": 3, "failureThreshold": 3}
     container = {
         "name": "controller", "image": args.image, "imagePullPolicy": "IfNotPresent",
-        "command": ["accelfleet"], "args": controller_args(args.cluster, args.namespace),
+        "command": ["accelfleet"],
+        "args": controller_args(args.cluster, args.namespace, args.image_pull_secrets),
         "env": [
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "POD_NAMESPACE",
@@ -190,6 +233,7 @@ def _deployment(args: GateControllerArgs) -> dict[str, Any]:
     }
     pod: dict[str, Any] = {
         "serviceAccountName": NAME,
+        "priorityClassName": G.CONTROLLER_PRIORITY_CLASS,
         "securityContext": {"runAsNonRoot": True, "runAsUser": USER_ID,
                             "runAsGroup": USER_ID, "fsGroup": USER_ID,
                             "seccompProfile": {"type": "RuntimeDefault"}},
@@ -204,6 +248,8 @@ def _deployment(args: GateControllerArgs) -> dict[str, Any]:
     }
     if args.node_selector:
         pod["nodeSelector"] = dict(args.node_selector)
+    if args.image_pull_secrets:
+        pod["imagePullSecrets"] = [{"name": n} for n in args.image_pull_secrets]
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
             "spec": {"replicas": args.replicas,
                      "selector": {"matchLabels": dict(APP_LABELS)},
@@ -259,10 +305,12 @@ def gate_objects(args: GateControllerArgs) -> list[dict[str, Any]]:
     if uses_kueue(args.inventory):
         objs.append(priority_class(labels))
     objs += [
+        controller_priority_class(labels),
         {"apiVersion": "v1", "kind": "ConfigMap",
          "metadata": {"name": G.INVENTORY_CONFIGMAP, "namespace": ns, "labels": labels},
          "data": {G.INVENTORY_FILE: _inventory_text(args)}},
         _deployment(args),
+        pod_disruption_budget(ns, labels),
     ]
     return objs
 
@@ -308,10 +356,20 @@ class GateController(pulumi.ComponentResource):
             elif kind == "ConfigMap":
                 res = k8s.core.v1.ConfigMap(rname, metadata=meta, data=obj["data"],
                                             opts=child)
-            else:
+            elif kind == "PriorityClass":
+                res = k8s.scheduling.v1.PriorityClass(
+                    rname, metadata=meta, value=obj["value"],
+                    global_default=obj["globalDefault"], description=obj["description"],
+                    opts=child)
+            elif kind == "PodDisruptionBudget":
+                res = k8s.policy.v1.PodDisruptionBudget(rname, metadata=meta, spec=obj["spec"],
+                                                        opts=child)
+            elif kind == "Deployment":
                 res = k8s.apps.v1.Deployment(rname, metadata=meta, spec=obj["spec"],
                                              opts=pulumi.ResourceOptions(
                                                  parent=self, depends_on=[*after, *made]))
+            else:
+                raise AssertionError(f"gate_objects made a {kind} GateController cannot create")
             made.append(res)
         self.register_outputs({"namespace": args.namespace, "objects": names,
                                "image": args.image, "replicas": args.replicas})
@@ -347,6 +405,7 @@ def install_gate(fleet: Fleet, cluster: str, built: ClusterOutputs,
     return GateController(f"{cluster}-gate", GateControllerArgs(
         cluster=cluster, namespace=fleet.spec.smoke.namespace, inventory=mine,
         image=settings.image or G.CONTROLLER_IMAGE, replicas=settings.replicas,
+        image_pull_secrets=tuple(settings.image_pull_secrets),
         node_selector={POOL_LABEL: SYSTEM_POOL} if fleet.system_pool(cluster) else {},
         create_namespace=routing is None or routing.smoke is None),
         pulumi.ResourceOptions.merge(parent, pulumi.ResourceOptions(

@@ -34,7 +34,7 @@ from fleet.rules.eks import check_eks_cluster
 from fleet.rules.endpoints import endpoint_checks
 from fleet.rules.expiry import expiry_warnings
 from fleet.rules.fit import check_fit
-from fleet.rules.gate import check_gate
+from fleet.rules.gate import check_gate, gate_image_warnings
 from fleet.rules.generated_names import check_eks_labels, check_smoke_names
 from fleet.rules.limits import (
     check_cluster_count,
@@ -154,6 +154,8 @@ class Checker(RuleProblems):
             check_eks_labels(self, p)
         # every pod the fleet creates fits the nodes it selects (issue 27 class 1)
         check_fit(self, self.spec, resolved, self.system_pools, self.routing)
+        # the default controller image of a release not published yet (a warning)
+        self.warnings = [*self.warnings, *gate_image_warnings(self.spec.gate, resolved)]
         return resolved
 
     def _limits(self, pools: list[ResolvedPool]) -> None:

@@ -1,7 +1,8 @@
 """The gate's fields (docs/gate.md): a pool's `gate` (PoolGate: the startup taint, tiers,
 re-proof interval, quarantine cap, what becomes of a failed node, how many nodes a rolling
 re-proof takes at once, enforcing or shadowing, opting out with a reason) and the stack's `gate`
-(Gate: the controller's image and replicas). Imported through `fleet.spec.fields`."""
+(Gate: the controller's image, the Secrets its pods pull images with, and its replicas).
+Imported through `fleet.spec.fields`."""
 
 from __future__ import annotations
 
@@ -37,6 +38,13 @@ MODE_DEFAULT = "enforce"
 # the pool, never less than one node (a share rounds down, as Kubernetes' maxUnavailable does).
 MAX_UNAVAILABLE_DEFAULT = "10%"
 _INTERVAL = re.compile(r"^([1-9][0-9]{0,5})([hd])$")
+# A Secret's name is a DNS subdomain: at most 253 characters of lower-case letters, digits, '-'
+# and '.', starting and ending with a letter or digit (Kubernetes v1.36.2
+# pkg/apis/core/validation/validation.go ValidateSecretName = NameIsDNSSubdomain;
+# k8s.io/apimachinery pkg/util/validation IsDNS1123Subdomain, read 2026-11-28).
+SECRET_NAME_MAX = 253
+_SECRET_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+PULL_SECRETS_MAX = 16
 
 
 def interval_s(text: str) -> int | None:
@@ -148,15 +156,48 @@ class PoolGate(_Model):
         return interval_s(self.reprove_interval)
 
 
+def secret_names(value: Any) -> Any:
+    """`gate.image_pull_secrets`: a list of Secret names (each a DNS subdomain), no repeats;
+    SpecValueError with the fix otherwise."""
+    if isinstance(value, str):
+        raise SpecValueError("image_pull_secrets is a list of Secret names",
+                             f"write image_pull_secrets: [{value.strip()[:60] or 'ghcr-pull'}]")
+    if not isinstance(value, list | tuple):
+        return value  # pydantic says what the type should be
+    if len(value) > PULL_SECRETS_MAX:
+        raise SpecValueError(f"{len(value)} image pull Secrets; at most {PULL_SECRETS_MAX}",
+                             "name the Secrets of the registries the images come from")
+    seen: set[str] = set()
+    for name in value:
+        if not isinstance(name, str) or len(name) > SECRET_NAME_MAX \
+                or not _SECRET_NAME.match(name):
+            raise SpecValueError(f"{str(name)[:80]!r} is not a Kubernetes Secret name",
+                                 "a Secret's name is lower-case letters, digits, '-' and '.', "
+                                 f"at most {SECRET_NAME_MAX} characters, starting and ending "
+                                 "with a letter or digit, e.g. ghcr-pull")
+        if name in seen:
+            raise SpecValueError(f"Secret {name!r} is named twice", "name each Secret once")
+        seen.add(name)
+    return list(value)
+
+
 class Gate(_Model):
     """The gate controller (docs/gate.md), on each cluster with a gated pool: its image
-    (default `fleet.gate.CONTROLLER_IMAGE`; pin your own by digest) and its replicas (two: one
-    leads through a Lease, the other waits to take over)."""
+    (default `fleet.gate.CONTROLLER_IMAGE`; pin your own by digest), the Secrets (of type
+    kubernetes.io/dockerconfigjson, in the smoke namespace) its pods and every proof pod pull
+    images with (`image_pull_secrets`, none by default: the default image is public) and its
+    replicas (two: one leads through a Lease, the other waits to take over)."""
 
     image: str | None = None
+    image_pull_secrets: list[str] = Field(default_factory=list)
     replicas: int = Field(default=2, ge=1, le=5)
 
     @field_validator("image")
     @classmethod
     def _image(cls, value: str | None) -> str | None:
         return image_reference(value)
+
+    @field_validator("image_pull_secrets", mode="before")
+    @classmethod
+    def _pull_secrets(cls, value: Any) -> Any:
+        return secret_names(value)

@@ -32,6 +32,7 @@ from fleet.spec._gate import Gate as Gate
 from fleet.spec._gate import PoolGate as PoolGate
 from fleet.spec._gate import interval_s as interval_s
 from fleet.spec._gate import interval_text as interval_text
+from fleet.spec._gate import secret_names as secret_names
 from fleet.spec._values import SpecValueError as SpecValueError
 from fleet.spec._values import _Model
 from fleet.spec._values import image_reference as image_reference

@@ -5,20 +5,29 @@
     accelfleet_gate_nodes{cluster, pool, team, state}          nodes by gate state
     accelfleet_gate_proofs_total{cluster, pool, verdict}       proofs judged: pass, fail, infra
     accelfleet_gate_ready_to_proven_seconds{cluster, pool}     histogram: node Ready -> proven
+        (a node's first proof, or a fresh one after a failure, release or reboot)
+    accelfleet_gate_reproof_seconds{cluster, pool}             histogram: a proven node's
+        scheduled re-proof, from its claim to its pass (its Ready was long before)
+    accelfleet_gate_oldest_unproven_seconds{cluster, pool}     how long the pool's oldest
+        unproven (or proving) node has waited, from its own timestamps (smoke.gate._hours.since):
+        past the autoscaler's 15-minute window it counts as unready (docs/gate.md "Alerts")
     accelfleet_gate_unproven_node_hours_total{cluster, pool, team}     gated, not yet proven
     accelfleet_gate_quarantined_node_hours_total{cluster, pool, team}
     accelfleet_gate_unproven_cost_usd_total{...}, accelfleet_gate_quarantined_cost_usd_total
         the node-hours at the node's public list price (fleet.catalog.list_rate: on-demand;
         a pool without a list price has no cost sample)
 
-Node-hours are counted by the leader (each loop adds the time since the last one for every
-node in the state) and kept on the controller's Lease (`fleet.labels.GATE_NODE_HOURS_ANNOTATION`,
-written with each renewal, every third of the lease): a restarted controller, or the standby
-that takes over, continues the totals from there, so they do not drop (at most the last
-renewal's interval is lost when a leader is killed; a clean stop writes them as it releases the
-Lease). The standby exports the leader's totals as last read. A controller run without leader
-election (`elect=False`) keeps them in memory only. A controller that is down exports nothing:
-alert on `absent(accelfleet_gate_up)` or `gate status` (fail closed: its nodes stay gated).
+Node-hours are counted by the leader from the nodes' own timestamps (creationTimestamp, the
+gate condition's and the Ready condition's transitions: `smoke.gate._hours`) through a
+watermark kept on the controller's Lease with the totals
+(`fleet.labels.GATE_NODE_HOURS_ANNOTATION`, written with each renewal, every third of the
+lease): a restarted controller, or the standby that takes over, continues from there, and the
+time no controller ran counts too (its nodes stayed unproven). The standby exports the
+leader's totals as last read. A controller run without leader election (`elect=False`) keeps
+them in memory only. A controller that is down exports nothing: alert on
+`absent(accelfleet_gate_up)` or `gate status` (fail closed: its nodes stay gated); the alert
+rules in docs/gate.md ("Alerts") are checked against this module's output
+(tests/smoke/test_gate_alerts.py).
 
 What a hostile or broken API server made it skip or survive (issue 35; `_guard`, `_watch`,
 `_cap`):
@@ -39,7 +48,7 @@ What a hostile or broken API server made it skip or survive (issue 35; `_guard`,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -92,20 +101,18 @@ def render(gates: Sequence[Gate]) -> str:
         for (pool, verdict), count in sorted(g.verdict_counts.items()):
             labels = label_set(cluster=g.cluster, pool=pool, verdict=verdict)
             lines.append(f"{PREFIX}proofs_total{labels} {count}")
-    lines += [f"# TYPE {PREFIX}ready_to_proven_seconds histogram",
-              f"# HELP {PREFIX}ready_to_proven_seconds From a node's Ready to its pass."]
+    lines += _histogram("ready_to_proven_seconds", "From a node's Ready to its pass (a first "
+                        "or fresh proof).", [(g.cluster, g.ready_to_proven) for g in gates])
+    lines += _histogram("reproof_seconds", "A proven node's scheduled re-proof, from its "
+                        "claim to its pass.",
+                        [(g.cluster, g.reproof_seconds) for g in gates])
+    lines += [f"# TYPE {PREFIX}oldest_unproven_seconds gauge",
+              f"# HELP {PREFIX}oldest_unproven_seconds How long the pool's oldest unproven "
+              "node has waited for its proof."]
     for g in gates:
-        for pool, values in sorted(g.ready_to_proven.items()):
-            for le in BUCKETS_S:
-                n = sum(1 for v in values if v <= le)
-                labels = label_set(cluster=g.cluster, pool=pool, le=format(le, "g"))
-                lines.append(f"{PREFIX}ready_to_proven_seconds_bucket{labels} {n}")
-            lines.append(f"{PREFIX}ready_to_proven_seconds_bucket"
-                         f"{label_set(cluster=g.cluster, pool=pool, le='+Inf')} {len(values)}")
-            lines.append(f"{PREFIX}ready_to_proven_seconds_sum"
-                         f"{label_set(cluster=g.cluster, pool=pool)} {sum(values):.3f}")
-            lines.append(f"{PREFIX}ready_to_proven_seconds_count"
-                         f"{label_set(cluster=g.cluster, pool=pool)} {len(values)}")
+        for pool, age_s in sorted(oldest_unproven_s(g).items()):
+            lines.append(f"{PREFIX}oldest_unproven_seconds"
+                         f"{label_set(cluster=g.cluster, pool=pool)} {age_s:.1f}")
     for what in ("unproven", "quarantined"):
         lines += [f"# TYPE {PREFIX}{what}_node_hours counter",
                   f"# HELP {PREFIX}{what}_node_hours Node-hours {what}, kept across "
@@ -125,6 +132,46 @@ def render(gates: Sequence[Gate]) -> str:
     lines += _guard_lines(gates)
     lines.append("# EOF")
     return "\n".join(lines) + "\n"
+
+
+def oldest_unproven_s(gate: Gate) -> dict[str, float]:
+    """Per gated pool with an unproven or proving node: the longest such a node has waited
+    (now less the time it entered that state, smoke.gate._hours.since)."""
+    from datetime import UTC, datetime
+
+    from smoke.gate._hours import since, state_of
+
+    if gate.watch is None:
+        return {}
+    now = datetime.now(UTC)
+    out: dict[str, float] = {}
+    for n in gate._nodes():
+        if n.pool not in gate.pools or state_of(n) not in ("unproven", "proving"):
+            continue
+        start = since(n)
+        if start is not None:
+            out[n.pool] = max(out.get(n.pool, 0.0), max(0.0, (now - start).total_seconds()))
+    return out
+
+
+def _histogram(name: str, help_text: str,
+               series: Sequence[tuple[str, Mapping[str, list[float]]]]) -> list[str]:
+    """One OpenMetrics histogram over BUCKETS_S: per (cluster, pool), cumulative buckets,
+    +Inf, sum and count."""
+    lines = [f"# TYPE {PREFIX}{name} histogram", f"# HELP {PREFIX}{name} {help_text}"]
+    for cluster, by_pool in series:
+        for pool, values in sorted(by_pool.items()):
+            for le in BUCKETS_S:
+                n = sum(1 for v in values if v <= le)
+                labels = label_set(cluster=cluster, pool=pool, le=format(le, "g"))
+                lines.append(f"{PREFIX}{name}_bucket{labels} {n}")
+            lines.append(f"{PREFIX}{name}_bucket"
+                         f"{label_set(cluster=cluster, pool=pool, le='+Inf')} {len(values)}")
+            lines.append(f"{PREFIX}{name}_sum"
+                         f"{label_set(cluster=cluster, pool=pool)} {sum(values):.3f}")
+            lines.append(f"{PREFIX}{name}_count"
+                         f"{label_set(cluster=cluster, pool=pool)} {len(values)}")
+    return lines
 
 
 def _guard_lines(gates: Sequence[Gate]) -> list[str]:

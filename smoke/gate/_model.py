@@ -30,6 +30,7 @@ class GateOptions:
     timeout_s: int = SD.TIMEOUT_S  # one proof's deadline
     tier: int | None = None  # None: each pool's gate.max_tier
     images: Mapping[str, str] = field(default_factory=dict)
+    image_pull_secrets: tuple[str, ...] = ()  # every proof pod's (the stack's gate.image_...)
     parallel: int = 16  # proofs at once
     batch: int = 16  # a pool's ready new nodes proven together, at most this many a proof
     retry_first_s: float = 5.0  # infrastructure errors: backoff from here, doubling ...

@@ -128,14 +128,17 @@ def pinned(rendered: RenderedRun, unit: Unit) -> RenderedRun:
 
 
 def render(inventory: Inventory, pool: InventoryPool, unit: Unit, *, run_id: str,
-           namespace: str, tier: int, timeout_s: int, images: dict[str, str]) -> RenderedRun:
+           namespace: str, tier: int, timeout_s: int, images: dict[str, str],
+           pull_secrets: tuple[str, ...] = ()) -> RenderedRun:
     import smoke.expectations as expect
     from smoke.cluster.workload import RenderOptions, render_run
+    from smoke.gate._pull import with_pull_secrets
 
     one = proof_pool(pool, unit)
     options = RenderOptions(run_id=run_id, namespace=proof_namespace(pool, unit, namespace),
                             tier=tier, timeout_s=timeout_s, images=images)
     run = render_run(replace(inventory, pools=(one,)), options, expectation=expect.for_pool)
+    run = with_pull_secrets(run, pull_secrets)  # the stack's gate.image_pull_secrets
     return prioritized(pinned(run, unit)) if one.kueue_queue is not None else pinned(run, unit)
 
 

@@ -1,6 +1,7 @@
 """The controller's endpoints: /healthz and /readyz on the health port (liveness: the loop
-turned within the last minute; readiness: the node list is synced), OpenMetrics /metrics on
-the metrics port. Plain stdlib HTTP servers in daemon threads."""
+turned within the last minute; readiness: `not_ready`, the Kubernetes API answers the node
+list and watch), OpenMetrics /metrics on the metrics port. Plain stdlib HTTP servers in daemon
+threads."""
 
 from __future__ import annotations
 
@@ -15,6 +16,21 @@ if TYPE_CHECKING:
 
 STALE_LOOP_S = 60.0
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+
+
+def not_ready(gate: Gate) -> str:
+    """Why the controller is not ready ('' when it is): it has not started, its node list
+    never answered, or the API's last answer to the node list or watch was a failure (a
+    refusal, an error, a dropped stream) and no answer came since (issue 35: /readyz said
+    ready while the node list was refused). A watch that waits quietly for events is ready."""
+    watch = gate.watch
+    if not gate.ready.is_set() or watch is None:
+        return "starting"
+    if not watch.synced.is_set():
+        return f"the node list has not answered ({watch.last_error or 'no answer yet'})"
+    if watch.failed_at > watch.answered_at:
+        return f"the node list or watch fails: {watch.last_error}"
+    return ""
 
 
 class Servers:
@@ -33,8 +49,9 @@ class Servers:
             return (200, "ok\n", "text/plain") if alive else (503, "loop stalled\n",
                                                                "text/plain")
         if path == "/readyz":
-            ready = all(g.ready.is_set() for g in self.gates)
-            return (200, "ok\n", "text/plain") if ready else (503, "not synced\n", "text/plain")
+            problems = [f"{g.cluster}: {why}" for g in self.gates if (why := not_ready(g))]
+            return (200, "ok\n", "text/plain") if not problems else (
+                503, "\n".join(problems) + "\n", "text/plain")
         if path == "/metrics":
             return 200, render(self.gates), OPENMETRICS
         return 404, "not found\n", "text/plain"

@@ -34,7 +34,7 @@ def prove_unit(self: Gate, unit: Unit, pool: InventoryPool) -> None:
         tier = unit_tier(self, pool, unit)
         rendered = render(self.inventory, pool, unit, run_id=run_id,
                           namespace=o.namespace, tier=tier, timeout_s=o.timeout_s,
-                          images=dict(o.images))
+                          images=dict(o.images), pull_secrets=o.image_pull_secrets)
         outcome = prove(self.client, self.cluster, rendered, unit,
                         stack=self.inventory.stack, timeout_s=o.timeout_s, stop=cancel,
                         poll_s=o.poll_s)
@@ -96,10 +96,13 @@ def apply(self: Gate, unit: Unit, pool: InventoryPool, run_id: str, outcome: Out
                          f"{run_id} passed (tiers {proof['tiers']}); the gate taint is "
                          "lifted", warning=False)
             since = now_gate.ready_since
-            to_proven = None if since is None else max(
+            to_proven = None if since is None or unit.reproof else max(
                 0.0, (datetime.now(UTC) - since).total_seconds())
             self.backoff.pop(name, None)
-            if to_proven is not None:
+            if unit.reproof:  # a proven node proven again: its proof's own time, apart
+                # (its Ready was long before: never a Ready-to-proven figure)
+                self.reproof_seconds.setdefault(pool.name, []).append(proof_s)
+            elif to_proven is not None:
                 self.ready_to_proven.setdefault(pool.name, []).append(to_proven)
             self.summary.results[name] = NodeResult(
                 name, pool.name, PASS, reason, run_id, to_proven, proof_s,
@@ -176,8 +179,8 @@ def _record(self: Gate, report: Any) -> None:
 
     try:
         record(report, self.options.history or default_path(), kind="gate")
-    except Exception as exc:
-        self.summary.errors.append(f"history: {type(exc).__name__}: {exc}")
+    except Exception as exc:  # said once (the same words each proof), never once per proof
+        self._problem(f"history: {type(exc).__name__}: {str(exc)[:300]}")
 
 
 def _probe_s(outcome: Outcome, node: str) -> float | None:

@@ -140,6 +140,10 @@ class NodeWatch:
         self.waits: list[float] = []  # the last backoff waits, newest last (at most 64)
         self.resource_version = ""
         self.last_refusal = ""  # the last list or watch the API server refused (403), if any
+        # when the API last answered (a list, a watch event, a watch that ran its course) and
+        # last failed to (monotonic; 0: never): /readyz is not ready while failed_at is later
+        self.answered_at = 0.0
+        self.failed_at = 0.0
 
     def snapshot(self) -> dict[str, dict[str, Any]]:
         with self.lock:
@@ -159,18 +163,22 @@ class NodeWatch:
                 rv = self._watch(rv)
                 self.resumes += 1
                 if self.events > events or time.monotonic() - started >= SHORT_WATCH_S:
+                    self.answered_at = time.monotonic()
                     continue  # a watch that ran its course: resume at once
                 self.errors += 1  # ended at once, nothing said: a failure (client-go)
                 self.last_error = "a watch that ended at once with no event"
+                self.failed_at = time.monotonic()
             except Expired:
                 self.expired += 1
                 rv = None
             except LineTooLong as exc:
                 self.oversized += 1
                 self.last_error = str(exc)
+                self.failed_at = time.monotonic()
                 rv = None
             except Exception as exc:
                 self.last_error = f"{type(exc).__name__}: {str(exc)[:300]}"
+                self.failed_at = time.monotonic()
                 # a dropped connection or a server error: resume from `rv`; anything else
                 # (an answer that does not read): list again. Never give up: a controller
                 # whose watch died would leave every new node gated, unseen.
@@ -216,6 +224,7 @@ class NodeWatch:
             self.malformed = {k: v for k, v in self.malformed.items() if k not in good}
             self.resource_version = rv
         self.lists += 1
+        self.answered_at = time.monotonic()
         self.synced.set()
         self.changed(None)
         return rv
@@ -247,6 +256,7 @@ class NodeWatch:
                                      "resourceVersion")
                 rv = seen
                 self.events += 1
+                self.answered_at = time.monotonic()
                 if kind == "BOOKMARK":
                     with self.lock:
                         self.resource_version = rv

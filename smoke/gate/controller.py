@@ -30,6 +30,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from smoke.cluster.access import with_retries
@@ -87,6 +88,8 @@ class Gate:
         self.verdict_counts: dict[tuple[str, str], int] = {}  # (pool, verdict) -> proofs
         self.ready_to_proven: dict[str, list[float]] = {}  # pool -> seconds, per node
         self.node_hours: dict[tuple[str, str, str], float] = {}  # (pool, team, kind) -> h
+        self.hours_at: datetime | None = None  # node_hours counted through (smoke.gate._hours)
+        self.reproof_seconds: dict[str, list[float]] = {}  # pool -> a re-proof's seconds
         self.guard = Guard(self)  # malformed objects, loop errors (smoke.gate._guard)
         self.caps = Caps(ratio=options.breaker_ratio, window_s=options.breaker_window_s,
                          min_verdicts=options.breaker_min_verdicts)
@@ -143,7 +146,7 @@ class Gate:
             self.elector = Elector(self.client, o.namespace, o.lease_name, o.identity,
                                    lease_s=o.lease_s, stop=inner,
                                    annotations=lambda: H.record(self.node_hours,
-                                                                self.elector))
+                                                                self.elector, self.hours_at))
             threads.append(threading.Thread(target=self.elector.run, daemon=True,
                                             name="gate-lease"))
         for t in threads:
@@ -191,10 +194,9 @@ class Gate:
                     self._problem(self.elector.last_refusal)
                 now = time.monotonic()
                 if self.watch.synced.is_set() and self.is_leader():
-                    H.count(self.node_hours, self.state_counts(), now - self.last_loop)
+                    H.tick(self)  # node-hours from the nodes' timestamps
                 elif not self.is_leader():
-                    H.take_up(self.node_hours, self.elector)  # a standby exports the
-                    # leader's totals
+                    H.standby(self)  # a standby exports the leader's totals
                 self.last_loop = now
         finally:
             for _, _, cancel in list(self.inflight.values()):

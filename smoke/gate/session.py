@@ -51,6 +51,7 @@ class GateRequest:
     record_history: bool = False
     elect: bool = True
     lease_s: float = 15.0
+    image_pull_secrets: tuple[str, ...] = ()  # every proof pod pulls with these Secrets
 
 
 @dataclass(frozen=True)
@@ -170,6 +171,7 @@ def run_gate(request: GateRequest, stop: threading.Event | None = None
     `once`, until every gated node present at the start is proven or failed)."""
     from smoke.gate._serve import Servers
     from smoke.gate.controller import Gate, GateOptions
+    from smoke.gate.recording import history_choice
 
     timeout_s = proof_timeout_s(request.timeout_s)
     target = _target(request)
@@ -177,8 +179,10 @@ def run_gate(request: GateRequest, stop: threading.Event | None = None
     gates = [Gate(client, name, target.inventory, GateOptions(
         namespace=target.namespace, once=request.once, timeout_s=timeout_s,
         images=target.images, once_wait_s=float(timeout_s) if request.once else None,
-        history=request.history, record_history=request.record_history,
-        elect=request.elect, lease_s=request.lease_s))
+        history=request.history, record_history=history_choice(
+            request.in_cluster, request.history, request.record_history)[0],
+        elect=request.elect, lease_s=request.lease_s,
+        image_pull_secrets=tuple(request.image_pull_secrets)))
         for name, client in sorted(target.clients.items())]
     servers = Servers(gates, health_port=request.health_port,
                       metrics_port=request.metrics_port).start()

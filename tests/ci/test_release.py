@@ -51,8 +51,11 @@ def test_release_builds_that_file_on_a_version_tag_only() -> None:
     flow = yaml.safe_load(RELEASE.read_text(encoding="utf-8"))
     on = flow[True]  # YAML 1.1 reads the `on` key as True
     assert set(on) == {"push"} and on["push"] == {"tags": ["v*.*.*"]}
-    [job] = flow["jobs"].values()
+    assert set(flow["jobs"]) == {"gate-image", "record"}
+    job = flow["jobs"]["gate-image"]
     assert job["permissions"] == {"contents": "read", "packages": "write"}
+    assert flow["jobs"]["record"]["permissions"] == {"contents": "write",
+                                                     "pull-requests": "write"}
     build = next(s for s in job["steps"] if s.get("id") == "build")
     assert build["uses"].startswith("docker/build-push-action@")
     assert build["with"]["file"] == "docker/gate.Dockerfile" and build["with"]["push"] is True

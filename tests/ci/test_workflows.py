@@ -18,7 +18,7 @@ WORKFLOWS = [ROOT / ".github" / "workflows" / "preview.yml",
              ROOT / ".github" / "workflows" / "release.yml"]
 # what each workflow may write beside `contents: read`
 WRITES = {"preview.yml": {"pull-requests"}, "deploy.yml": {"pull-requests"},
-          "release.yml": {"packages"}}
+          "release.yml": {"packages", "contents", "pull-requests"}}  # the image; its record
 USES = re.compile(r"^\s*(?:-\s+)?uses:\s*(\S+?)@(\S+)\s*(#.*)?$")
 
 

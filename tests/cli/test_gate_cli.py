@@ -62,9 +62,10 @@ def test_plan_shows_the_gates_and_the_controllers() -> None:
     result = runner.invoke(app, ["plan", EXAMPLE])
     assert result.exit_code == 0, result.output
     # 8, and per cluster a Role and RoleBinding in each team namespace re-proofs go through
-    # (research, vision) and the re-proofs' Kueue WorkloadPriorityClass
-    assert "ml-gke-gate (GateController, 13 resources)" in result.output
-    assert "ml-eks-gate (GateController, 13 resources)" in result.output
+    # (research, vision), the re-proofs' Kueue WorkloadPriorityClass, the controller's
+    # PriorityClass and its PodDisruptionBudget (issue 35)
+    assert "ml-gke-gate (GateController, 15 resources)" in result.output
+    assert "ml-eks-gate (GateController, 15 resources)" in result.output
     assert result.output.count("1 x kubernetes WorkloadPriorityClass") == 2
     assert "gate T0-T2 + fabric, re-proof every 24h, quarantine at most 10%: h100-train, " \
         "p5-train" in result.output

@@ -48,7 +48,9 @@ def test_every_cluster_gets_a_system_pool_by_default(spec):
 def test_the_example_stack_has_a_system_pool_on_each_cluster():
     fleet = load_fleet(str(EXAMPLE_STACK))
     assert [p.cluster.name for p in fleet.system_pools if p.cluster] == ["ml-gke", "ml-eks"]
-    assert not fleet.warnings
+    # the one warning: the default gate image of this unreleased version is not published
+    # (fleet.rules.gate.gate_image_warnings, tests/fleet/test_gate_image_published.py)
+    assert [w.where for w in fleet.warnings] in ([], ["gate.image"])
 
 
 def test_system_pool_is_costed_at_list_price_and_paid_by_the_platform(spec):
