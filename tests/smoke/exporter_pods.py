@@ -30,7 +30,10 @@ def exporter_pod(name: str, node: str, port: int, text_file: Path) -> dict[str, 
     key, value = DCGM_EXPORTER_SELECTOR.split("=")
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": DCGM_EXPORTER_NAMESPACE,
-                         "labels": {key: value, "app.kubernetes.io/instance": "dcgm-exporter"}},
+                         "labels": {key: value, "app.kubernetes.io/instance": "dcgm-exporter"},
+                         # the real plane's node stand-in runs its command, not the node's
+                         # canned proof output (tests.controlplane._kubelet.OWN_COMMAND)
+                         "annotations": {"standin.accelfleet.io/own-command": "true"}},
             "spec": {"nodeName": node, "tolerations": [{"operator": "Exists"}],
                      "containers": [{"name": "exporter", "image": "nvcr.io/nvidia/k8s/"
                                      "dcgm-exporter:4.5.3-4.8.2-distroless",
