@@ -155,17 +155,18 @@ class Exporters:
                              "max_unavailable)", warning=True)
 
     def read(self, node: str) -> str | None:
-        """The exporter's text of `node`, or None when no exporter pod runs there."""
-        from smoke.cluster._api import bounded
+        """The exporter's text of `node`, or None when no exporter pod runs there (each
+        call answers a Body: `_preload_content=False`, smoke.cluster._api.bounded)."""
+        from smoke.cluster._api import Body, bounded
 
         g, o = self.gate, self.gate.options
         assert o.exporter_namespace is not None
         budget = o.exporter_timeout_s
-        listed = bounded(g.core.list_namespaced_pod, o.exporter_namespace,
-                         label_selector=o.exporter_selector,
-                         field_selector=f"spec.nodeName={node}", _preload_content=False,
-                         _request_timeout=budget, budget_s=budget,
-                         max_bytes=MAX_POD_LIST_BYTES)
+        listed: Body = bounded(  # type: ignore[assignment]
+            g.core.list_namespaced_pod, o.exporter_namespace,
+            label_selector=o.exporter_selector, field_selector=f"spec.nodeName={node}",
+            _preload_content=False, _request_timeout=budget, budget_s=budget,
+            max_bytes=MAX_POD_LIST_BYTES)
         if listed.truncated:
             raise ValueError(f"the exporter pods of {node}: the list is past "
                              f"{MAX_POD_LIST_BYTES:,} bytes")
@@ -173,9 +174,10 @@ class Exporters:
         if pod is None:
             return None
         name, port = pod
-        body = bounded(g.core.connect_get_namespaced_pod_proxy_with_path, f"{name}:{port}",
-                       o.exporter_namespace, "metrics", _preload_content=False,
-                       _request_timeout=budget, budget_s=budget, max_bytes=o.exporter_max_bytes)
+        body: Body = bounded(  # type: ignore[assignment]
+            g.core.connect_get_namespaced_pod_proxy_with_path, f"{name}:{port}",
+            o.exporter_namespace, "metrics", _preload_content=False,
+            _request_timeout=budget, budget_s=budget, max_bytes=o.exporter_max_bytes)
         if body.truncated:
             raise ValueError(f"the exporter's answer is past {o.exporter_max_bytes:,} bytes "
                              "(GateOptions.exporter_max_bytes)")
