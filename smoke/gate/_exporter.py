@@ -246,18 +246,24 @@ def _known(signals: Iterable[Signal], pool: InventoryPool) -> list[Signal]:
 def _running_pod(page: Any) -> tuple[str, int] | None:
     """(name, metrics port) of the first Running exporter pod in a pod list; None when none."""
     items = page.get("items") if isinstance(page, dict) else None
+    def part(obj: Any, key: str) -> dict[str, Any]:
+        got = obj.get(key) if isinstance(obj, dict) else None
+        return got if isinstance(got, dict) else {}
+
     for pod in items if isinstance(items, list) else []:
-        if not isinstance(pod, dict) or (pod.get("status") or {}).get("phase") != "Running":
+        if part(pod, "status").get("phase") != "Running":
             continue
-        name = (pod.get("metadata") or {}).get("name")
+        name = part(pod, "metadata").get("name")
         if not isinstance(name, str) or not name:
             continue
         port = DCGM_EXPORTER_PORT
-        for c in (pod.get("spec") or {}).get("containers") or []:
+        containers = part(pod, "spec").get("containers")
+        for c in containers if isinstance(containers, list) else []:
             for p in (c.get("ports") or []) if isinstance(c, dict) else []:
+                number = p.get("containerPort") if isinstance(p, dict) else None
                 if isinstance(p, dict) and p.get("name") == DCGM_EXPORTER_PORT_NAME and \
-                        isinstance(p.get("containerPort"), int):
-                    port = p["containerPort"]
+                        type(number) is int and 0 < number < 65536:
+                    port = number
         return name, port
     return None
 
