@@ -26,9 +26,13 @@ SERVE = ("import http.server, sys\n"
          "http.server.HTTPServer(('0.0.0.0', int(sys.argv[2])), H).serve_forever()\n")
 
 
-def exporter_pod(name: str, node: str, port: int, text_file: Path) -> dict[str, Any]:
+def exporter_pod(name: str, node: str, port: int, text_file: Path, *,
+                 daemonset: bool = False) -> dict[str, Any]:
+    """`daemonset`: owned by the chart's DaemonSet, as a real exporter pod is (a re-proof
+    takes a node that runs nothing else); not on the real plane, whose garbage collector
+    deletes a pod whose owner does not exist."""
     key, value = DCGM_EXPORTER_SELECTOR.split("=")
-    return {"apiVersion": "v1", "kind": "Pod",
+    pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": DCGM_EXPORTER_NAMESPACE,
                          "labels": {key: value, "app.kubernetes.io/instance": "dcgm-exporter"},
                          # the real plane's node stand-in runs its command, not the node's
@@ -41,3 +45,8 @@ def exporter_pod(name: str, node: str, port: int, text_file: Path) -> dict[str, 
                                                  str(port)],
                                      "ports": [{"name": DCGM_EXPORTER_PORT_NAME,
                                                 "containerPort": port}]}]}}
+    if daemonset:
+        pod["metadata"]["ownerReferences"] = [{
+            "apiVersion": "apps/v1", "kind": "DaemonSet", "name": "dcgm-exporter",
+            "uid": "00000000-0000-4000-8000-00000000d5e7", "controller": True}]
+    return pod

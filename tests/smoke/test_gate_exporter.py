@@ -28,7 +28,7 @@ def _setup(fake: Any, text: str | None, tmp_path: Path, **options: Any) -> Any:
     fake.set_node_output(NAME, h100_report(NAME, 800.0))
     fake.create("namespaces", "", {"metadata": {"name": DCGM_EXPORTER_NAMESPACE}})
     fake.create("pods", DCGM_EXPORTER_NAMESPACE, exporter_pod("dcgm-exporter-abcde", NAME,
-                                                               PORT, HEALTHY))
+                                                               PORT, HEALTHY, daemonset=True))
     fake.patch("pods", DCGM_EXPORTER_NAMESPACE, "dcgm-exporter-abcde",
                {"status": {"phase": "Running"}}, kind="application/merge-patch+json",
                subresource="status")
@@ -128,3 +128,63 @@ def test_the_event_words_name_the_counter_value_and_gpu() -> None:
     (s,) = S.judge_exporter(S.parse_metrics(DBE.read_text()))
     assert E.signal_words(s).startswith("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL=1 on GPU 1 (")
 
+
+
+def _exporter_on(fake: Any, pod: str, node: str, text: str) -> None:
+    fake.create("pods", DCGM_EXPORTER_NAMESPACE, exporter_pod(pod, node, PORT, HEALTHY,
+                                                             daemonset=True))
+    fake.patch("pods", DCGM_EXPORTER_NAMESPACE, pod, {"status": {"phase": "Running"}},
+               kind="application/merge-patch+json", subresource="status")
+    fake.set_pod_proxy(DCGM_EXPORTER_NAMESPACE, f"{pod}:{PORT}", text)
+
+
+def test_a_warning_counter_reproves_the_node_once(fake_cluster: Any, tmp_path: Path) -> None:
+    """Rows remapped past DCGM's 512 (a WARN rule; an H100 remaps rows): the node is proven
+    again (its proof's run changes), the Event names the counter, and it stays proven."""
+    import json
+
+    from fleet.labels import GATE_PROOF_ANNOTATION
+
+    rows = 'DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{gpu="2",modelName="NVIDIA H100 80GB HBM3"} 600\n'
+    with _setup(fake_cluster, rows, tmp_path):
+        fake_cluster.add_node_object(gke_gated_node(POOL, NAME))
+        wait_for(lambda: gate_state(fake_cluster, NAME) == "proven", 90)
+
+        def run() -> str:
+            got = fake_cluster.get("nodes", "", NAME)["metadata"].get("annotations") or {}
+            return str(json.loads(got.get(GATE_PROOF_ANNOTATION, "{}")).get("run", ""))
+
+        first = run()
+        said = wait_for(lambda: [e["message"] for e in events(fake_cluster, NAME)
+                                 if e["reason"] == "GateHealthSignal"], 60)
+        assert "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS=600 on GPU 2" in said[0]
+        assert "re-proof due" in said[0]
+        wait_for(lambda: run() not in ("", first) and gate_state(fake_cluster, NAME) == "proven",
+                 120)
+        second = run()
+        wait_for(lambda: _reads(fake_cluster) >= 4, 60)
+        assert run() == second  # acted on once: the same reading asks nothing more
+
+
+def test_two_failing_exporters_quarantine_within_the_cap(fake_cluster: Any,
+                                                         tmp_path: Path) -> None:
+    """Cap 1 of the pool: both nodes are failed and held, one is quarantined."""
+    other = "gke-h100-train-1"
+    fake_cluster.set_node_output(other, h100_report(other, 800.0))
+    with _setup(fake_cluster, DBE.read_text(), tmp_path):
+        _exporter_on(fake_cluster, "dcgm-exporter-fghij", other, DBE.read_text())
+        for n in (NAME, other):
+            fake_cluster.add_node_object(gke_gated_node(POOL, n))
+        wait_for(lambda: all(gate_state(fake_cluster, n) == "failed" for n in (NAME, other)),
+                 120)
+
+        def quarantined() -> list[str]:
+            return [n for n in (NAME, other) if (fake_cluster.get("nodes", "", n)["metadata"]
+                                                 ["labels"] or {}).get("accelfleet.io/smoke")
+                    == "failed"]
+
+        wait_for(quarantined, 30)
+        import time
+
+        time.sleep(2.0)  # the second one's quarantine had its chance: the cap held it
+        assert len(quarantined()) == 1
