@@ -145,7 +145,8 @@ def test_a_warning_counter_reproves_the_node_once(fake_cluster: Any, tmp_path: P
 
     from fleet.labels import GATE_PROOF_ANNOTATION
 
-    rows = 'DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{gpu="2",modelName="NVIDIA H100 80GB HBM3"} 600\n'
+    rows = ('DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{gpu="2",modelName="NVIDIA H100 80GB HBM3"}'
+            " 600\n")
     with _setup(fake_cluster, rows, tmp_path):
         fake_cluster.add_node_object(gke_gated_node(POOL, NAME))
         wait_for(lambda: gate_state(fake_cluster, NAME) == "proven", 90)
