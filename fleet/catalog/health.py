@@ -8,9 +8,12 @@ which signal family each NVML group and DCGM exporter metric belongs to (issue 3
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
+from fleet.catalog.records import Accelerator
 from fleet.errors import CatalogError
 
 ECC, ROW_REMAP, RETIRED_PAGES, NVLINK, XID, THROTTLE = (
@@ -37,27 +40,36 @@ def metric_signal(metric: str) -> str | None:
     return next((fam for prefix, fam in _METRIC_PREFIXES if metric.startswith(prefix)), None)
 
 
-@lru_cache(maxsize=1)
-def _parts() -> dict[str, frozenset[str]]:
-    from fleet.catalog._load import load_accelerators, read_yaml
-
-    data = read_yaml("gpu_health.yaml")
-    accelerators = load_accelerators()
-    out: dict[str, frozenset[str]] = {}
+def attach(accelerators: dict[str, Accelerator], data: Mapping[str, Any]
+           ) -> dict[str, Accelerator]:
+    """`accelerators` with each listed GPU part's `health_signals` set from `data` (the
+    parsed gpu_health.yaml); CatalogError on a part that is no GPU of them, listed twice, or
+    without a source."""
+    out = dict(accelerators)
+    seen: set[str] = set()
     for raw in data.get("parts") or []:
         key = str(raw.get("key", ""))
-        acc = accelerators.get(key)
+        acc = out.get(key)
         if acc is None or acc.kind != "gpu":
             raise CatalogError(f"{WHERE}: {key!r} is no GPU of accelerators.yaml")
-        if key in out:
+        if key in seen:
             raise CatalogError(f"{WHERE}: {key} is listed twice")
+        seen.add(key)
         if not raw.get("source"):
             raise CatalogError(f"{WHERE} {key}: every part needs a source")
         fams = {f for f in (ECC, ROW_REMAP, RETIRED_PAGES) if _flag(raw, f, key)}
         if acc.nvlinks > 0:
             fams.add(NVLINK)
-        out[key] = frozenset(fams) | EVERY_PART
+        out[key] = replace(acc, health_signals=tuple(sorted(fams | EVERY_PART)))
     return out
+
+
+@lru_cache(maxsize=1)
+def _parts() -> dict[str, frozenset[str]]:
+    from fleet.catalog._load import load_accelerators
+
+    return {k: frozenset(a.health_signals) for k, a in load_accelerators().items()
+            if a.health_signals}
 
 
 def _flag(raw: Any, name: str, key: str) -> bool:
@@ -80,5 +92,12 @@ def lacks(part: str | None) -> dict[str, str]:
     have = signals_of(part)
     if have is None:
         return {}
+    return lacking(str(part), have)
+
+
+def lacking(part: str, have: Iterable[str]) -> dict[str, str]:
+    """family -> why it is not read on `part`, which keeps `have` (the same words in the pod,
+    from the Accelerator record it is handed: smoke.probes.gpu_health.lacks_of)."""
+    kept = set(have)
     return {f: f"the catalog says {part} keeps no {f.replace('_', ' ')} counters ({WHERE})"
-            for f in FAMILIES if f not in have}
+            for f in FAMILIES if f not in kept}

@@ -300,6 +300,19 @@ _FIELDS = {"ecc": ("ecc_sbe_volatile", "ecc_dbe_volatile", "ecc_sbe_aggregate",
            "retired_pages": ("retired_pages_sbe", "retired_pages_dbe", "retired_pages_pending")}
 
 
+_FAMILIES = ("ecc", "row_remap", "retired_pages", "nvlink", "xid", "throttle")
+_HEALTH_DATA = "fleet/catalog/data/gpu_health.yaml"
+
+
+def lacks_of(key: str, health_signals: Sequence[str]) -> dict[str, str]:
+    """group -> why it is not read on the part `key` that keeps `health_signals` (its catalog
+    record's, handed to the pod in its Expectation); {} where the catalog does not say."""
+    if not health_signals:
+        return {}
+    return {f: f"the catalog says {key} keeps no {f.replace('_', ' ')} counters "
+               f"({_HEALTH_DATA})" for f in _FAMILIES if f not in health_signals}
+
+
 def only_kept(g: GpuSignals, lacks: Mapping[str, str]) -> GpuSignals:
     """`g` with the signal groups its part does not keep (`lacks`: group -> why, from the
     catalog, fleet.catalog.health.lacks) unread and skipped with the catalog's reason: an

@@ -201,16 +201,14 @@ def _gpu_health(devices: Sequence[Device], exp: Expectation | None = None
 
 
 def _lacks(exp: Expectation | None) -> dict[str, str]:
-    """The health signal groups the expected GPU part does not keep (the catalog's
-    fleet/catalog/data/gpu_health.yaml); none when the part is unknown or the catalog is not
-    here (judged whole then)."""
+    """The health signal groups the expected GPU part does not keep (its catalog record's
+    `health_signals`, handed to the pod with the expectation); none when the part is unknown
+    (judged whole then)."""
+    from smoke.probes import gpu_health
+
     if exp is None or exp.accelerator is None:
         return {}
-    try:
-        from fleet.catalog.health import lacks
-    except ImportError:
-        return {}
-    return lacks(exp.accelerator.key)
+    return gpu_health.lacks_of(exp.accelerator.key, exp.accelerator.health_signals)
 
 
 def _pairs(be: Backend, devices: Sequence[Device], exp: Expectation) -> list[ProbeResult]:

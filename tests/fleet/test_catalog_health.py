@@ -44,3 +44,17 @@ def test_exporter_metrics_map_to_their_family() -> None:
     assert metric_signal("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL") == NVLINK
     assert metric_signal("DCGM_FI_DEV_XID_ERRORS") == XID
     assert metric_signal("DCGM_FI_DEV_GPU_TEMP") is None
+
+
+def test_the_pod_gets_the_same_word_from_the_record_it_is_handed() -> None:
+    """The agent in the pod has no catalog (import-linter): the Expectation carries the
+    record's `health_signals`, and the pod's words are the catalog's."""
+    from smoke.probes.expect import Expectation
+    from smoke.probes.gpu_health import lacks_of
+
+    for a in load_catalog().accelerators.values():
+        if a.kind != "gpu":
+            continue
+        back = Expectation.from_dict(Expectation(accelerator=a).to_dict())
+        assert back.accelerator is not None
+        assert lacks_of(a.key, back.accelerator.health_signals) == lacks(a.key), a.key
