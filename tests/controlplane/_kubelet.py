@@ -10,9 +10,13 @@ For each node it stands in for:
 - runs each pod the scheduler bound to it as a local process: the pod's own command
   (`python` is this interpreter; ConfigMap and downward API volumes written to a folder of the
   pod and the container's paths under a mount rewritten to it; env `fieldRef`s resolved), or
-  the node's recorded output (`set_output`) or command (`set_command`);
+  the node's recorded output (`set_output`) or command (`set_command`); a pod annotated
+  `standin.accelfleet.io/own-command` runs its own command even there (a DaemonSet pod beside
+  the proofs: the DCGM exporter stand-in);
 - writes the pod's status as a kubelet does (Running with the container running; Succeeded
   or Failed with the container terminated, its exit code and reason), through `pods/status`;
+  its pod IP is loopback, or this machine's own address for a pod that declares a container
+  port (the API server's pods/proxy refuses a loopback pod IP);
 - serves container logs on its kubelet endpoint (`/containerLogs/{ns}/{pod}/{container}`,
   HTTPS, `tailLines`, `limitBytes`, `follow`), so the code under test reads them through the
   API's own `pods/log`;
