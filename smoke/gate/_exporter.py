@@ -106,7 +106,14 @@ class Exporters:
                 if now < st.next_at:
                     continue
                 st.next_at = now + o.exporter_interval_s
-            self._read_node(n, pool, st, now)
+            try:
+                self._read_node(n, pool, st, now)
+            except Exception as exc:  # acting on it failed (an API error): said, and the
+                # other nodes are still read; tried again at its next interval
+                self.failures += 1
+                self.gate._problem(K.refused(exc, f"acting on the DCGM exporter of {n.name}")
+                                   or f"acting on the DCGM exporter of {n.name}: "
+                                   f"{K.status_of(exc) or type(exc).__name__}")
 
     # -- one node ----------------------------------------------------------------------------
     def _read_node(self, n: N.GateNode, pool: InventoryPool, st: _NodeState,

@@ -64,3 +64,40 @@ def test_the_derived_dbe_text_quarantines_gpu_1_only() -> None:
 ])
 def test_the_exporter_pod_list_however_it_reads(page: Any, want: Any) -> None:
     assert E._running_pod(page) == want
+
+
+def test_one_node_failing_to_act_on_leaves_the_others_read() -> None:
+    """An API error while acting on one node's reading is said; the next node is still read."""
+    from types import SimpleNamespace
+
+    from smoke.gate import nodes as N
+
+    read: list[str] = []
+    problems: list[str] = []
+
+    class Gate:
+        def __init__(self) -> None:
+            self.options = SimpleNamespace(exporter_namespace="ns", exporter_interval_s=60.0)
+            self.pools = {"p": SimpleNamespace(kind="gpu", accelerator="h100-80gb")}
+            self.inflight: dict[str, Any] = {}
+
+        def _nodes(self) -> list[Any]:
+            return [SimpleNamespace(name=n, pool="p", state=N.PROVEN, ready=True,
+                                    quarantined=False) for n in ("a", "b")]
+
+        def _problem(self, text: str) -> None:
+            problems.append(text)
+
+    ex = E.Exporters(Gate())  # type: ignore[arg-type]
+
+    def read_node(n: Any, *_: Any) -> None:
+        read.append(n.name)
+        if n.name == "a":
+            raise RuntimeError("the API went away")
+
+    ex._read_node = read_node  # type: ignore[method-assign]
+    ex.step(now=0.0)
+    assert read == ["a", "b"] and ex.failures == 1
+    assert problems == ["acting on the DCGM exporter of a: RuntimeError"]
+    ex.step(now=1.0)  # within the interval: nothing read again
+    assert read == ["a", "b"]
