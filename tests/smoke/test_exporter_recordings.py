@@ -101,3 +101,24 @@ def test_one_node_failing_to_act_on_leaves_the_others_read() -> None:
     assert problems == ["acting on the DCGM exporter of a: RuntimeError"]
     ex.step(now=1.0)  # within the interval: nothing read again
     assert read == ["a", "b"]
+
+
+def test_an_xid_with_the_exporters_err_msg_labels_is_read_and_acted_on_once() -> None:
+    # DCGM#235: commas and "--" inside a label value; Xid 45 is no devastating Xid
+    samples = _prom("dcgm-235-xid-45-err-msg.prom")
+    (s,) = samples
+    assert s.labels["err_code"] == "45" and "-- Most likely" in s.labels["err_msg"]
+    (sig,) = S.judge_exporter(samples)
+    assert sig.action == S.REPROVE and sig.value == 45 and "Xid 45" in sig.text
+    # the gauge keeps the last Xid (dcgm-exporter#500; a second Xid 45 is the same value to
+    # it, dcgm-exporter#190): the next reading asks nothing more
+    assert S.judge_exporter(samples, samples) == []
+
+
+def test_the_eks_agents_row_remap_failure_condition_quarantines() -> None:
+    import yaml
+
+    (cond,) = yaml.safe_load((DATA.parent / "node_conditions" /
+                              "eks-nma-246-row-remap-failure.yaml").read_text())
+    (sig,) = S.judge_conditions([cond])
+    assert sig.action == S.QUARANTINE and "NvidiaRowRemapFailure" in sig.text
