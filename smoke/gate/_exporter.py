@@ -20,7 +20,7 @@ What it does with a reading (each once per signal and boot of the node):
 - a rule that WARNs: the node is due for a re-proof (idle only, within `max_unavailable`,
   as any re-proof: smoke.gate._reproof), with a Warning Event that names the counter.
 Bounded: one read per node per `exporter_interval_s`, each call within `exporter_timeout_s`
-and `exporter_max_bytes` (smoke.cluster._api.bounded: a drip or an endless body is cut); an
+and `exporter_max_bytes` (smoke.cluster.access.bounded: a drip or an endless body is cut); an
 answer that is not the exporter's text judges nothing and is said once in the summary.
 """
 
@@ -163,8 +163,8 @@ class Exporters:
 
     def read(self, node: str) -> str | None:
         """The exporter's text of `node`, or None when no exporter pod runs there (each
-        call answers a Body: `_preload_content=False`, smoke.cluster._api.bounded)."""
-        from smoke.cluster._api import Body, bounded
+        call answers a Body: `_preload_content=False`, smoke.cluster.access.bounded)."""
+        from smoke.cluster.access import Body, bounded
 
         g, o = self.gate, self.gate.options
         assert o.exporter_namespace is not None
