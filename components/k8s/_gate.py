@@ -16,6 +16,8 @@ schemas, strict), applied through the cluster's provider:
                         the controller makes, never a wildcard
     Role(+Binding)      in each namespace whose Kueue LocalQueue a gated pool's re-proofs go
                         through (the owner team's): what one proof does there, no Lease
+    Role(+Binding)      in the DCGM exporter's namespace, where `exporter_namespace` is set:
+                        pods/proxy get (the exporter of a proven node read between proofs)
     WorkloadPriorityClass  accelfleet-gate-reproof (kueue.x-k8s.io/v1beta2), the lowest value,
                         where some gated pool is routed through Kueue: its re-proofs carry it
     ConfigMap           accelfleet-gate-inventory: the cluster's pools of the inventory
