@@ -223,3 +223,15 @@ POOLS_CONFIGMAP = "accelfleet-gate-pools"
 AUTOSCALER_STARTUP_WINDOW_S = 15 * 60
 PROOF_TIMEOUT_S = 10 * 60
 PROOF_TIMEOUT_MAX_S = 13 * 60
+
+# The DCGM exporter the gate reads between proofs (smoke.gate._exporter), as the project's chart
+# deploys it (components.k8s._charts.DCGM_EXPORTER): the release's namespace, the pod label the
+# chart's selectorLabels put on every exporter pod (app.kubernetes.io/name: the chart's name),
+# and its port, the container port named "metrics" (values `service.port`, 9400). Read
+# 2026-11-28 from NVIDIA/dcgm-exporter tag 4.5.3-4.8.2 (commit 691c9276)
+# deployment/templates/_helpers.tpl, daemonset.yaml and values.yaml.
+DCGM_EXPORTER_NAMESPACE = "nvidia-device-plugin"
+DCGM_EXPORTER_SELECTOR = "app.kubernetes.io/name=dcgm-exporter"
+DCGM_EXPORTER_PORT = 9400
+DCGM_EXPORTER_PORT_NAME = "metrics"
+EXPORTER_INTERVAL_S = 60.0  # one read of a proven node's exporter per minute, at most

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fleet.gate import DCGM_EXPORTER_NAMESPACE
 from fleet.names import KUEUE_NAMESPACE
 
 
@@ -59,7 +60,7 @@ DCGM_EXPORTER = Chart(
     repo="https://nvidia.github.io/dcgm-exporter/helm-charts",
     chart="dcgm-exporter",
     version="4.8.2",
-    namespace="nvidia-device-plugin",
+    namespace=DCGM_EXPORTER_NAMESPACE,  # where the gate reads it (fleet.gate)
 )
 
 # JobSet (kubernetes-sigs/jobset), the API multi-host TPU workloads are submitted as

@@ -16,6 +16,8 @@ schemas, strict), applied through the cluster's provider:
                         the controller makes, never a wildcard
     Role(+Binding)      in each namespace whose Kueue LocalQueue a gated pool's re-proofs go
                         through (the owner team's): what one proof does there, no Lease
+    Role(+Binding)      in the DCGM exporter's namespace, where `exporter_namespace` is set:
+                        pods/proxy get (the exporter of a proven node read between proofs)
     WorkloadPriorityClass  accelfleet-gate-reproof (kueue.x-k8s.io/v1beta2), the lowest value,
                         where some gated pool is routed through Kueue: its re-proofs carry it
     PriorityClass       accelfleet-gate (scheduling.k8s.io/v1, `fleet.gate.CONTROLLER_PRIORITY`):
@@ -98,6 +100,13 @@ QUEUE_NAMESPACE_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("", "services", tuple(VERBS_OBJECTS)),
     ("", "events", ("list",)),
 )
+# In the DCGM exporter's namespace (`GateControllerArgs.exporter_namespace`): the exporter pod
+# of a proven node read through the API server's proxy (smoke.gate._exporter; the pods are
+# found with the ClusterRole's pods list). A Role, not the ClusterRole: pods/proxy reaches any
+# port of a pod, so it is granted where the exporter runs and nowhere else.
+EXPORTER_NAMESPACE_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("", "pods/proxy", ("get",)),
+)
 KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"  # as components/k8s/_kueue.py (v0.19.2 stores it)
 
 
@@ -117,6 +126,10 @@ class GateControllerArgs:
     image_pull_secrets: tuple[str, ...] = ()
     node_selector: Mapping[str, str] = field(default_factory=dict)
     create_namespace: bool = True
+    # where the cluster's DCGM exporter runs (fleet.gate.DCGM_EXPORTER_NAMESPACE where the
+    # GpuAddons deploy it): the controller may read its pods there (pods/proxy); None: no
+    # exporter, no such Role
+    exporter_namespace: str | None = None
 
 
 def _own_namespace(ns: str, more: list[str] | None = None) -> list[dict[str, Any]]:
@@ -300,6 +313,16 @@ def gate_objects(args: GateControllerArgs) -> list[dict[str, Any]]:
              "rules": _rules(QUEUE_NAMESPACE_RULES)},
             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
              "metadata": {"name": NAME, "namespace": q, "labels": labels},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                         "name": NAME}, "subjects": subject}]
+    if args.exporter_namespace:  # the DCGM exporter's pods, read through the API's proxy
+        objs += [
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+             "metadata": {"name": NAME, "namespace": args.exporter_namespace,
+                          "labels": labels}, "rules": _rules(EXPORTER_NAMESPACE_RULES)},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+             "metadata": {"name": NAME, "namespace": args.exporter_namespace,
+                          "labels": labels},
              "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
                          "name": NAME}, "subjects": subject}]
     if uses_kueue(args.inventory):

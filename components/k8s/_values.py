@@ -102,10 +102,25 @@ def efa_device_plugin_values(s: GpuScheduling) -> dict[str, Any]:
     }
 
 
+def dcgm_counters() -> str:
+    """Our DCGM exporter counters (components/k8s/data/dcgm-counters.csv): the chart's default
+    list with the ECC, retired-page and NVLink error families on, which the gate judges between
+    proofs (smoke.gate._exporter) and which the chart's default list leaves commented out."""
+    from importlib import resources
+
+    return resources.files("components.k8s").joinpath("data", "dcgm-counters.csv").read_text(
+        encoding="utf-8")
+
+
 def dcgm_exporter_values(s: GpuScheduling) -> dict[str, Any]:
-    """DCGM exporter (GPU metrics for Prometheus) on every GPU node."""
+    """DCGM exporter (GPU metrics for Prometheus) on every GPU node, with our counters: the
+    chart (4.8.2) renders `customMetrics` into its exporter-metrics-config-map, mounted over
+    /etc/dcgm-exporter/default-counters.csv, the file its default `arguments` (-f) read
+    (NVIDIA/dcgm-exporter tag 4.5.3-4.8.2 deployment/values.yaml, templates/
+    metrics-configmap.yaml; read 2026-11-28)."""
     return {"affinity": _gpu_affinity(s, exclude=False),
-            "tolerations": _tolerations(s, s.gpu_pools())}
+            "tolerations": _tolerations(s, s.gpu_pools()),
+            "customMetrics": dcgm_counters()}
 
 
 def scheduling_pod(values: Mapping[str, Any], name: str = "scheduling-check") -> dict[str, Any]:

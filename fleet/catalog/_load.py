@@ -90,7 +90,9 @@ def load_accelerators() -> dict[str, Accelerator]:
     _unique([a.key for a in out], "accelerators.yaml")
     _unique([f"{i:#06x}" for a in out for i in a.pci_device_ids],
             "accelerators.yaml pci_device_ids")
-    return {a.key: a for a in out}
+    from fleet.catalog.health import attach
+
+    return attach({a.key: a for a in out}, read_yaml("gpu_health.yaml"))
 
 
 def load_machines(

@@ -31,6 +31,9 @@ class Accelerator:
     # PCI device IDs (vendor 0x10de) of the GPU's boards: how `smoke local` tells an H100 SXM
     # from an H100 PCIe or NVL, which share the name's "H100" (the catalog's ids_source)
     pci_device_ids: tuple[int, ...] = ()
+    # the passive health signal families the GPU part keeps (data/gpu_health.yaml, NVLink from
+    # `nvlinks`; fleet.catalog.health); () where the catalog does not say: judged whole
+    health_signals: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

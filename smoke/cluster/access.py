@@ -23,6 +23,7 @@ from fleet.errors import InputError, SetupError
 from smoke.cluster._api import (
     RETRY_STATUSES,
     ApiTimeout,
+    Body,
     TooLong,
     bounded,
     pages,
@@ -34,8 +35,9 @@ from smoke.cluster._api import (
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
-__all__ = ["RETRY_STATUSES", "ClusterRef", "TooLong", "connect", "pages", "preflight",
-           "transient", "with_retries"]  # the bounded calls live in smoke.cluster._api
+__all__ = ["RETRY_STATUSES", "Body", "ClusterRef", "TooLong", "bounded", "connect", "pages",
+           "preflight", "transient", "with_retries"]  # the bounded calls live in
+# smoke.cluster._api; `bounded` and its `Body` for the gate's exporter reads (smoke.gate._exporter)
 PREFLIGHT_TIMEOUT_S = (3.0, 10.0)  # (connect, read); 10 s is also the whole answer's bound
 
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fleet import gate as G
 from fleet import smoke_defaults as SD
 from smoke.gate._proof import PASS
 
@@ -44,6 +45,13 @@ class GateOptions:
     breaker_ratio: float = 0.5  # quarantine stops past this share of failed proofs (_cap)
     breaker_window_s: float = 1800.0
     breaker_min_verdicts: int = 4
+    # the DCGM exporter of each proven GPU node, read between proofs (smoke.gate._exporter);
+    # None: not read
+    exporter_namespace: str | None = G.DCGM_EXPORTER_NAMESPACE
+    exporter_selector: str = G.DCGM_EXPORTER_SELECTOR
+    exporter_interval_s: float | None = G.EXPORTER_INTERVAL_S  # one read per node, at most
+    exporter_timeout_s: float = 10.0  # each call, its whole answer read
+    exporter_max_bytes: int = 4 * 2**20  # 8 GPUs x ~100 series is ~100 KiB
 
 
 @dataclass

@@ -24,11 +24,13 @@ if TYPE_CHECKING:
 
 def due_units(pools: Mapping[str, InventoryPool], by_pool: Mapping[str, list[N.GateNode]],
               *, reproving: Mapping[str, set[str]], not_before: Callable[[str], float],
-              now: float, idle: Callable[[str], bool], skip: Iterable[str] = ()
+              now: float, idle: Callable[[str], bool], skip: Iterable[str] = (),
+              flagged: Callable[[N.GateNode], bool] = lambda n: False,
               ) -> list[tuple[Unit, InventoryPool]]:
     """The re-proof units to start now, per pool within its budget. `reproving`: pool ->
     the nodes this controller is re-proving; `not_before(node)`: its retry backoff; `idle`:
-    whether a node runs nothing but DaemonSet pods; `skip`: pools not to re-prove (open)."""
+    whether a node runs nothing but DaemonSet pods; `skip`: pools not to re-prove (open);
+    `flagged(node)`: the DCGM exporter asked for its re-proof (smoke.gate._exporter)."""
     out: list[tuple[Unit, InventoryPool]] = []
     skipped = set(skip)
     for name, pool in sorted(pools.items()):
@@ -43,7 +45,8 @@ def due_units(pools: Mapping[str, InventoryPool], by_pool: Mapping[str, list[N.G
                and n.name not in busy and not n.quarantined
                and now >= not_before(n.name)
                and ((N.proof_age_s(n) or 0.0) > gate.reprove_interval_s
-                    or n.signal is not None)]  # another agent's GPU condition (issue 37)
+                    or n.signal is not None  # another agent's GPU condition (issue 37)
+                    or flagged(n))]  # the DCGM exporter's counters (issue 37)
         due.sort(key=lambda n: (-(N.proof_age_s(n) or 0.0), n.name))
         taken = len(busy)
         if pool.kind == "tpu" and pool.hosts_per_slice > 1:

@@ -41,6 +41,7 @@ from smoke.gate import _verdict as V
 from smoke.gate import lifecycle as L
 from smoke.gate import nodes as N
 from smoke.gate._cap import Caps
+from smoke.gate._exporter import Exporters
 from smoke.gate._guard import Guard
 from smoke.gate._model import LEASE_NAME, GateOptions, GateSummary, NodeResult
 from smoke.gate._proof import FAIL, FINAL, Unit
@@ -93,6 +94,7 @@ class Gate:
         self.guard = Guard(self)  # malformed objects, loop errors (smoke.gate._guard)
         self.caps = Caps(ratio=options.breaker_ratio, window_s=options.breaker_window_s,
                          min_verdicts=options.breaker_min_verdicts)
+        self.exporters = Exporters(self)  # the DCGM exporters between proofs (_exporter)
 
     def is_leader(self) -> bool:
         return self.elector is None or bool(self.elector.is_leader())
@@ -149,6 +151,9 @@ class Gate:
                                                                 self.elector, self.hours_at))
             threads.append(threading.Thread(target=self.elector.run, daemon=True,
                                             name="gate-lease"))
+        if not o.once and o.exporter_namespace and o.exporter_interval_s:
+            threads.append(threading.Thread(target=self.exporters.run, args=(inner,),
+                                            daemon=True, name="gate-exporters"))
         for t in threads:
             t.start()
         pool = ThreadPoolExecutor(max_workers=max(1, o.parallel),
@@ -361,7 +366,8 @@ class Gate:
                     reproving.setdefault(unit.pool, set()).add(name)
         return due_units(self.pools, by_pool, reproving=reproving, now=now, idle=self._idle,
                          not_before=lambda n: self.backoff.get(n, (0.0, 0.0))[0],
-                         skip=[p for p in self.pools if self.follower.is_open(p)])
+                         skip=[p for p in self.pools if self.follower.is_open(p)],
+                         flagged=self.exporters.due)
 
     def _idle(self, node: str) -> bool:
         """No pod but DaemonSet pods is running or starting on the node."""

@@ -55,6 +55,8 @@ class Signal:
     source: str  # who said it: the condition type, or the exporter's metric
     text: str  # what, in words, for the Event
     cite: str  # why this action
+    gpu: str = ""  # the exporter's `gpu` label, where the signal is one GPU's
+    value: float | None = None  # the counter's value as read (the exporter's signals)
 
 
 def strongest(signals: Iterable[Signal]) -> str | None:
@@ -207,7 +209,8 @@ def judge_exporter(samples: Sequence[Sample], previous: Sequence[Sample] = (), *
     out: list[Signal] = []
 
     def add(action: str, metric: str, gpu: str, text: str, cite: str) -> None:
-        out.append(Signal(action, metric, f"GPU {gpu}: {text}", cite))
+        value = _by_gpu(samples, metric).get(gpu)
+        out.append(Signal(action, metric, f"GPU {gpu}: {text}", cite, gpu, value))
 
     for gpu, v in _by_gpu(samples, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL").items():
         if v > 0:
@@ -255,14 +258,14 @@ def _judge_xids(samples: Sequence[Sample], previous: Sequence[Sample]) -> list[S
         if xid and last_before.get(gpu) != v:
             out.append(Signal(_xid_action([xid]), "DCGM_FI_DEV_XID_ERRORS",
                               f"GPU {gpu}: Xid {xid}", f"{_DCGM_HW} BuildXidMappings: "
-                              "devastating Xids are FAIL, the others WARN"))
+                              "devastating Xids are FAIL, the others WARN", gpu, v))
     for s in samples:
         if s.name in ("DCGM_EXP_XID_ERRORS_COUNT", "DCGM_FI_DEV_XID_ERRORS_ACTIVE") and \
                 s.value > 0 and s.labels.get("xid", "").isdigit():
             xid = int(s.labels["xid"])
             out.append(Signal(_xid_action([xid]), s.name, f"GPU {_gpu(s)}: Xid {xid} x"
                               f"{s.value:g} in the exporter's window",
-                              f"{_DCGM_HW} BuildXidMappings"))
+                              f"{_DCGM_HW} BuildXidMappings", _gpu(s), s.value))
     return out
 
 
@@ -285,7 +288,7 @@ def _judge_nvlink(samples: Sequence[Sample], previous: Sequence[Sample],
             if gpu in before and v - before[gpu] >= 1:
                 out.append(Signal(QUARANTINE, metric, f"GPU {gpu}: {v - before[gpu]:g} {what} "
                                   "since the last reading", f"{_DCGM_HW} MonitorNVLink: an "
-                                  "increase >= 1 is FAIL"))
+                                  "increase >= 1 is FAIL", gpu, v))
     crc_now = {g: sum(_by_gpu(samples, m).get(g, 0.0) for m in _CRC)
                for m in _CRC for g in _by_gpu(samples, m)}
     crc_before = {g: sum(_by_gpu(previous, m).get(g, 0.0) for m in _CRC)
@@ -299,7 +302,7 @@ def _judge_nvlink(samples: Sequence[Sample], previous: Sequence[Sample],
                               " NVLink CRC errors since the last reading" + (
                                   f" ({rate:,.1f}/s)" if rate is not None else ""),
                               f"{_DCGM_HW} MonitorNVLink: CRC errors fail at >= "
-                              f"{DCGM_MAX_NVLINK_CRC_PER_S:g}/s, any increase warns"))
+                              f"{DCGM_MAX_NVLINK_CRC_PER_S:g}/s, any increase warns", gpu, v))
     return out
 
 

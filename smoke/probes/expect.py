@@ -76,7 +76,8 @@ class Expectation:
         return {
             "accelerator": None if self.accelerator is None else {
                 **asdict(self.accelerator), "aliases": list(self.accelerator.aliases),
-                "pci_device_ids": list(self.accelerator.pci_device_ids)},
+                "pci_device_ids": list(self.accelerator.pci_device_ids),
+                "health_signals": list(self.accelerator.health_signals)},
             "devices": self.devices, "memory_gib": self.memory_gib, "words": self.words,
             "machine": self.machine, "chips": self.chips,
             "devices_per_chip": self.devices_per_chip,
@@ -89,7 +90,8 @@ class Expectation:
             acc = data.get("accelerator")
             accelerator = None if acc is None else Accelerator(
                 **{**acc, "aliases": tuple(acc.get("aliases") or ()),
-                   "pci_device_ids": tuple(acc.get("pci_device_ids") or ())})
+                   "pci_device_ids": tuple(acc.get("pci_device_ids") or ()),
+                   "health_signals": tuple(acc.get("health_signals") or ())})
             return cls(accelerator=accelerator, devices=data.get("devices"),
                        memory_gib=data.get("memory_gib"), words=data.get("words"),
                        machine=data.get("machine"), chips=data.get("chips"),

@@ -293,11 +293,46 @@ def judge_gpu(g: GpuSignals) -> list[tuple[Verdict, str, str]]:
     return out
 
 
+_FIELDS = {"ecc": ("ecc_sbe_volatile", "ecc_dbe_volatile", "ecc_sbe_aggregate",
+                   "ecc_dbe_aggregate"),
+           "row_remap": ("row_remap_correctable", "row_remap_uncorrectable",
+                         "row_remap_pending", "row_remap_failure"),
+           "retired_pages": ("retired_pages_sbe", "retired_pages_dbe", "retired_pages_pending")}
+
+
+_FAMILIES = ("ecc", "row_remap", "retired_pages", "nvlink", "xid", "throttle")
+_HEALTH_DATA = "fleet/catalog/data/gpu_health.yaml"
+
+
+def lacks_of(key: str, health_signals: Sequence[str]) -> dict[str, str]:
+    """group -> why it is not read on the part `key` that keeps `health_signals` (its catalog
+    record's, handed to the pod in its Expectation); {} where the catalog does not say."""
+    if not health_signals:
+        return {}
+    return {f: f"the catalog says {key} keeps no {f.replace('_', ' ')} counters "
+               f"({_HEALTH_DATA})" for f in _FAMILIES if f not in health_signals}
+
+
+def only_kept(g: GpuSignals, lacks: Mapping[str, str]) -> GpuSignals:
+    """`g` with the signal groups its part does not keep (`lacks`: group -> why, from the
+    catalog, fleet.catalog.health.lacks) unread and skipped with the catalog's reason: an
+    Ampere part's retired-page calls answer zeros, not the state of its memory."""
+    for group, why in lacks.items():
+        for attr in _FIELDS.get(group, ()):
+            setattr(g, attr, None)
+        if group in _FIELDS:
+            g.skipped[group] = why
+    return g
+
+
 def judge(gpus: Sequence[GpuSignals], why_none: str = "",
-          device_of: Mapping[int, str] | None = None) -> list[ProbeResult]:
+          device_of: Mapping[int, str] | None = None,
+          lacks: Mapping[str, str] | None = None) -> list[ProbeResult]:
     """One result per GPU (its device name from `device_of`, else `gpu<i>`): FAIL or WARN
     naming every signal over its rule, PASS with the counts read, SKIPPED when NVML gave
-    nothing; what NVML lacked is in the details (`skipped`), never read as healthy."""
+    nothing; what NVML lacked is in the details (`skipped`), never read as healthy. `lacks`:
+    the groups the GPU part does not keep (the catalog's word), skipped with its reason."""
+    gpus = [only_kept(g, lacks) for g in gpus] if lacks else list(gpus)
     if not gpus:
         return [ProbeResult("host", GPU_HEALTH, T0, Verdict.SKIPPED,
                             f"passive health signals not read: {why_none or 'no GPU'}")]

@@ -112,7 +112,7 @@ def run_local(
     if not devices or devices[0].platform != "tpu":  # NVLink: GPUs; skipped on a CPU host
         results += _nvlink(gpu, exp, n)
     if gpu:  # ECC, remapped rows, retired pages, Xid, clock events: NVML's own counts
-        results += _gpu_health(devices)
+        results += _gpu_health(devices, exp)
     if tier >= 1:
         results += _tier1(be, devices, sizes, prog)
     if tier >= 2:
@@ -184,7 +184,8 @@ def _gpus_unused(backend: str, pci_root: str | None = None) -> list[ProbeResult]
                         "would test the CPU", details={"pci_gpus": [a for a, _ in gpus]})]
 
 
-def _gpu_health(devices: Sequence[Device]) -> list[ProbeResult]:
+def _gpu_health(devices: Sequence[Device], exp: Expectation | None = None
+                ) -> list[ProbeResult]:
     """T0: every GPU's passive health signals (smoke.probes.gpu_health). NVML numbers GPUs in
     PCI bus order, as CUDA does on a node of one GPU model (its "fastest first" ties break by
     bus): where the counts agree each result carries the backend's device name, else
@@ -196,7 +197,18 @@ def _gpu_health(devices: Sequence[Device]) -> list[ProbeResult]:
     except Exception as exc:
         return [_error(V.HOST, V.GPU_HEALTH, exc)]
     names = {i: d.id for i, d in enumerate(devices)} if len(gpus) == len(devices) else None
-    return gpu_health.judge(gpus, why, names)
+    return gpu_health.judge(gpus, why, names, _lacks(exp))
+
+
+def _lacks(exp: Expectation | None) -> dict[str, str]:
+    """The health signal groups the expected GPU part does not keep (its catalog record's
+    `health_signals`, handed to the pod with the expectation); none when the part is unknown
+    (judged whole then)."""
+    from smoke.probes import gpu_health
+
+    if exp is None or exp.accelerator is None:
+        return {}
+    return gpu_health.lacks_of(exp.accelerator.key, exp.accelerator.health_signals)
 
 
 def _pairs(be: Backend, devices: Sequence[Device], exp: Expectation) -> list[ProbeResult]:

@@ -82,6 +82,28 @@ def health_table() -> str:
     return "\n".join(rows)
 
 
+PARTS_BEGIN = ("<!-- gpu-health-parts:begin (generated: python -m "
+               "smoke.reports._thresholds_doc) -->")
+PARTS_END = "<!-- gpu-health-parts:end -->"
+
+
+def parts_table() -> str:
+    """Which signal families each GPU part keeps (fleet/catalog/data/gpu_health.yaml, NVLink
+    from accelerators.yaml): what T0 and the gate read on it, the rest skipped."""
+    from fleet.catalog import load_catalog
+    from fleet.catalog.health import FAMILIES, signals_of
+
+    rows = ["| part | " + " | ".join(f.replace("_", " ") for f in FAMILIES) + " |",
+            "|---|" + "---|" * len(FAMILIES)]
+    for a in sorted(load_catalog().accelerators.values(), key=lambda a: a.key):
+        have = signals_of(a.key) if a.kind == "gpu" else None
+        if have is None:
+            continue
+        rows.append(f"| {a.key} | " + " | ".join("yes" if f in have else "-"
+                                                 for f in FAMILIES) + " |")
+    return "\n".join(rows)
+
+
 def render(doc: str) -> str:
     """`doc` with the text between the markers replaced by the current tables."""
     from fleet.output_files import between_markers
@@ -89,6 +111,8 @@ def render(doc: str) -> str:
     doc = between_markers(doc, BEGIN, END, table())
     if HEALTH_BEGIN in doc:
         doc = between_markers(doc, HEALTH_BEGIN, HEALTH_END, health_table())
+    if PARTS_BEGIN in doc:
+        doc = between_markers(doc, PARTS_BEGIN, PARTS_END, parts_table())
     return doc
 
 

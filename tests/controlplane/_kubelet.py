@@ -10,9 +10,13 @@ For each node it stands in for:
 - runs each pod the scheduler bound to it as a local process: the pod's own command
   (`python` is this interpreter; ConfigMap and downward API volumes written to a folder of the
   pod and the container's paths under a mount rewritten to it; env `fieldRef`s resolved), or
-  the node's recorded output (`set_output`) or command (`set_command`);
+  the node's recorded output (`set_output`) or command (`set_command`); a pod annotated
+  `standin.accelfleet.io/own-command` runs its own command even there (a DaemonSet pod beside
+  the proofs: the DCGM exporter stand-in);
 - writes the pod's status as a kubelet does (Running with the container running; Succeeded
   or Failed with the container terminated, its exit code and reason), through `pods/status`;
+  its pod IP is loopback, or this machine's own address for a pod that declares a container
+  port (the API server's pods/proxy refuses a loopback pod IP);
 - serves container logs on its kubelet endpoint (`/containerLogs/{ns}/{pod}/{container}`,
   HTTPS, `tailLines`, `limitBytes`, `follow`), so the code under test reads them through the
   API's own `pods/log`;
@@ -57,6 +61,11 @@ def now() -> str:
 
 def micro_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+# a pod that runs its own command on a node whose pods print canned output (a DaemonSet's pod
+# beside the proof pods: the DCGM exporter stand-in, issue 37)
+OWN_COMMAND = "standin.accelfleet.io/own-command"
 
 
 @dataclass
@@ -272,7 +281,8 @@ class Kubelet:
         log = workdir / "log"
         container = pod["spec"]["containers"][0]
         started = now()
-        canned = None if node in self.commands else self.outputs.get(
+        own = OWN_COMMAND in (pod["metadata"].get("annotations") or {})
+        canned = None if node in self.commands or own else self.outputs.get(
             node, self.outputs.get("*") if "*" not in self.commands else None)
         self._node_of[key] = node
         if canned is not None:
@@ -284,8 +294,9 @@ class Kubelet:
             self._running(pod, run)
             return
         mounts, downward = self._volumes(pod, container, workdir)
-        argv = list(self.commands.get(node) or self.commands.get("*") or [
-            *(container.get("command") or []), *(container.get("args") or [])])
+        given = None if own else self.commands.get(node) or self.commands.get("*")
+        argv = list(given or [*(container.get("command") or []),
+                              *(container.get("args") or [])])
         argv = [remap(a, mounts) for a in argv]
         if argv and argv[0] in ("python", "python3"):
             argv[0] = sys.executable
@@ -367,8 +378,9 @@ class Kubelet:
     def _running(self, pod: dict[str, Any], run: _Run) -> None:
         t = run.started
         containers = pod["spec"]["containers"]
+        ip = pod_ip(pod)
         status = {"phase": "Running", "hostIP": "127.0.0.1", "hostIPs": [{"ip": "127.0.0.1"}],
-                  "podIP": "127.0.0.1", "podIPs": [{"ip": "127.0.0.1"}], "startTime": t,
+                  "podIP": ip, "podIPs": [{"ip": ip}], "startTime": t,
                   "conditions": _conditions(t, ready=True),
                   "containerStatuses": [{
                       "name": c["name"], "ready": True, "restartCount": 0, "started": True,
@@ -434,6 +446,29 @@ class Kubelet:
             self._kill(key)
         for t in self._threads:
             t.join(10)
+
+
+def pod_ip(pod: dict[str, Any]) -> str:
+    """The pod's IP: loopback, except for a pod that declares a container port, which gets
+    this machine's own non-loopback address (where the process, listening on every address,
+    answers too): the API server's pods/proxy refuses a loopback pod IP ("400 BadRequest:
+    address not allowed", seen on this plane), so a pod read through its proxy (the DCGM
+    exporter, issue 37) needs a routable one. Loopback where the machine has none."""
+    if not any(c.get("ports") for c in pod["spec"].get("containers") or []):
+        return "127.0.0.1"
+    return _own_address()
+
+
+def _own_address() -> str:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("10.254.254.254", 9))  # UDP: no packet is sent; the route picks it
+            address = str(s.getsockname()[0])
+        except OSError:
+            return "127.0.0.1"
+    return address if not address.startswith("127.") else "127.0.0.1"
 
 
 def run_code(run: _Run) -> int | None:

@@ -92,6 +92,7 @@ class FakeCluster(_KueueControllers):
         self._failures: list[_Failure] = []
         self._lies: list[list[Any]] = []  # [method, path part, rule, times left]
         self._hostile: list[list[Any]] = []  # [method, path part, Hostile, times left]
+        self.proxied: dict[tuple[str, str], str] = {}  # (namespace, "pod:port") -> its text
         self._hostile_watches: list[list[Any]] = []  # [plural, how, times left]
         self.denials: list[str] = []  # requests RBAC refused (enforce_rbac), as answered
         self.server_errors: list[str] = []  # exceptions while serving a request (tracebacks)
@@ -605,6 +606,21 @@ class FakeCluster(_KueueControllers):
             self.store[key] = obj
             self._record("MODIFIED", key, obj)
             return copy.deepcopy(obj)
+
+    def set_pod_proxy(self, namespace: str, pod_port: str, text: str) -> None:
+        """What GET pods/<pod:port>/proxy/... answers (a pod's own HTTP server)."""
+        with self.lock:
+            self.proxied[(namespace, pod_port)] = text
+
+    def pod_proxy(self, namespace: str, pod_port: str) -> str:
+        with self.lock:
+            pod = pod_port.split(":", 1)[0]
+            if ("pods", namespace, pod) not in self.store:
+                raise ApiError(404, "NotFound", f'pods "{pod}" not found')
+            if (namespace, pod_port) not in self.proxied:
+                raise ApiError(503, "ServiceUnavailable", "error trying to reach service: "
+                               "dial tcp: connect: connection refused")
+            return self.proxied[(namespace, pod_port)]
 
     def pod_log(self, namespace: str, name: str, tail_lines: int | None,
                 limit_bytes: int | None = None) -> str:

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from tests.smoke.fakekube._api import (
     GROUPS,
@@ -136,6 +136,8 @@ class _Handler(BaseHTTPRequestHandler):
             if method == "PATCH":
                 return c.patch(plural, ns, name, body, kind=self._patch_kind(),
                                subresource="status")
+        if sub[:1] == ["proxy"] and plural == "pods" and method == "GET":
+            return c.pod_proxy(ns, unquote(name))
         if sub:
             raise ApiError(404, "NotFound", f"no subresource {'/'.join(sub)}")
         if method == "GET" and name:
