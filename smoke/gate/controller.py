@@ -80,6 +80,7 @@ class Gate:
         self.ready = threading.Event()  # synced and running (/readyz)
         self.adopted = False
         self.watch: Any = None
+        self.pods: Any = None  # smoke.gate._informer.PodInformer: the idle check's cache
         self.elector: Any = None
         self.follower: Any = None  # smoke.gate.pools.Follower: labels, open pools
         self.last_loop = time.monotonic()
@@ -139,6 +140,13 @@ class Gate:
         self.watch = NodeWatch(self.core, self._changed, inner,
                                watch_timeout_s=o.watch_timeout_s, rejected=self.guard.rejected)
         threads = [threading.Thread(target=self.watch.run, daemon=True, name="gate-watch")]
+        if self._needs_idle():
+            from smoke.gate._informer import PodInformer
+
+            self.pods = PodInformer(self.core, inner, watch_timeout_s=o.watch_timeout_s,
+                                    rejected=lambda *_: self.guard.skipped("pod"))
+            threads.append(threading.Thread(target=self.pods.run, daemon=True,
+                                            name="gate-pods"))
         if o.elect:
             self.elector = Elector(self.client, o.namespace, o.lease_name, o.identity,
                                    lease_s=o.lease_s, stop=inner,
@@ -187,6 +195,8 @@ class Gate:
                 with self.wake:
                     self.wake.wait(0.5)
                 self._problem(self.watch.last_refusal)
+                if self.pods is not None:
+                    self._problem(self.pods.last_refusal)
                 if self.elector is not None:
                     self._problem(self.elector.last_refusal)
                 now = time.monotonic()
@@ -361,8 +371,21 @@ class Gate:
                          not_before=lambda n: self.backoff.get(n, (0.0, 0.0))[0],
                          skip=[p for p in self.pools if self.follower.is_open(p)])
 
+    def _needs_idle(self) -> bool:
+        """Whether a node's idleness is asked: a shadow pool's proofs, or re-proofs."""
+        return any(p.gate is not None and (p.gate.shadow or (
+            not self.options.once and p.gate.reprove_interval_s is not None))
+            for p in self.pools.values())
+
     def _idle(self, node: str) -> bool:
-        """No pod but DaemonSet pods is running or starting on the node."""
+        """No pod but DaemonSet pods is running or starting on the node, as the pod cache
+        says (smoke.gate._informer: one list, then a watch; no API call per node per loop,
+        issue 35). False while the cache is not synced."""
+        return self.pods is not None and self.pods.idle(node)
+
+    def _idle_now(self, node: str) -> bool:
+        """`_idle` asked of the API server itself, for a node just claimed (a pod bound in
+        the instant before the claim may not be in the cache yet)."""
         try:
             page = K.raw(with_retries(self.core.list_pod_for_all_namespaces,
                                       field_selector=f"spec.nodeName={node}",
@@ -408,7 +431,8 @@ class Gate:
                 continue
             got.append(name)
             self.claimed[name] = N.GateNode.of(node).identity  # the claim was guarded by rv
-        busy = unit.reproof and not all(self._idle(name) for name in got)  # bound meanwhile
+        busy = unit.reproof and not all(self._idle_now(name) for name in got)  # bound
+        # meanwhile
         if not got or busy or (unit.slice and len(got) != len(unit.nodes)):
             for name in got:  # a slice is proven whole or not at all
                 self.claimed.pop(name, None)

@@ -25,6 +25,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any
 
 from fleet.labels import (
@@ -104,10 +105,11 @@ class GateNode:
     boot_id: str = ""  # status.nodeInfo.bootID: this boot of the machine
 
     @classmethod
-    def of(cls, node: Mapping[str, Any]) -> GateNode:
+    def of(cls, node: Mapping[str, Any], *, checked: bool = False) -> GateNode:
         """The node as the gate reads it; Malformed when it is not a Node as the API
-        defines one (a string for its taints, a list for its annotations, ...)."""
-        problem = node_problem(node)
+        defines one (a string for its taints, a list for its annotations, ...). `checked`:
+        the caller kept only nodes that read (`node_problem` is not asked again)."""
+        problem = "" if checked else node_problem(node)
         if problem:
             raise Malformed(name_of(node), problem)
         meta = node.get("metadata") or {}
@@ -199,10 +201,22 @@ class GateNode:
             return f"clock skew: the proof's time {at} is {ahead_s:.0f} s in the future"
         return ""
 
-    @property
+    @cached_property
     def opened(self) -> dict[str, Any] | None:
+        # parsed once per GateNode (issue 35: `gate status` parsed each node's annotations
+        # a dozen times); a GateNode is a snapshot of one resourceVersion, never changed
         try:
             data = json.loads(self.annotations.get(GATE_OPEN_ANNOTATION, ""))
+        except (ValueError, RecursionError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    @cached_property
+    def proof_record(self) -> dict[str, Any] | None:
+        """The proof annotation's JSON object, parsed once (None: none, or not an object);
+        whether it counts is `proof_problem`'s, asked against the clock each time."""
+        try:
+            data = json.loads(self.annotations.get(GATE_PROOF_ANNOTATION, ""))
         except (ValueError, RecursionError):
             return None
         return data if isinstance(data, dict) else None
@@ -287,11 +301,7 @@ def proof_age_s(node: GateNode, now: datetime | None = None) -> float:
 
 
 def _proof_record(node: GateNode) -> dict[str, Any] | None:
-    try:
-        data = json.loads(node.annotations.get(GATE_PROOF_ANNOTATION, ""))
-    except (ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
+    return node.proof_record
 
 
 def unclaim_patch(node: GateNode) -> dict[str, Any]:
