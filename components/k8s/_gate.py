@@ -73,8 +73,10 @@ CLUSTER_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("", "nodes", ("get", "list", "watch", "patch")),
     ("", "nodes/status", ("patch",)),
     ("", "events", ("create",)),  # Events about Nodes (in `default`), each one new
-    # a re-proof takes only an idle node: its pods, listed; and a proof's own pods, followed
-    ("", "pods", ("list",)),
+    # a re-proof takes only an idle node: every pod bound to a node, listed then watched (the
+    # idle check's cache, smoke.gate._informer, issue 35), and a just-claimed node's pods
+    # listed; a proof's own pods, followed
+    ("", "pods", ("list", "watch")),
 )
 NAMESPACE_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("batch", "jobs", tuple(VERBS_OBJECTS)),

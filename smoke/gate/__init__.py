@@ -7,7 +7,8 @@
 - `pools`: the pools' open state (`gate open`) and the controller's per-round follower;
 - `session`: the controller as one library call over a stack's clusters (`run_gate`),
   `gate status`, `gate open` and `gate close`;
-- private: `_watch` (list + watch), `_lease` (leader election), `_proof` (one proof pinned
+- private: `_watch` (list + watch), `_informer` (the pods bound to nodes, indexed by node:
+  the idle check's cache), `_lease` (leader election), `_proof` (one proof pinned
   to its nodes, judged as `smoke run` judges), `_reproof` (the rolling re-proof's choice),
   `_kube` (the API calls), `_serve` (health and metrics endpoints), `_metrics`
   (OpenMetrics), `_hours` (the node-hours totals carried on the Lease).

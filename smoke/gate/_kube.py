@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from fleet.labels import RUN_LABEL
 from smoke.cluster import nodeapi
@@ -128,3 +129,50 @@ def delete_run(core: CoreV1Api, batch: Any, custom: Any, namespace: str, run_id:
             errors.append(f"deleting the proof {run_id}'s {what} failed "
                           f"({status_of(exc) or type(exc).__name__})")
     return errors
+
+
+class RawReads:
+    """The few reads `gate status` makes (the nodes, the pools' ConfigMap, the Lease), on
+    the ApiClient's own transport and auth, without the generated `CoreV1Api` and
+    `CoordinationV1Api`: in kubernetes 37 (pydantic `validate_call` on each of CoreV1Api's
+    methods) the core API's module and class took 1.5-6 s to import and build in a fresh
+    process here, more than the rest of `gate status` at 5,000 nodes (issue 35, profiled
+    with cProfile). Each method answers as the generated one does with
+    `_preload_content=False`: the urllib3 response, or ApiException on a non-2xx answer."""
+
+    def __init__(self, api_client: Any) -> None:
+        self.api_client = api_client  # `smoke.cluster.access` tracks calls by it
+
+    def _get(self, path: str, query: list[tuple[str, Any]], timeout: Any) -> Any:
+        from kubernetes.client.exceptions import ApiException
+
+        client = self.api_client
+        method, url, headers, body, post = client.param_serialize(
+            "GET", path, query_params=[(k, v) for k, v in query if v is not None],
+            header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
+        resp = client.call_api(method, url, header_params=headers, body=body,
+                               post_params=post, _request_timeout=timeout)
+        if not 200 <= resp.status <= 299:
+            resp.read()
+            raise ApiException.from_response(http_resp=resp, body=None, data=None)
+        return resp.response
+
+    def list_node(self, *, label_selector: str | None = None, limit: int | None = None,
+                  _continue: str | None = None, _preload_content: bool = False,
+                  _request_timeout: Any = None) -> Any:
+        return self._get("/api/v1/nodes", [("labelSelector", label_selector),
+                                           ("limit", limit), ("continue", _continue)],
+                         _request_timeout)
+
+    def read_namespaced_config_map(self, name: str, namespace: str, *,
+                                   _preload_content: bool = False,
+                                   _request_timeout: Any = None) -> Any:
+        return self._get(f"/api/v1/namespaces/{quote(namespace, safe='')}/configmaps/"
+                         f"{quote(name, safe='')}", [], _request_timeout)
+
+    def read_namespaced_lease(self, name: str, namespace: str, *,
+                              _preload_content: bool = False,
+                              _request_timeout: Any = None) -> Any:
+        return self._get(f"/apis/coordination.k8s.io/v1/namespaces/"
+                         f"{quote(namespace, safe='')}/leases/{quote(name, safe='')}", [],
+                         _request_timeout)

@@ -17,7 +17,10 @@ Against a hostile or broken API server (issue 35):
 - an object that is not a Node as the API defines one (`smoke.cluster.objects.node_problem`)
   is kept out of the cache (a changed node that turns malformed leaves it), counted, and
   reported once per resourceVersion to `rejected(name, node, problem)` (the controller's
-  Warning Event and metric): one bad object never stops the view of the others."""
+  Warning Event and metric): one bad object never stops the view of the others.
+
+The loop is `Reflector`'s, for any kind: the nodes here (`NodeWatch`), the pods bound to
+nodes in `smoke.gate._informer` (issue 35, at scale: the idle check reads that cache)."""
 
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from smoke.cluster import objects
+from smoke.cluster._api import MAX_PAGES
 from smoke.cluster.access import pages, transient, with_retries
 from smoke.gate._kube import REQUEST_TIMEOUT_S, raw, refused
 
@@ -108,24 +112,34 @@ def lines(resp: Any, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes]:
         yield bytes(buffer)
 
 
-class NodeWatch:
-    """A live cache of every node; `changed(name)` is called after each change (name None:
-    a full re-list)."""
+class Reflector:
+    """One kind's list, then watch (the loop client-go's reflector runs), into the store a
+    subclass keeps: `_list_page(token)` gives one page of the list, `_open_watch(rv)` the
+    watch stream; `_problem(obj)` says whether an object reads as one of the kind;
+    `_key(obj)` is its key in the store; `_replace(good)` takes a whole list, `_put(key, obj)`
+    and `_drop(key)` one change each (under `self.lock`, each saying whether the store
+    changed); `_malformed(key, obj)`, a changed object that turned malformed (default: out of
+    the store). `changed(key)` is called after each change (key None: a full re-list)."""
 
-    def __init__(self, core: CoreV1Api, changed: Callable[[str | None], None],
-                 stop: threading.Event, *, watch_timeout_s: int = 300,
+    kind = "object"  # in words: "the node list", "listing or watching the nodes"
+    plural = "objects"
+
+    def __init__(self, changed: Callable[[str | None], None] | None, stop: threading.Event,
+                 *, watch_timeout_s: int = 300,
                  rejected: Callable[[str, Any, str], None] | None = None,
                  max_line_bytes: int = MAX_LINE_BYTES, backoff: Backoff | None = None,
-                 wait: Callable[[float], bool] | None = None) -> None:
-        self.core, self.changed, self.stop = core, changed, stop
+                 wait: Callable[[float], bool] | None = None,
+                 max_pages: int = MAX_PAGES) -> None:
+        self.changed = changed or (lambda _key: None)
+        self.stop = stop
         self.watch_timeout_s = watch_timeout_s
         self.rejected = rejected
         self.max_line_bytes = max_line_bytes
+        self.max_pages = max_pages
         self.backoff = backoff or Backoff()
         self.wait = wait or stop.wait  # how a backoff is waited out (tests record it)
         self.lock = threading.Lock()
-        self.nodes: dict[str, dict[str, Any]] = {}
-        # nodes kept out of the cache: name -> (resourceVersion, problem)
+        # objects kept out of the store: key -> (resourceVersion, problem)
         self.malformed: dict[str, tuple[str, str]] = {}
         self.synced = threading.Event()
         self.lists = 0  # full lists made (the first, then one per 410)
@@ -145,14 +159,32 @@ class NodeWatch:
         self.answered_at = 0.0
         self.failed_at = 0.0
 
-    def snapshot(self) -> dict[str, dict[str, Any]]:
-        with self.lock:
-            return dict(self.nodes)
+    # -- what a subclass says ------------------------------------------------------------------
+    def _list_page(self, token: str | None) -> dict[str, Any]:
+        raise NotImplementedError
 
-    def get(self, name: str) -> dict[str, Any] | None:
-        with self.lock:
-            return self.nodes.get(name)
+    def _open_watch(self, rv: str) -> Any:
+        raise NotImplementedError
 
+    def _problem(self, obj: Any) -> str:
+        raise NotImplementedError
+
+    def _key(self, obj: Any) -> str:
+        return objects.name_of(obj)
+
+    def _replace(self, good: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def _put(self, key: str, obj: Any) -> bool:
+        raise NotImplementedError
+
+    def _drop(self, key: str) -> bool:
+        raise NotImplementedError
+
+    def _malformed(self, key: str, obj: Any) -> bool:
+        return self._drop(key)
+
+    # -- the loop ------------------------------------------------------------------------------
     def run(self) -> None:
         rv: str | None = None
         while not self.stop.is_set():
@@ -183,45 +215,55 @@ class NodeWatch:
                 # (an answer that does not read): list again. Never give up: a controller
                 # whose watch died would leave every new node gated, unseen.
                 self.errors += 1
-                self.last_refusal = refused(exc, "listing or watching the nodes") or \
-                    self.last_refusal
+                self.last_refusal = refused(exc, f"listing or watching the {self.plural}") \
+                    or self.last_refusal
                 if not transient(exc) and not isinstance(exc, ConnectionError):
                     rv = None
             delay = self.backoff.next()  # every retry, re-list or not (client-go)
             self.waits = [*self.waits[-63:], delay]
             self.wait(delay)
 
-    def _keep(self, node: Any) -> str:
-        """'' when `node` reads as a Node; else its problem, reported (once per version)."""
-        problem = objects.node_problem(node)
+    def _keep(self, obj: Any) -> str:
+        """'' when `obj` reads as one of the kind; else its problem, reported (once per
+        version)."""
+        problem = self._problem(obj)
         if not problem:
             return ""
         self.skipped += 1
-        name = objects.name_of(node)
-        meta = node.get("metadata") if isinstance(node, dict) else None
+        key = self._key(obj)
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
         rv = str(meta.get("resourceVersion")) if isinstance(meta, dict) else ""
         with self.lock:
-            seen = self.malformed.get(name) == (rv, problem)
-            if name:
-                self.malformed[name] = (rv, problem)
+            seen = self.malformed.get(key) == (rv, problem)
+            if key:
+                self.malformed[key] = (rv, problem)
         if not seen and self.rejected is not None:
             try:
-                self.rejected(name, node, problem)
-            except Exception:  # reporting never stops the view of the other nodes
+                self.rejected(key, obj, problem)
+            except Exception:  # reporting never stops the view of the other objects
                 pass
         return problem
 
     def _list(self) -> str:
-        items, meta = pages(lambda token: raw(with_retries(
-            self.core.list_node, limit=PAGE, _continue=token, _preload_content=False,
-            _request_timeout=REQUEST_TIMEOUT_S)), what="the node list")  # bounded (issue 29)
+        items, meta = pages(lambda token: self._list_page(token),
+                            what=f"the {self.kind} list", max_pages=self.max_pages)
         rv = meta.get("resourceVersion")
         if not isinstance(rv, str) or not rv:
-            raise ValueError("the node list carries no resourceVersion to watch from")
-        good = {n["metadata"]["name"]: n for n in items if not self._keep(n)}
+            raise ValueError(f"the {self.kind} list carries no resourceVersion to watch from")
+        good: dict[str, Any] = {}
+        bad: list[Any] = []
+        for obj in items:
+            if self._keep(obj):
+                bad.append(obj)
+            else:
+                good[self._key(obj)] = obj
         with self.lock:
-            self.nodes = good
+            self._replace(good)
             self.malformed = {k: v for k, v in self.malformed.items() if k not in good}
+            for obj in bad:
+                key = self._key(obj)
+                if key:
+                    self._malformed(key, obj)
             self.resource_version = rv
         self.lists += 1
         self.answered_at = time.monotonic()
@@ -230,9 +272,7 @@ class NodeWatch:
         return rv
 
     def _watch(self, rv: str) -> str:
-        resp: Any = self.core.list_node(watch=True, resource_version=rv, allow_watch_bookmarks=True,
-                                   timeout_seconds=self.watch_timeout_s, _preload_content=False,
-                                   _request_timeout=(5.0, self.watch_timeout_s + 30.0))
+        resp: Any = self._open_watch(rv)
         try:
             for line in lines(resp, self.max_line_bytes):
                 if self.stop.is_set():
@@ -261,23 +301,23 @@ class NodeWatch:
                     with self.lock:
                         self.resource_version = rv
                     continue
-                name = objects.name_of(obj)
+                key = self._key(obj)
                 if kind != "DELETED" and self._keep(obj):
-                    with self.lock:  # a node turned malformed: out of the cache
-                        gone = self.nodes.pop(name, None) is not None
+                    with self.lock:  # an object turned malformed (default: out of the store)
+                        gone = bool(key) and self._malformed(key, obj)
                         self.resource_version = rv
                     if gone:
-                        self.changed(name)
+                        self.changed(key)
                     continue
                 with self.lock:
                     if kind == "DELETED":
-                        self.nodes.pop(name, None)
-                        self.malformed.pop(name, None)
+                        self._drop(key)
+                        self.malformed.pop(key, None)
                     else:
-                        self.nodes[name] = obj
-                        self.malformed.pop(name, None)
+                        self._put(key, obj)
+                        self.malformed.pop(key, None)
                     self.resource_version = rv
-                self.changed(name)
+                self.changed(key)
         finally:
             resp.close()
             resp.release_conn()
@@ -288,3 +328,48 @@ class NodeWatch:
         while not self.synced.is_set() and not self.stop.is_set() and time.monotonic() < end:
             self.synced.wait(0.1)
         return self.synced.is_set()
+
+
+class NodeWatch(Reflector):
+    """A live cache of every node; `changed(name)` is called after each change (name None:
+    a full re-list)."""
+
+    kind, plural = "node", "nodes"
+
+    def __init__(self, core: CoreV1Api, changed: Callable[[str | None], None],
+                 stop: threading.Event, **kw: Any) -> None:
+        super().__init__(changed, stop, **kw)
+        self.core = core
+        self.nodes: dict[str, dict[str, Any]] = {}
+
+    def snapshot(self) -> dict[str, dict[str, Any]]:
+        with self.lock:
+            return dict(self.nodes)
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        with self.lock:
+            return self.nodes.get(name)
+
+    def _list_page(self, token: str | None) -> dict[str, Any]:
+        return raw(with_retries(self.core.list_node, limit=PAGE, _continue=token,
+                                _preload_content=False,
+                                _request_timeout=REQUEST_TIMEOUT_S))  # bounded (issue 29)
+
+    def _open_watch(self, rv: str) -> Any:
+        return self.core.list_node(watch=True, resource_version=rv, allow_watch_bookmarks=True,
+                                   timeout_seconds=self.watch_timeout_s,
+                                   _preload_content=False,
+                                   _request_timeout=(5.0, self.watch_timeout_s + 30.0))
+
+    def _problem(self, obj: Any) -> str:
+        return objects.node_problem(obj)
+
+    def _replace(self, good: dict[str, Any]) -> None:
+        self.nodes = good
+
+    def _put(self, key: str, obj: Any) -> bool:
+        self.nodes[key] = obj
+        return True
+
+    def _drop(self, key: str) -> bool:
+        return self.nodes.pop(key, None) is not None

@@ -54,6 +54,15 @@ if TYPE_CHECKING:
 
 
 IDLE_RECHECK_S = 10.0  # shadow mode: how long a node found running work is left alone
+# A round (follow the pools, plan proofs) runs on a change (a node's, a proof's end) and,
+# when nothing changed, at least this often (time alone: a re-proof falls due, a backoff or
+# a busy node's wait ends). Issue 35: at 5,000 nodes a round of every node every 0.5 s was
+# most of the idle controller's CPU.
+ROUND_EVERY_S = 5.0
+# ... and changes coalesce: at most one round this often (on the real control plane, 1,000
+# nodes turning NotReady woke 406 rounds a minute, 22% of a core, without it). A new node's
+# proof starts at most this much later.
+ROUND_MIN_S = 1.0
 
 
 __all__ = ["CROSS_NODE_TIER", "LEASE_NAME", "Gate", "GateOptions", "GateSummary", "NodeResult"]
@@ -82,6 +91,12 @@ class Gate:
         self.ready = threading.Event()  # synced and running (/readyz)
         self.adopted = False
         self.watch: Any = None
+        self.pods: Any = None  # smoke.gate._informer.PodInformer: the idle check's cache
+        self._read_nodes: dict[str, N.GateNode] = {}  # name -> the node read (`_nodes`)
+        self._dirty = True  # something changed since the last round
+        self._round_at = -float("inf")  # when the last round ran (monotonic)
+        self._counts: tuple[tuple[int, int, int], dict[tuple[str, str, str], int]] | None \
+            = None  # state_counts, by the watch's changes
         self.elector: Any = None
         self.follower: Any = None  # smoke.gate.pools.Follower: labels, open pools
         self.last_loop = time.monotonic()
@@ -100,16 +115,22 @@ class Gate:
         return self.elector is None or bool(self.elector.is_leader())
 
     def state_counts(self) -> dict[tuple[str, str, str], int]:
-        """(pool, team, state) -> nodes, over the gated pools (quarantined: its own state)."""
+        """(pool, team, state) -> nodes, over the gated pools (quarantined: its own state);
+        counted again when the nodes changed, or ROUND_EVERY_S passed (issue 35)."""
         out: dict[tuple[str, str, str], int] = {}
         if self.watch is None:
             return out
+        key = (self.watch.lists, self.watch.events, int(time.monotonic() // ROUND_EVERY_S))
+        known = self._counts
+        if known is not None and known[0] == key:
+            return dict(known[1])
         for n in self._nodes():
             if n.pool in self.pools:
                 state = "quarantined" if n.quarantined else n.state
-                key = (n.pool, n.team or self.pools[n.pool].team, state)
-                out[key] = out.get(key, 0) + 1
-        return out
+                row = (n.pool, n.team or self.pools[n.pool].team, state)
+                out[row] = out.get(row, 0) + 1
+        self._counts = (key, out)
+        return dict(out)
 
     def _problem(self, text: str) -> None:
         """An error the operator must see (in the summary, `gate run`'s output), once."""
@@ -125,6 +146,7 @@ class Gate:
 
     # -- the loop ----------------------------------------------------------------------
     def _changed(self, name: str | None) -> None:
+        self._dirty = True  # the next round runs at once (`_round_due`)
         if name is not None:
             with self.lock:
                 proof = self.inflight.get(name)
@@ -144,6 +166,13 @@ class Gate:
         self.watch = NodeWatch(self.core, self._changed, inner,
                                watch_timeout_s=o.watch_timeout_s, rejected=self.guard.rejected)
         threads = [threading.Thread(target=self.watch.run, daemon=True, name="gate-watch")]
+        if self._needs_idle():
+            from smoke.gate._informer import PodInformer
+
+            self.pods = PodInformer(self.core, inner, watch_timeout_s=o.watch_timeout_s,
+                                    rejected=lambda *_: self.guard.skipped("pod"))
+            threads.append(threading.Thread(target=self.pods.run, daemon=True,
+                                            name="gate-pods"))
         if o.elect:
             self.elector = Elector(self.client, o.namespace, o.lease_name, o.identity,
                                    lease_s=o.lease_s, stop=inner,
@@ -174,13 +203,17 @@ class Gate:
                         H.take_up(self.node_hours, self.elector)
                         self.adopted = self.guard.guarded("adopting nodes left proving",
                                                           self._adopt)
-                    self.guard.guarded("following open pools", self._follow)
-                    if o.once and self.targets is None:
-                        self.targets = self._once_targets()
-                    jobs: list[tuple[Unit, InventoryPool]] = self.guard.attempt(
-                        "planning proofs", self._plan, [])
-                    futures += [pool.submit(self._prove, *job) for job in jobs]
-                    futures = [f for f in futures if not f.done()]
+                        self._dirty = True
+                    running = [f for f in futures if not f.done()]
+                    self._dirty = self._dirty or len(running) < len(futures)  # one ended
+                    futures = running
+                    if o.once or self._round_due():
+                        self.guard.guarded("following open pools", self._follow)
+                        if o.once and self.targets is None:
+                            self.targets = self._once_targets()
+                        jobs: list[tuple[Unit, InventoryPool]] = self.guard.attempt(
+                            "planning proofs", self._plan, [])
+                        futures += [pool.submit(self._prove, *job) for job in jobs]
                     if o.once and self._once_done(deadline):
                         break
                 elif not leader:
@@ -194,7 +227,12 @@ class Gate:
                         break
                 with self.wake:
                     self.wake.wait(0.5)
+                rest_s = self._round_at + ROUND_MIN_S - time.monotonic()
+                if rest_s > 0 and not o.once:
+                    stop.wait(rest_s)  # changes meanwhile coalesce into the next round
                 self._problem(self.watch.last_refusal)
+                if self.pods is not None:
+                    self._problem(self.pods.last_refusal)
                 if self.elector is not None:
                     self._problem(self.elector.last_refusal)
                 now = time.monotonic()
@@ -215,8 +253,29 @@ class Gate:
         return self.summary
 
     # -- which nodes, as which units ----------------------------------------------------
+    def _round_due(self) -> bool:
+        """Whether a round runs now: something changed since the last, or ROUND_EVERY_S
+        passed. (The flag is cleared before the round reads the nodes: a change meanwhile
+        is in what it reads, or makes the next round run.)"""
+        now = time.monotonic()
+        if not self._dirty and now - self._round_at < ROUND_EVERY_S:
+            return False
+        self._dirty, self._round_at = False, now
+        return True
+
     def _nodes(self) -> list[N.GateNode]:
-        return [N.GateNode.of(n) for n in self.watch.snapshot().values()]
+        """Every node, as the gate reads it; each read once per resourceVersion (issue 35:
+        5,000 nodes read afresh twice a round took most of the idle controller's CPU). The
+        watch keeps only nodes that read as Nodes (`checked`)."""
+        memo = self._read_nodes
+        fresh: dict[str, N.GateNode] = {}
+        for name, node in self.watch.snapshot().items():
+            known = memo.get(name)
+            rv = str((node.get("metadata") or {}).get("resourceVersion", ""))
+            fresh[name] = known if known is not None and known.resource_version == rv \
+                else N.GateNode.of(node, checked=True)
+        self._read_nodes = fresh
+        return list(fresh.values())
 
     def _follow(self) -> None:
         """Label the gated nodes seen for the first time, open an open pool's new nodes
@@ -369,8 +428,21 @@ class Gate:
                          skip=[p for p in self.pools if self.follower.is_open(p)],
                          flagged=self.exporters.due)
 
+    def _needs_idle(self) -> bool:
+        """Whether a node's idleness is asked: a shadow pool's proofs, or re-proofs."""
+        return any(p.gate is not None and (p.gate.shadow or (
+            not self.options.once and p.gate.reprove_interval_s is not None))
+            for p in self.pools.values())
+
     def _idle(self, node: str) -> bool:
-        """No pod but DaemonSet pods is running or starting on the node."""
+        """No pod but DaemonSet pods is running or starting on the node, as the pod cache
+        says (smoke.gate._informer: one list, then a watch; no API call per node per loop,
+        issue 35). False while the cache is not synced."""
+        return self.pods is not None and self.pods.idle(node)
+
+    def _idle_now(self, node: str) -> bool:
+        """`_idle` asked of the API server itself, for a node just claimed (a pod bound in
+        the instant before the claim may not be in the cache yet)."""
         try:
             page = K.raw(with_retries(self.core.list_pod_for_all_namespaces,
                                       field_selector=f"spec.nodeName={node}",
@@ -416,7 +488,8 @@ class Gate:
                 continue
             got.append(name)
             self.claimed[name] = N.GateNode.of(node).identity  # the claim was guarded by rv
-        busy = unit.reproof and not all(self._idle(name) for name in got)  # bound meanwhile
+        busy = unit.reproof and not all(self._idle_now(name) for name in got)  # bound
+        # meanwhile
         if not got or busy or (unit.slice and len(got) != len(unit.nodes)):
             for name in got:  # a slice is proven whole or not at all
                 self.claimed.pop(name, None)

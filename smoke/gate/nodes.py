@@ -25,6 +25,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any
 
 from fleet.labels import (
@@ -104,10 +105,11 @@ class GateNode:
     boot_id: str = ""  # status.nodeInfo.bootID: this boot of the machine
 
     @classmethod
-    def of(cls, node: Mapping[str, Any]) -> GateNode:
+    def of(cls, node: Mapping[str, Any], *, checked: bool = False) -> GateNode:
         """The node as the gate reads it; Malformed when it is not a Node as the API
-        defines one (a string for its taints, a list for its annotations, ...)."""
-        problem = node_problem(node)
+        defines one (a string for its taints, a list for its annotations, ...). `checked`:
+        the caller kept only nodes that read (`node_problem` is not asked again)."""
+        problem = "" if checked else node_problem(node)
         if problem:
             raise Malformed(name_of(node), problem)
         meta = node.get("metadata") or {}
@@ -182,27 +184,58 @@ class GateNode:
         patch nodes can write the annotation: it counts only as JSON of a passed verdict
         with a run id of the launcher's shape and a time with its UTC offset that is not
         ahead of this clock (past PROOF_SKEW_S: clock skew)."""
-        data = _proof_record(self)
-        if data is None:
-            return "no proof" if GATE_PROOF_ANNOTATION not in self.annotations else \
-                "the proof annotation is not a JSON object"
-        if data.get("verdict") != "pass":
-            return "the proof records no pass"
-        if not isinstance(data.get("run"), str) or not RUN_ID.match(data["run"]):
-            return "the proof names no run id of the gate's"
-        at = data.get("at")
-        when = _ts(at)
-        if when is None:
-            return f"the proof's time {str(at)[:40]!r} is not a time with its UTC offset"
-        ahead_s = (when - datetime.now(UTC)).total_seconds()
+        problem, when = self._proof_read
+        if problem or when is None or self.__dict__.get("_proof_current"):
+            return problem
+        ahead_s = (when - datetime.now(UTC)).total_seconds()  # the clock, while it matters
         if ahead_s > PROOF_SKEW_S:
+            at = (self.proof_record or {}).get("at")
             return f"clock skew: the proof's time {at} is {ahead_s:.0f} s in the future"
+        # not ahead of the clock now, so never again (time only moves on): not asked again
+        self.__dict__["_proof_current"] = True
         return ""
 
     @property
+    def _clock_bound(self) -> bool:
+        """Whether what this node reads as may still change with the clock alone (a proof
+        ahead of this clock counts once the clock reaches it)."""
+        return bool(self.proof_problem.startswith("clock skew"))
+
+    @cached_property
+    def _proof_read(self) -> tuple[str, datetime | None]:
+        """What of `proof_problem` needs no clock, read once per GateNode (issue 35: the
+        controller asks it of every node several times a round): the problem, else the
+        proof's time."""
+        data = _proof_record(self)
+        if data is None:
+            return ("no proof" if GATE_PROOF_ANNOTATION not in self.annotations else
+                    "the proof annotation is not a JSON object"), None
+        if data.get("verdict") != "pass":
+            return "the proof records no pass", None
+        if not isinstance(data.get("run"), str) or not RUN_ID.match(data["run"]):
+            return "the proof names no run id of the gate's", None
+        at = data.get("at")
+        when = _ts(at)
+        if when is None:
+            return f"the proof's time {str(at)[:40]!r} is not a time with its UTC offset", None
+        return "", when
+
+    @cached_property
     def opened(self) -> dict[str, Any] | None:
+        # parsed once per GateNode (issue 35: `gate status` parsed each node's annotations
+        # a dozen times); a GateNode is a snapshot of one resourceVersion, never changed
         try:
             data = json.loads(self.annotations.get(GATE_OPEN_ANNOTATION, ""))
+        except (ValueError, RecursionError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    @cached_property
+    def proof_record(self) -> dict[str, Any] | None:
+        """The proof annotation's JSON object, parsed once (None: none, or not an object);
+        whether it counts is `proof_problem`'s, asked against the clock each time."""
+        try:
+            data = json.loads(self.annotations.get(GATE_PROOF_ANNOTATION, ""))
         except (ValueError, RecursionError):
             return None
         return data if isinstance(data, dict) else None
@@ -213,6 +246,17 @@ class GateNode:
 
     @property
     def state(self) -> str:
+        """The gate state (the module's docstring); read once per GateNode unless the clock
+        may still change it (`_clock_bound`)."""
+        known = self.__dict__.get("_state")
+        if known is not None:
+            return str(known)
+        state = self._state_now()
+        if not self._clock_bound:
+            self.__dict__["_state"] = state
+        return state
+
+    def _state_now(self) -> str:
         label = self.labels.get(GATE_LABEL, "")
         if self.opened is not None:
             return OPEN
@@ -287,11 +331,7 @@ def proof_age_s(node: GateNode, now: datetime | None = None) -> float:
 
 
 def _proof_record(node: GateNode) -> dict[str, Any] | None:
-    try:
-        data = json.loads(node.annotations.get(GATE_PROOF_ANNOTATION, ""))
-    except (ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
+    return node.proof_record
 
 
 def unclaim_patch(node: GateNode) -> dict[str, Any]:

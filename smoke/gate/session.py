@@ -270,18 +270,17 @@ def _nodes_of(client: ApiClient, pools: set[str], skipped: list[tuple[str, str]]
               ) -> list[dict[str, Any]]:
     """The nodes of `pools` that read as Nodes (`smoke.cluster.objects.node_problem`); each
     other item, (name, why), goes to `skipped` (`gate status` names them; open and close
-    leave them alone)."""
-    from kubernetes import client as k
-
+    leave them alone). One list, paged (500 a page, bounded: issue 29), never a call per
+    node."""
     from fleet.labels import POOL_LABEL
     from smoke.cluster.access import pages, with_retries
     from smoke.cluster.objects import node_problem, valid
-    from smoke.gate._kube import REQUEST_TIMEOUT_S, raw
+    from smoke.gate._kube import REQUEST_TIMEOUT_S, RawReads, raw
 
-    core = k.CoreV1Api(client)
+    reads = RawReads(client)  # no generated CoreV1Api to import (issue 35)
     selector = f"{POOL_LABEL} in ({','.join(sorted(pools))})"
     items, _ = pages(lambda token: raw(with_retries(
-        core.list_node, label_selector=selector, limit=500, _continue=token,
+        reads.list_node, label_selector=selector, limit=500, _continue=token,
         _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)),
         what="the node list")  # bounded (issue 29)
     good, bad = valid(items, node_problem)
@@ -296,17 +295,15 @@ def _controller(client: ApiClient, cluster: str, namespace: str) -> ControllerRo
     this clock (past LEASE_SKEW_S) is clock skew and not "up", an unreadable Lease is not up."""
     import time
 
-    from kubernetes import client as k
-
     from smoke.cluster.access import with_retries
     from smoke.cluster.nodeapi import aware_time
     from smoke.cluster.objects import lease_problem
-    from smoke.gate._kube import raw, status_of
-    from smoke.gate.controller import LEASE_NAME
+    from smoke.gate._kube import RawReads, raw, status_of
+    from smoke.gate._model import LEASE_NAME
 
     try:
         lease = raw(with_retries(
-            k.CoordinationV1Api(client).read_namespaced_lease, LEASE_NAME, namespace,
+            RawReads(client).read_namespaced_lease, LEASE_NAME, namespace,
             _preload_content=False, _request_timeout=(5.0, LEASE_READ_S), cap_s=LEASE_READ_S,
             deadline=time.monotonic() + LEASE_READ_S))
     except Exception as exc:
@@ -342,7 +339,9 @@ def _controller(client: ApiClient, cluster: str, namespace: str) -> ControllerRo
 def gate_status(request: GateRequest) -> GateStatus:
     """Every node of every gated pool: its state and age, per cluster, pool and team; and
     whether each cluster's controller is up (holds a live Lease)."""
+    from smoke.gate._kube import RawReads
     from smoke.gate.nodes import GateNode
+    from smoke.gate.pools import read_open
 
     target = _target(request)
     rows: list[NodeRow] = []
@@ -353,43 +352,41 @@ def gate_status(request: GateRequest) -> GateStatus:
     for cluster, client in sorted(target.clients.items()):
         pools = {p.name: p for p in target.inventory.pools if p.cluster == cluster and p.gated}
         controllers.append(_controller(client, cluster, target.namespace))
-        from kubernetes import client as k
-
-        from smoke.gate.pools import read_open
-
-        for name, record in sorted((read_open(k.CoreV1Api(client), target.namespace)
-                                    or {}).items()):
+        reads: Any = RawReads(client)  # read_open's one call, as CoreV1Api answers it
+        for name, record in sorted((read_open(reads, target.namespace) or {}).items()):
             if name in pools:
                 open_pools.append((cluster, name, record))
         bad: list[tuple[str, str]] = []
         good = _nodes_of(client, set(pools), bad)
         skipped += [f"{cluster}/{name or '(no name)'}: {why}" for name, why in bad]
-        for raw_node in good:
-            n = GateNode.of(raw_node)
+        for raw_node in good:  # each node read once (issue 35: its proof was parsed a
+            # dozen times, its shape checked twice)
+            n = GateNode.of(raw_node, checked=True)
             if n.pool not in pools:
                 continue
             cond = n.condition or {}
             since, reason = "", ""
-            if n.state == "proven":
+            state = n.state
+            if state == "proven":
                 since = str((n.proof or {}).get("at", ""))
                 if n.proof is None and n.proof_problem != "no proof":
                     reason = n.proof_problem
-            elif n.state == "failed":
+            elif state == "failed":
                 since, reason = str(cond.get("lastTransitionTime", "")), str(
                     cond.get("message", ""))
-            elif n.state == "proving":
+            elif state == "proving":
                 since = n.run
-            elif n.state == "unproven" and cond.get("reason") == "UnitFailed":
+            elif state == "unproven" and cond.get("reason") == "UnitFailed":
                 # held with its slice or fabric unit (smoke.gate._proof.UNIT): say why
                 since, reason = str(cond.get("lastTransitionTime", "")), str(
                     cond.get("message", ""))
-            elif n.state == "open":
+            elif state == "open":
                 opened = n.opened or {}
                 since, reason = str(opened.get("at", "")), f"{opened.get('by', '?')}: " \
                     f"{opened.get('reason', '')}"
             age = None if n.created is None else (now - n.created).total_seconds()
             rows.append(NodeRow(cluster, n.pool, n.team or pools[n.pool].team, n.name,
-                                n.state, age, since, reason, n.quarantined))
+                                state, age, since, reason, n.quarantined))
     rows.sort(key=lambda r: (r.cluster, r.team, r.pool, r.node))
     return GateStatus(tuple(rows), tuple(controllers), tuple(skipped), tuple(open_pools))
 

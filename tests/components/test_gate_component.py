@@ -149,7 +149,7 @@ def test_rbac_is_least_privilege_with_no_wildcard(plan: Plan) -> None:
     namespace = objs["Role"]["metadata"]["namespace"]
     assert cluster == {("", "nodes"): ["get", "list", "watch", "patch"],
                        ("", "nodes/status"): ["patch"], ("", "events"): ["create"],
-                       ("", "pods"): ["list"], ("", "namespaces"): ["get"]}
+                       ("", "pods"): ["list", "watch"], ("", "namespaces"): ["get"]}
     own = next(r for r in objs["ClusterRole"]["rules"] if r["resources"] == ["namespaces"])
     # its own namespace, and that of the queue its re-proofs go through (team research's)
     assert own["resourceNames"] == [namespace, "research"]

@@ -52,7 +52,8 @@ USED: frozenset[Perm] = frozenset({
     ("cluster", "", "nodes", "get"), ("cluster", "", "nodes", "patch"),
     ("cluster", "", "nodes/status", "patch"),
     ("cluster", "", "events", "create"),
-    ("cluster", "", "pods", "list"),
+    ("cluster", "", "pods", "list"), ("cluster", "", "pods", "watch"),  # the idle check's
+    # pod cache (smoke.gate._informer), listed then watched
     ("cluster", "", "namespaces", "get"),
     ("namespace", "coordination.k8s.io", "leases", "get"),
     ("namespace", "coordination.k8s.io", "leases", "create"),
