@@ -196,8 +196,10 @@ def _replacement_lines(diff: PlanDiff) -> list[str]:
         out.append(f"DESTROYS {r.pool_kind or 'pool'} {r.pool or r.name} ({r.key}; "
                    f"{_their_nodes(diff, r.pool, 'destroy')})")
     for roll in diff.node_rolls:
+        policy = f"; upgrade policy: {roll.policy}" if roll.policy else ""
         out.append(f"ROLLS {roll.pool_kind or 'pool'} {roll.pool} "
-                   f"({_their_nodes(diff, roll.pool, 'roll')}): {'; '.join(roll.changes)}")
+                   f"({_their_nodes(diff, roll.pool, 'roll')}{policy}): "
+                   f"{'; '.join(roll.changes)}")
     return out
 
 

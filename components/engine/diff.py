@@ -92,10 +92,14 @@ class NodeRoll:
     nodes: int | None
     gated: bool
     changes: tuple[str, ...]
+    # the pool's upgrade policy in words, as the new plan records it (fleet.upgrade): how
+    # many nodes go at once; None for a plan saved before plans recorded it
+    policy: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"pool": self.pool, "pool_kind": self.pool_kind, "nodes": self.nodes,
-                "gate_reproves": self.gated, "changes": list(self.changes)}
+                "gate_reproves": self.gated, "changes": list(self.changes),
+                "upgrade_policy": self.policy}
 
 
 @dataclass
@@ -182,6 +186,8 @@ class PlanDiff:
     # pool -> (its nodes before, after, whether the gate proves each new node after), from
     # the plans' pool rows
     pool_nodes: dict[str, tuple[int | None, int | None, bool]] = field(default_factory=dict)
+    # pool -> its upgrade policy in words (the new plan's row, else the old's)
+    pool_upgrades: dict[str, str] = field(default_factory=dict)
 
     def of(self, action: str) -> list[ResourceChange]:
         return [r for r in self.resources if r.action == action]
@@ -219,7 +225,8 @@ class PlanDiff:
             what = tuple(f"{r.type.rsplit(':', 1)[-1]} {r.name}: {f.path} "
                          f"{_short(f.old)} -> {_short(f.new)} ({f.rolls.why})"
                          for r in changes for f in r.fields if f.rolls)
-            out.append(NodeRoll(pool, changes[0].pool_kind, nodes, gated, what))
+            out.append(NodeRoll(pool, changes[0].pool_kind, nodes, gated, what,
+                                self.pool_upgrades.get(pool)))
         return out
 
     def nodes_of(self, pool: str | None) -> tuple[int | None, int | None, bool]:
@@ -577,7 +584,20 @@ def diff_plans(old: dict[str, Any], new: dict[str, Any], *, base: str = "base") 
              for name in sorted(set(teams_old) | set(teams_new))]
     return PlanDiff(stack=str(new.get("stack") or old.get("stack") or "?"), base=base,
                     resources=changes, pools=pools, teams=teams,
-                    pool_nodes=_pool_nodes(old, new))
+                    pool_nodes=_pool_nodes(old, new), pool_upgrades=_pool_upgrades(old, new))
+
+
+def _pool_upgrades(old: dict[str, Any], new: dict[str, Any]) -> dict[str, str]:
+    """pool -> its upgrade policy in words (`upgrade.words` of the plans' pool rows: the new
+    plan's, else the old's; read defensively, a row without one gives none)."""
+    out: dict[str, str] = {}
+    for plan in (old, new):  # the new plan's words win
+        for name, row in _cost_rows(plan).items():
+            up = row.get("upgrade")
+            words = up.get("words") if isinstance(up, dict) else None
+            if isinstance(words, str) and words:
+                out[name] = words
+    return out
 
 
 def _pool_nodes(old: dict[str, Any], new: dict[str, Any]

@@ -51,6 +51,7 @@ from fleet.rules.set_aside import rules_beside
 from fleet.rules.support import check_support
 from fleet.rules.tpu_vms import tpu_vm_limits
 from fleet.rules.unique_names import check_unique_names, derived_names
+from fleet.rules.upgrade import check_upgrade
 from fleet.spec.errors import from_pydantic, readme_words, records
 from fleet.spec.fields import Cluster, FleetSpec, Pool
 from fleet.system_pools import check_cpu_pool, system_pools
@@ -152,6 +153,11 @@ class Checker(RuleProblems):
         check_smoke_names(self, resolved)
         for p in resolved:
             check_eks_labels(self, p)
+        # each pool's upgrade policy against what its cloud takes (fleet.rules.upgrade)
+        upgrade_warnings: list[Problem] = []
+        for p in resolved + self.system_pools:
+            check_upgrade(self, p, upgrade_warnings)
+        self.warnings = [*self.warnings, *upgrade_warnings]
         # every pod the fleet creates fits the nodes it selects (issue 27 class 1)
         check_fit(self, self.spec, resolved, self.system_pools, self.routing)
         return resolved
