@@ -8,12 +8,19 @@
                       Kueue objects through its endpoint; with no public endpoint that is a VPC
                       the program has just created and the deployer is not in (refused)
 
+    vpc-cni pin   the catalog's vpc-cni for the cluster's Kubernetes version against AWS's
+                  published "Amazon VPC CNI versions" table (catalog aws.yaml
+                  `vpc_cni_published`): warned when the table read has no row for the version
+                  (unverified) or lists other versions for it; EKS itself refuses an add-on
+                  version it does not offer for the cluster's version, at `pulumi up`
+
 `fleet.rules.validate` calls `check_eks_cluster` for every cluster; it reports through the checker's
 `add` and appends warnings to the list it is given.
 """
 
 from __future__ import annotations
 
+from fleet.catalog import EksAddonPins
 from fleet.errors import Problem, Where
 from fleet.errors import Problems as Checks
 from fleet.spec.fields import Cluster
@@ -50,3 +57,28 @@ def check_eks_cluster(checks: Checks, cluster: Cluster, warnings: list[Problem])
             "VPC the same run creates",
             "keep the public endpoint and restrict it with `authorized_cidrs` (your runner's "
             "egress range); the endpoint's private access stays on for the nodes")
+
+
+def check_vpc_cni(cluster: Cluster, addons: EksAddonPins, warnings: list[Problem]) -> None:
+    """The pinned vpc-cni of an EKS cluster's Kubernetes version (its own, else the catalog's
+    default) against what AWS's table listed for that version (module docstring)."""
+    if cluster.cloud != "aws":
+        return
+    version = cluster.kubernetes_version or addons.default_kubernetes_version
+    pin = addons.versions.get(version, {}).get("vpc-cni")
+    if pin is None:  # a version without pins is refused by the checker itself
+        return
+    listed = addons.vpc_cni_listed(version)
+    at = Where("clusters", name=cluster.name, field="kubernetes_version")
+    check = (f"run `aws eks describe-addon-versions --addon-name vpc-cni --kubernetes-version "
+             f"{version}` and pin a version it lists (aws.yaml `eks_addons`); EKS refuses one "
+             "it does not offer")
+    if listed is None:
+        warnings.append(Problem(
+            at, f"vpc-cni {pin}, pinned for Kubernetes {version}, is not verified: AWS's table "
+            f"of VPC CNI versions as read has no row for {version} (aws.yaml "
+            "`vpc_cni_published`)", check))
+    elif pin not in listed:
+        warnings.append(Problem(
+            at, f"vpc-cni {pin}, pinned for Kubernetes {version}, is not a version AWS's "
+            f"table of VPC CNI versions lists for {version} ({', '.join(listed)})", check))

@@ -30,7 +30,7 @@ from fleet.names import (
 from fleet.pricing import check_budgets, priced, stack_rates
 from fleet.routing import ClusterRouting
 from fleet.rules.cloud_values import check_cloud_values
-from fleet.rules.eks import check_eks_cluster
+from fleet.rules.eks import check_eks_cluster, check_vpc_cni
 from fleet.rules.endpoints import endpoint_checks
 from fleet.rules.expiry import expiry_warnings
 from fleet.rules.fit import check_fit
@@ -182,6 +182,7 @@ class Checker(RuleProblems):
                 + ("project and region" if cluster.cloud == "gcp" else "account and region"),
             )
         check_eks_cluster(self, cluster, self.warnings)  # admins, private endpoint
+        check_vpc_cni(cluster, self.catalog.eks_addons, self.warnings)  # AWS's published table
         addons = self.catalog.eks_addons
         version = cluster.kubernetes_version
         if cluster.cloud == "aws" and version is not None and version not in addons.versions:

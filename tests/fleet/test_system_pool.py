@@ -48,7 +48,9 @@ def test_every_cluster_gets_a_system_pool_by_default(spec):
 def test_the_example_stack_has_a_system_pool_on_each_cluster():
     fleet = load_fleet(str(EXAMPLE_STACK))
     assert [p.cluster.name for p in fleet.system_pools if p.cluster] == ["ml-gke", "ml-eks"]
-    assert not fleet.warnings
+    # the one warning: EKS 1.35's vpc-cni pin, which no copy of AWS's table read lists
+    # (issue 36, tests/fleet/test_vpc_cni_pin.py)
+    assert [w.message.split(",")[0] for w in fleet.warnings] == ["vpc-cni v1.20.1-eksbuild.3"]
 
 
 def test_system_pool_is_costed_at_list_price_and_paid_by_the_platform(spec):
