@@ -41,6 +41,9 @@ class EksAddonPins:
     # `vpc_cni_published`, each copy read with its date in `vpc_cni_published_source`)
     vpc_cni_published: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     vpc_cni_published_source: str = ""
+    # Region -> AZ IDs closed to new resources (aws.yaml `offline_az_ids`, with its source)
+    offline_az_ids: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    offline_az_ids_source: str = ""
 
     def vpc_cni_listed(self, kubernetes_version: str) -> tuple[str, ...] | None:
         """The vpc-cni versions AWS's table listed for a Kubernetes version; None when no
@@ -170,7 +173,12 @@ def load_eks_addons(raw: Any, where: str = "aws.yaml eks_addons") -> EksAddonPin
                                           for r, ids in refused.items()},
                           vpc_cni_published=_published(raw.get("vpc_cni_published"), where),
                           vpc_cni_published_source=str(
-                              raw.get("vpc_cni_published_source") or ""))
+                              raw.get("vpc_cni_published_source") or ""),
+                          offline_az_ids={str(r): tuple(str(z) for z in ids) for r, ids in
+                                          dict(raw.get("offline_az_ids") or {}).items()},
+                          offline_az_ids_source=str(raw.get("offline_az_ids_source") or ""))
+    if addons.offline_az_ids and not addons.offline_az_ids_source:
+        raise CatalogError(f"{where}: offline_az_ids needs offline_az_ids_source")
     if addons.vpc_cni_published and not addons.vpc_cni_published_source:
         raise CatalogError(f"{where}: vpc_cni_published needs vpc_cni_published_source")
     if not addons.source or not addons.as_of or not addons.control_plane_price_source:

@@ -30,7 +30,7 @@ from fleet.names import (
 from fleet.pricing import check_budgets, priced, stack_rates
 from fleet.routing import ClusterRouting
 from fleet.rules.cloud_values import check_cloud_values
-from fleet.rules.eks import check_eks_cluster, check_vpc_cni
+from fleet.rules.eks import check_eks_cluster, check_offline_zones, check_vpc_cni
 from fleet.rules.endpoints import endpoint_checks
 from fleet.rules.expiry import expiry_warnings
 from fleet.rules.fit import check_fit
@@ -153,10 +153,12 @@ class Checker(RuleProblems):
         check_smoke_names(self, resolved)
         for p in resolved:
             check_eks_labels(self, p)
-        # each pool's upgrade policy against what its cloud takes (fleet.rules.upgrade)
+        # each pool's upgrade policy against what its cloud takes (fleet.rules.upgrade), and
+        # its zones against the AZ IDs closed to new resources (fleet.rules.eks)
         upgrade_warnings: list[Problem] = []
         for p in resolved + self.system_pools:
             check_upgrade(self, p, upgrade_warnings)
+            check_offline_zones(self, p, self.catalog, upgrade_warnings)  # aws.yaml
         self.warnings = [*self.warnings, *upgrade_warnings]
         # every pod the fleet creates fits the nodes it selects (issue 27 class 1)
         check_fit(self, self.spec, resolved, self.system_pools, self.routing)
