@@ -99,3 +99,21 @@ def test_own_deploy_keeps_the_control_plane_and_system_pool_off_it() -> None:
     # without the catalog's fact, the first two zones would have been a and b
     assert cluster_zones("ap-northeast-1", [], _account(frozenset())).system == [
         "ap-northeast-1a", "ap-northeast-1b"]
+
+
+def test_own_the_offline_plan_of_a_tokyo_stack_refuses_no_zone(tmp_path: Any) -> None:
+    """The offline plan answers the zones lookup with the uniform mapping (no account to ask):
+    in ap-northeast-1 that would make ap-northeast-1c apne1-az3. It must not refuse on that
+    guess: every zone of a Tokyo pool plans."""
+    import json
+
+    from components.engine.plan import run_plan
+
+    for zone in ("ap-northeast-1a", "ap-northeast-1c", "ap-northeast-1d"):
+        spec = copy.deepcopy(TOKYO)
+        spec["pools"][0]["zone"] = zone
+        d = tmp_path / zone
+        d.mkdir()
+        path = d / "Pulumi.tokyo.yaml"
+        path.write_text(json.dumps({"config": {"accelfleet:fleet": spec}}))
+        assert run_plan(path).resources
