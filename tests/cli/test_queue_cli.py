@@ -27,11 +27,11 @@ def test_show_lists_every_teams_queue_with_flavors_in_order() -> None:
     assert "ml-eks: cohort ml-eks, 2 flavors (one per pool)" in out
     assert ("team vision: namespace vision, LocalQueue vision -> ClusterQueue vision "
             "(its routing)") in out
-    assert ("quota: nvidia.com/gpu 8, google.com/tpu 4, cpu 272785m, memory 1075971Mi, "
+    assert ("quota: nvidia.com/gpu 8, google.com/tpu 4, cpu 272170m, memory 1075971Mi, "
             "ephemeral-storage 900Gi") in out
     vision = out[out.index("team vision"):]
     assert vision.index("1. v6e-serve") < vision.index("2. l4-spot")
-    assert "3. l4-spot (borrowed from vision while idle, up to nvidia.com/gpu 4, cpu 46810m, " \
+    assert "3. l4-spot (borrowed from vision while idle, up to nvidia.com/gpu 4, cpu 46564m, " \
            "memory 180402Mi, ephemeral-storage 360Gi)" in out
     assert "(its own pools, default order)" in out  # ml-eks has no routing entry
 
