@@ -96,7 +96,7 @@ def test_show_says_which_flavors_get_nodes_by_provisioning_request(tmp_path: Pat
     # quotas count what pods can get: 2 x the recorded a3-highgpu-8g Allocatable (cpu 207410m,
     # memory 1885812064Ki), the L4 node by GKE's reservations (issue 20 item 13), each less
     # its DaemonSets' requests (issue 27)
-    h100 = ("nvidia.com/gpu 16, cpu 413290m, memory 3682374Mi, ephemeral-storage 360Gi; nodes "
+    h100 = ("nvidia.com/gpu 16, cpu 413044m, memory 3682374Mi, ephemeral-storage 360Gi; nodes "
             "by ProvisioningRequest")
     assert ("team research: namespace research, LocalQueue research -> ClusterQueue research "
             "(its own pools, default order) quota: nvidia.com/gpu 18, cpu 436695m, memory "
