@@ -99,8 +99,8 @@ def test_show_says_which_flavors_get_nodes_by_provisioning_request(tmp_path: Pat
     h100 = ("nvidia.com/gpu 16, cpu 413044m, memory 3682374Mi, ephemeral-storage 360Gi; nodes "
             "by ProvisioningRequest")
     assert ("team research: namespace research, LocalQueue research -> ClusterQueue research "
-            "(its own pools, default order) quota: nvidia.com/gpu 18, cpu 436695m, memory "
-            "3772575Mi, ephemeral-storage 540Gi 1. l4 (nvidia.com/gpu 2, cpu 23405m, memory "
+            "(its own pools, default order) quota: nvidia.com/gpu 18, cpu 436326m, memory "
+            "3772575Mi, ephemeral-storage 540Gi 1. l4 (nvidia.com/gpu 2, cpu 23282m, memory "
             f"90201Mi, ephemeral-storage 180Gi) 2. h100-q ({h100})") in text
     assert ("smoke runs: namespace accelfleet-smoke, LocalQueue accelfleet-smoke -> "
             "ClusterQueue accelfleet-smoke (the queued pools, borrowed in the cohort) quota: "
