@@ -9,6 +9,11 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+# the base plan: a saved plan JSON or the stack file at a git ref (cli/_plan_base.py)
+from cli._plan_base import MAX_PLAN_BYTES as MAX_PLAN_BYTES
+from cli._plan_base import PLAN_HINT as PLAN_HINT
+from cli._plan_base import load_plan_json as load_plan_json
+from cli._plan_base import plan_at_ref as plan_at_ref
 from cli._terminal import echo, echo_json
 from fleet.words import usd
 
@@ -21,96 +26,6 @@ if TYPE_CHECKING:
 MARKER = "<!-- accelfleet-plan -->"  # finds the sticky PR comment to update
 MAX_VALUE = 60  # characters of a value shown in a table cell or line
 MAX_LINES = 200  # field lines in the folded details of a PR comment (GitHub caps at 65,536 B)
-
-
-MAX_PLAN_BYTES = 64 * 2**20  # a 1,000-pool plan is about 20 MB
-PLAN_HINT = "save one with `accelfleet plan STACK --json --out FILE`"
-
-
-def load_plan_json(path: Path) -> dict[str, Any]:
-    """A saved `accelfleet plan --json` document, checked against the shape the diff reads
-    (`_PlanFile`); InputError (exit 2) naming each wrong field when it is not one."""
-    from pydantic import ValidationError
-
-    from fleet.errors import InputError
-    from fleet.input_files import load_json, problems_in
-
-    data = load_json(path, what="base plan", max_bytes=MAX_PLAN_BYTES, hint=PLAN_HINT)
-    if not isinstance(data, dict) or "resources" not in data:
-        raise InputError(f"base plan {path} is JSON but not an `accelfleet plan --json` "
-                         "document (no `resources`)", hint=PLAN_HINT)
-    try:
-        _plan_file().model_validate(data)
-    except ValidationError as exc:
-        raise InputError(f"base plan {path} is not an `accelfleet plan --json` document:\n"
-                         f"{problems_in(exc)}", hint=PLAN_HINT) from None
-    return data
-
-
-def _plan_file() -> Any:
-    """The pydantic model of a saved plan: what the diff reads, each with its type (other
-    fields are kept as they are: a plan of a newer accelfleet still diffs)."""
-    from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr
-
-    class Part(BaseModel):
-        model_config = ConfigDict(extra="allow", strict=True)
-
-    class Resource(Part):
-        type: StrictStr
-        name: StrictStr
-        parent: StrictStr | None = None
-        provider: StrictStr | None = None
-        custom: StrictBool = True
-        inputs: dict[str, Any] | None = None
-
-    class Pool(Part):
-        name: StrictStr
-        cluster: StrictStr | None = None
-        team: StrictStr | None = None
-        nodes: StrictInt | None = None
-
-    class SystemPool(Part):
-        cluster: StrictStr | None = None
-        name: StrictStr = "system"
-        nodes: StrictInt | None = None
-
-    class Team(Part):
-        name: StrictStr
-
-    class PlanFile(Part):
-        stack: StrictStr | None = None
-        resources: list[Resource]
-        pools: list[Pool] | None = None
-        system_pools: list[SystemPool] | None = None
-        teams: list[Team] | None = None
-
-    return PlanFile
-
-
-def plan_at_ref(stack_file: Path, ref: str) -> dict[str, Any]:
-    """The stack file at `ref`, planned the same way (`run_plan`, today's program), as the
-    plan JSON document; an empty plan when the file is new at HEAD."""
-    import tempfile
-
-    from components.engine.plan import run_plan
-    from fleet.errors import InputError
-    from fleet.stack.git import stack_text_at_ref
-
-    text = stack_text_at_ref(stack_file, ref)
-    if text is None:
-        return {"stack": stack_file.stem.removeprefix("Pulumi."), "resources": [],
-                "pools": [], "system_pools": [], "teams": []}
-    with tempfile.TemporaryDirectory(prefix="accelfleet-base-") as tmp:
-        base = Path(tmp) / stack_file.name  # the same name: the same stack
-        base.write_text(text, encoding="utf-8")
-        try:
-            result: dict[str, Any] = run_plan(base).to_dict()
-        except InputError as exc:
-            raise InputError(f"the base version of {stack_file} (at {ref}) does not plan: "
-                             f"{exc.message}".replace(str(base), f"{ref}:{stack_file.name}"),
-                             hint=exc.hint) from None
-    saved: dict[str, Any] = json.loads(json.dumps(result, sort_keys=True))  # as saved plans are
-    return saved
 
 
 # --- rendering ------------------------------------------------------------------------------
@@ -196,8 +111,10 @@ def _replacement_lines(diff: PlanDiff) -> list[str]:
         out.append(f"DESTROYS {r.pool_kind or 'pool'} {r.pool or r.name} ({r.key}; "
                    f"{_their_nodes(diff, r.pool, 'destroy')})")
     for roll in diff.node_rolls:
+        policy = f"; upgrade policy: {roll.policy}" if roll.policy else ""
         out.append(f"ROLLS {roll.pool_kind or 'pool'} {roll.pool} "
-                   f"({_their_nodes(diff, roll.pool, 'roll')}): {'; '.join(roll.changes)}")
+                   f"({_their_nodes(diff, roll.pool, 'roll')}{policy}): "
+                   f"{'; '.join(roll.changes)}")
     return out
 
 

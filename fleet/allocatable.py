@@ -18,7 +18,14 @@ machine (hosts.yaml: vCPUs, memory) and the pool's boot disk with the cloud's re
     ephemeral-storage  the boot disk less the kubelet's nodefs eviction threshold (10%) and,
             on EKS, nodeadm's 1 GiB kubeReserved ephemeral-storage. GKE's own boot-disk
             reservation is not counted (not read here): an upper bound on GKE.
-    hugepages-2Mi  recorded (or like a recorded node), else none.
+    hugepages-2Mi  recorded (or like a recorded node); on a Bottlerocket node with EFA, 110
+            2 MiB pages per vCPU (Bottlerocket's corndog sets `vm.nr_hugepages` so when an EFA
+            device is attached and none are set: HUGEPAGES_2MB_PER_CORE = 110 times
+            num_cpus::get(), bottlerocket-os/bottlerocket-core-kit@22cee7be839f
+            sources/api/corndog/src/main.rs compute_hugepages_for_efa; wired as the default
+            settings generator of `settings.kernel.sysctl."vm/nr_hugepages"` in
+            bottlerocket-os/bottlerocket-core-kit#141, merged 2024-09; read 2026-11-28); else
+            none (AL2023: NOT READ, node_allocatable.yaml says what was read).
 
 A machine `hugepages_like` a recorded node (the same host: vCPUs and memory, the same EFA
 setup) takes that node's allocatable whole: the formula leaves out what the kernel keeps of the
@@ -114,7 +121,7 @@ def node_allocatable(pool: ResolvedPool, catalog: Catalog) -> NodeAllocatable:
         # issue 36)
         return NodeAllocatable(twin.cpu_millicores, twin.memory_mib, twin.hugepages_2mi_mib,
                                ephemeral, f"like recorded {like}: {twin.source}")
-    hugepages = hugepages_2mi_mib(machine)
+    hugepages = hugepages_2mi_mib(machine) or bottlerocket_efa_hugepages_mib(pool, host.vcpus)
     cpu = host.vcpus * 1000 - reserved_cpu_millicores(host.vcpus)
     if pool.cloud == "aws":
         max_pods = catalog.network.eks_max_pods.get(machine, EKS_MAX_PODS)
@@ -125,6 +132,21 @@ def node_allocatable(pool: ResolvedPool, catalog: Catalog) -> NodeAllocatable:
     return NodeAllocatable(cpu, memory, hugepages, ephemeral,
                            f"derived: {pool.cloud} reservations on {machine} "
                            f"({host.vcpus} vCPU, {host.memory_gib:g} GiB)")
+
+
+# Bottlerocket's 2 MiB huge pages per vCPU on an EFA node (module docstring: corndog)
+BOTTLEROCKET_EFA_HUGEPAGES_PER_VCPU = 110
+
+
+def bottlerocket_efa_hugepages_mib(pool: ResolvedPool, vcpus: int) -> int:
+    """The huge pages (MiB) Bottlerocket sets aside on a node of `pool`: 110 pages of 2 MiB per
+    vCPU where the pool has EFA interfaces and runs `ami: bottlerocket`, else none. AL2023's are
+    NOT READ (node_allocatable.yaml): none are counted there."""
+    net = pool.networking
+    efa = net is not None and net.kind == "efa" and net.efa_interfaces > 0
+    if pool.cloud != "aws" or pool.spec.ami != "bottlerocket" or not efa:
+        return 0
+    return vcpus * BOTTLEROCKET_EFA_HUGEPAGES_PER_VCPU * 2
 
 
 def hugepages_2mi_mib(machine: str) -> int:

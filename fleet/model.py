@@ -17,6 +17,7 @@ from fleet.labels import ACCELERATOR_LABEL as ACCELERATOR_LABEL
 from fleet.labels import POOL_LABEL as POOL_LABEL
 from fleet.labels import TEAM_LABEL as TEAM_LABEL
 from fleet.spec.fields import Cluster, FleetSpec, Pool, Team
+from fleet.upgrade import UpgradePolicy, decide_upgrade
 
 if TYPE_CHECKING:
     from fleet.routing import ClusterRouting
@@ -258,6 +259,12 @@ class ResolvedPool:
             and not self.spec.capacity.reservation
 
     @property
+    def upgrade(self) -> UpgradePolicy | None:
+        """How the cloud replaces the pool's nodes on an upgrade or a roll (fleet.upgrade):
+        the stack's `upgrade`, else the default for its cloud and capacity."""
+        return decide_upgrade(self)
+
+    @property
     def auto_repair(self) -> bool:
         """GKE node auto-repair: off for flex-start and queued pools, which GKE requires."""
         return not self.flex_start
@@ -282,6 +289,7 @@ class ResolvedPool:
             "max_monthly_usd": _money(self.cost.max_monthly_usd if self.cost else None),
             "price": self.cost.price_summary() if self.cost else None,
             "gate": gate_summary(self.gate),
+            "upgrade": None if self.upgrade is None else self.upgrade.summary(),
         }
 
     @property

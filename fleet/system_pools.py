@@ -114,7 +114,7 @@ def _resolve(checks: Checks, cluster: Cluster, region: str, pools: Sequence[Pool
     pool = Pool(name=SYSTEM_POOL, team=PLATFORM_TEAM, accelerator=shape.machine_type,
                 cluster=cluster.name, nodes=nodes, autoscaling=auto,
                 zones=list(sp.zones) or default_zones(cloud, region, pools),
-                disk_size_gb=sp.disk_size_gb or defaults.disk_size_gb)
+                disk_size_gb=sp.disk_size_gb or defaults.disk_size_gb, upgrade=sp.upgrade)
     if sp.zones:  # defaulted zones are the pools' (checked there) or the padding letters
         checks._zones(pool, at, cloud, region)
     checks._nodes_per_zone(pool, at, cloud)

@@ -72,7 +72,8 @@ class AwsCluster(pulumi.ComponentResource):
             EksNetworkArgs(cluster_name=cluster.name, region=region, cidr=cluster.network.cidr,
                            zones=[z for p in (*pools, *cpu_groups) for z in p.spec.zones],
                            compact_pools=compact,
-                           refused_az_ids=catalog.eks_addons.refused_az_ids.get(region, ())),
+                           refused_az_ids=catalog.eks_addons.refused_az_ids.get(region, ()),
+                           offline_az_ids=catalog.eks_addons.offline_az_ids.get(region, ())),
             child,
         )
         # kube-proxy and CoreDNS pins fit one Kubernetes version: a cluster that names none gets

@@ -37,10 +37,16 @@ class AccountZones:
     names: tuple[str, ...]
     zone_ids: tuple[str, ...]
     refused_ids: frozenset[str] = frozenset()
+    # AZ IDs closed to new resources (catalog aws.yaml `offline_az_ids`): no node goes there
+    offline_ids: frozenset[str] = frozenset()
+
+    def zone_id(self, zone: str) -> str:
+        return self.zone_ids[self.names.index(zone)]
 
     def control_plane_ok(self, zone: str) -> bool:
-        """Whether EKS accepts a control-plane subnet in this zone of the account."""
-        return self.zone_ids[self.names.index(zone)] not in self.refused_ids
+        """Whether EKS accepts a control-plane subnet in this zone of the account (and nodes
+        may go there: the control plane's zones hold the system pool)."""
+        return self.zone_id(zone) not in self.refused_ids | self.offline_ids
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,16 @@ def cluster_zones(region: str, pool_zones: Iterable[str], account: AccountZones
             f"(it has {', '.join(account.names)})",
             hint="name one of the account's zones in the pool's `zones` (zone letters map to "
             "different zones in each account of the oldest regions)")
+    offline = [f"{z} ({account.zone_id(z)})" for z in zones
+               if account.zone_id(z) in account.offline_ids]
+    if offline:
+        raise InputError(
+            f"zone {', '.join(offline)} is closed to new resources: in this account the code "
+            "maps to an AZ ID AWS no longer opens to new capacity (catalog aws.yaml "
+            "`offline_az_ids`, with its sources)",
+            hint="name another of the account's zones in the pool's `zones` ("
+            + ", ".join(z for z in account.names
+                        if account.zone_id(z) not in account.offline_ids) + ")")
     base = [z for z in account.names if account.control_plane_ok(z)][:MIN_ZONES]
     if len(base) < MIN_ZONES:
         raise InputError(

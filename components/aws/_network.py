@@ -25,6 +25,7 @@ class EksNetworkArgs:
     zones: list[str]
     compact_pools: dict[str, str] = field(default_factory=dict)
     refused_az_ids: tuple[str, ...] = ()  # AZ IDs EKS refuses for the control plane here
+    offline_az_ids: tuple[str, ...] = ()  # AZ IDs closed to new resources (no nodes)
 
 
 # The account's own Availability Zones: available, and no opt-in needed (Local and Wavelength
@@ -34,7 +35,8 @@ ZONE_FILTERS = [{"name": "opt-in-status", "values": ["opt-in-not-required"]}]
 
 
 def account_zones(region: str, refused_az_ids: tuple[str, ...],
-                  opts: pulumi.InvokeOptions) -> AccountZones:
+                  opts: pulumi.InvokeOptions,
+                  offline_az_ids: tuple[str, ...] = ()) -> AccountZones:
     """The deploying account's zones in the region, read at deploy (and preview) time."""
     found = aws.get_availability_zones(
         state="available",
@@ -46,7 +48,8 @@ def account_zones(region: str, refused_az_ids: tuple[str, ...],
         raise InputError(f"the availability-zones lookup in {region} gave {len(names)} zone "
                          f"names but {len(ids)} AZ IDs", hint="this is a provider bug: report "
                          "it with `aws ec2 describe-availability-zones` output")
-    return AccountZones(names=names, zone_ids=ids, refused_ids=frozenset(refused_az_ids))
+    return AccountZones(names=names, zone_ids=ids, refused_ids=frozenset(refused_az_ids),
+                        offline_ids=frozenset(offline_az_ids))
 
 
 class EksNetwork(pulumi.ComponentResource):
@@ -69,7 +72,7 @@ class EksNetwork(pulumi.ComponentResource):
         super().__init__(TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         account = account_zones(args.region, args.refused_az_ids,
-                                pulumi.InvokeOptions(parent=self))
+                                pulumi.InvokeOptions(parent=self), args.offline_az_ids)
         planned = cluster_zones(args.region, args.zones, account)
         layout = subnet_layout(args.cidr, planned.zones)
         tags = {CLUSTER_TAG: args.cluster_name}

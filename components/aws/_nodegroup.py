@@ -59,14 +59,27 @@ def capacity_for(pool: ResolvedPool) -> Capacity:
 
 
 def update_strategy(pool: ResolvedPool) -> str | None:
-    """MINIMAL on a reservation (an ODCR or a Capacity Block): DEFAULT launches the new
-    instances before terminating the old ones, which a fully used reservation cannot hold;
-    MINIMAL terminates first ("useful in scenarios where you are constrained to resources or
-    costs (for example, with hardware accelerators such as GPUs)", EKS API reference
-    NodegroupUpdateConfig.updateStrategy,
+    """MINIMAL on a reservation (an ODCR or a Capacity Block) unless the stack says otherwise,
+    or where the stack asks for it: DEFAULT launches the new instances before terminating the
+    old ones, which a fully used reservation cannot hold; MINIMAL terminates first ("useful in
+    scenarios where you are constrained to resources or costs (for example, with hardware
+    accelerators such as GPUs)", EKS API reference NodegroupUpdateConfig.updateStrategy,
     https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html, read
-    2026-11-27). None elsewhere: EKS's DEFAULT, unchanged."""
-    return "MINIMAL" if pool.spec.capacity.reservation else None
+    2026-11-27). None elsewhere: EKS's DEFAULT, unchanged (fleet.upgrade decides)."""
+    policy = pool.upgrade
+    return "MINIMAL" if policy is not None and policy.strategy == "minimal" else None
+
+
+def update_config(pool: ResolvedPool) -> aws.eks.NodeGroupUpdateConfigArgs:
+    """The pool's upgrade policy (fleet.upgrade) as the node group's update_config: one of
+    max_unavailable and max_unavailable_percentage, and the strategy."""
+    policy = pool.upgrade
+    if policy is None:  # never for an EKS pool; a node at a time, as EKS's own default
+        return aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1)
+    return aws.eks.NodeGroupUpdateConfigArgs(
+        max_unavailable=policy.max_unavailable,
+        max_unavailable_percentage=policy.max_unavailable_percent,
+        update_strategy=update_strategy(pool))
 
 
 def needs_placement_group(pool: ResolvedPool) -> bool:
@@ -211,8 +224,7 @@ def managed_node_group(owner: pulumi.ComponentResource, name: str, args: NodeGro
         else [pool.shape.machine_type],
         capacity_type=capacity.capacity_type,
         scaling_config=aws.eks.NodeGroupScalingConfigArgs(**scaling_for(pool)),
-        update_config=aws.eks.NodeGroupUpdateConfigArgs(
-            max_unavailable=1, update_strategy=update_strategy(pool)),
+        update_config=update_config(pool),
         labels=parts.labels,
         taints=[aws.eks.NodeGroupTaintArgs(**t) for t in parts.taints] or None,
         launch_template=aws.eks.NodeGroupLaunchTemplateArgs(

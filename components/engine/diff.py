@@ -5,7 +5,8 @@ per team.
 
 Pure: it reads two plan documents (the JSON of `accelfleet plan --json`, as dicts) and the
 table of replacement-forcing inputs in `components/engine/data/replacements.yaml` (provider ForceNew
-fields, each with its source). It imports no Pulumi.
+fields, each with its source), which `components.engine._diff_rules` reads (its names are
+re-exported here). It imports no Pulumi.
 
     >>> from components.engine.diff import diff_plans
     >>> d = diff_plans(old_plan_dict, new_plan_dict)
@@ -15,61 +16,31 @@ fields, each with its source). It imports no Pulumi.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from fleet.errors import CatalogError, InputError
+from components.engine._diff_rules import TABLE as TABLE
+from components.engine._diff_rules import Ignored as Ignored
+from components.engine._diff_rules import Roll as Roll
+from components.engine._diff_rules import Rule as Rule
+from components.engine._diff_rules import _plain as _plain
+from components.engine._diff_rules import _under as _under
+from components.engine._diff_rules import ignored_by_components as ignored_by_components
+from components.engine._diff_rules import replacement_table as replacement_table
+from components.engine._diff_rules import roll_for as roll_for
+from components.engine._diff_rules import roll_table as roll_table
+from components.engine._diff_rules import rule_for as rule_for
+from fleet.errors import InputError
 from fleet.placeholders import COMPUTED
 
-TABLE = Path(__file__).resolve().parent / "data" / "replacements.yaml"
 # Components that hold one pool (as components/engine/plan.py names them), and what to call them.
 POOL_KINDS = {"GpuNodePool": "node pool", "CpuNodePool": "node pool", "TpuSlice": "TPU slice",
               "TpuVm": "TPU VM slice", "GpuNodeGroup": "node group",
               "CpuNodeGroup": "node group"}
-_INDEX = re.compile(r"\[\d+\]")
 # Resource types whose replacement destroys nodes: a pool, a slice, or a cluster with them all.
 NODE_HOLDERS = frozenset({
     "gcp:container/nodePool:NodePool", "gcp:tpu/v2Vm:V2Vm", "aws:eks/nodeGroup:NodeGroup",
     "gcp:container/cluster:Cluster", "aws:eks/cluster:Cluster"})
-
-
-@dataclass(frozen=True)
-class Rule:
-    """Why a change to `path` replaces a resource of `type`: the provider field and source."""
-
-    type: str
-    path: str
-    terraform: str
-    # force_new | block | remove | no_update_path | replace_on_changes | provider_replaced
-    kind: str
-    source: str
-    why: str = ""
-    # a setting of the resource's provider that, when true, makes the change an update
-    # (pulumi-kubernetes: enableConfigMapMutable for a ConfigMap's data)
-    unless_provider: str = ""
-
-
-@dataclass(frozen=True)
-class Ignored:
-    """Why `pulumi up` leaves a changed input as deployed: the component's `ignore_changes`
-    names it (Pulumi diffs the new program's inputs with that path set to the old value)."""
-
-    path: str  # the ignore_changes path as the component gives it
-    source: str  # where it comes from: the plan's record, or the table row and the code
-
-
-@dataclass(frozen=True)
-class Roll:
-    """Why an in-place change to `path` of a `type` rolls every node of its pool (each node
-    replaced by a new one, drained first): not a replacement of the resource itself."""
-
-    type: str
-    path: str
-    why: str
-    source: str
 
 
 @dataclass(frozen=True)
@@ -92,10 +63,14 @@ class NodeRoll:
     nodes: int | None
     gated: bool
     changes: tuple[str, ...]
+    # the pool's upgrade policy in words, as the new plan records it (fleet.upgrade): how
+    # many nodes go at once; None for a plan saved before plans recorded it
+    policy: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"pool": self.pool, "pool_kind": self.pool_kind, "nodes": self.nodes,
-                "gate_reproves": self.gated, "changes": list(self.changes)}
+                "gate_reproves": self.gated, "changes": list(self.changes),
+                "upgrade_policy": self.policy}
 
 
 @dataclass
@@ -182,6 +157,8 @@ class PlanDiff:
     # pool -> (its nodes before, after, whether the gate proves each new node after), from
     # the plans' pool rows
     pool_nodes: dict[str, tuple[int | None, int | None, bool]] = field(default_factory=dict)
+    # pool -> its upgrade policy in words (the new plan's row, else the old's)
+    pool_upgrades: dict[str, str] = field(default_factory=dict)
 
     def of(self, action: str) -> list[ResourceChange]:
         return [r for r in self.resources if r.action == action]
@@ -219,7 +196,8 @@ class PlanDiff:
             what = tuple(f"{r.type.rsplit(':', 1)[-1]} {r.name}: {f.path} "
                          f"{_short(f.old)} -> {_short(f.new)} ({f.rolls.why})"
                          for r in changes for f in r.fields if f.rolls)
-            out.append(NodeRoll(pool, changes[0].pool_kind, nodes, gated, what))
+            out.append(NodeRoll(pool, changes[0].pool_kind, nodes, gated, what,
+                                self.pool_upgrades.get(pool)))
         return out
 
     def nodes_of(self, pool: str | None) -> tuple[int | None, int | None, bool]:
@@ -252,126 +230,6 @@ class PlanDiff:
             "pools": [p.to_dict() for p in self.pools],
             "teams": [t.to_dict() for t in self.teams],
         }
-
-
-@functools.cache
-def _table_data() -> dict[str, Any]:
-    from ruamel.yaml import YAML
-
-    try:
-        data = YAML(typ="safe").load(TABLE.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise CatalogError(f"cannot read the replacement table {TABLE}: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("types"), dict):
-        raise CatalogError(f"the replacement table {TABLE} has no `types` mapping")
-    return data
-
-
-@functools.cache
-def ignored_by_components() -> dict[str, list[Ignored]]:
-    """Resource type -> the `ignore_changes` paths accelfleet's components set on it, from the
-    table (each cited to the component code): what `plan --diff` assumes for a plan saved
-    before plans recorded resource options."""
-    try:
-        return {type_: [Ignored(p, f"{where} (replacements.yaml)")
-                        for p, where in (entry.get("ignore_changes") or {}).items()]
-                for type_, entry in _table_data()["types"].items()}
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise CatalogError(f"cannot read the replacement table {TABLE}: {exc}") from None
-
-
-@functools.cache
-def replacement_table() -> dict[str, list[Rule]]:
-    """Resource type -> the rules that make a change replace it (from the YAML data)."""
-    try:
-        data = _table_data()
-        out: dict[str, list[Rule]] = {}
-        for type_, entry in data["types"].items():
-            src = entry["source"]
-            source = f"{src['repo']}@{src['commit'][:12]} ({', '.join(src['files'])})"
-            unless = entry.get("unless_provider_sets") or {}
-            rules = [Rule(type_, p, tf, "force_new", source, unless_provider=unless.get(p, ""))
-                     for p, tf in (entry.get("replace_on_change") or {}).items()]
-            rules += [Rule(type_, p, tf, "block", source)
-                      for p, tf in (entry.get("replace_on_block") or {}).items()]
-            rules += [Rule(type_, p, tf, "remove", source)
-                      for p, tf in (entry.get("replace_on_remove") or {}).items()]
-            rules += [Rule(type_, p, v["terraform"], "no_update_path", source, v["why"])
-                      for p, v in (entry.get("no_update_path") or {}).items()]
-            out[type_] = rules
-        return out
-    except (OSError, KeyError, TypeError, AttributeError) as exc:
-        raise CatalogError(f"cannot read the replacement table {TABLE}: {exc}") from None
-
-
-@functools.cache
-def roll_table() -> dict[str, tuple[dict[str, str], tuple[str, ...] | None, str, str]]:
-    """Resource type -> (paths whose change rolls the pool's nodes, with why; the paths whose
-    change does not when every other does, or None; why for those; the source)."""
-    try:
-        out = {}
-        for type_, entry in _table_data()["types"].items():
-            rolls = entry.get("rolls")
-            if not rolls:
-                continue
-            but = rolls.get("on_any_change_but")
-            out[type_] = (dict(rolls.get("on_change") or {}),
-                          tuple(but) if but is not None else None,
-                          str(rolls.get("why") or ""), str(rolls["source"]).strip())
-        return out
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise CatalogError(f"cannot read the replacement table {TABLE}: {exc}") from None
-
-
-def roll_for(type_: str, path: str) -> Roll | None:
-    """Why an in-place change at `path` of `type_` replaces every node of its pool, or None."""
-    entry = roll_table().get(type_)
-    if entry is None:
-        return None
-    on_change, but, why, source = entry
-    plain = _INDEX.sub("", path)
-    for p, reason in on_change.items():
-        if plain == p or plain.startswith(p + "."):
-            return Roll(type_, p, reason, source)
-    if but is not None and not path.startswith("(") \
-            and not any(plain == b or plain.startswith(b + ".") for b in but):
-        return Roll(type_, plain, why, source)
-    return None
-
-
-def _short(value: Any) -> str:
-    text = repr(value) if not isinstance(value, str) else value
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def rule_for(type_: str, path: str, old: Any, new: Any) -> Rule | None:
-    """The rule that makes this change replace a resource of `type_`, or None."""
-    plain = _INDEX.sub("", path)
-    for rule in replacement_table().get(type_, ()):
-        if rule.kind == "block":
-            if plain == rule.path and (old is None or new is None or _lengths_differ(old, new)):
-                return rule
-        elif rule.kind == "remove":
-            if plain == rule.path and old is not None and new is None:
-                return rule
-        elif plain == rule.path or plain.startswith(rule.path + ".") \
-                or rule.path.startswith(plain + "."):
-            return rule
-    return None
-
-
-_ANY_INDEX = re.compile(r"\[(?:\d+|\*)\]")
-
-
-def _plain(path: str) -> str:
-    """A property path with its list indexes dropped (`a[0].b`, `a[*].b` -> `a.b`)."""
-    return _ANY_INDEX.sub("", path)
-
-
-def _under(path: str, option: str) -> bool:
-    """Whether a changed input at `path` is at or under a resource option's property path."""
-    p, o = _plain(path), _plain(option)
-    return p == o or p.startswith(o + ".")
 
 
 def _options(plan: dict[str, Any], r: dict[str, Any]) -> tuple[list[Ignored], list[str]]:
@@ -408,8 +266,9 @@ def _field(type_: str, path: str, old: Any, new: Any, ignored: list[Ignored],
     return FieldChange(path, old, new, rule, rolls=None if rule else roll_for(type_, path))
 
 
-def _lengths_differ(old: Any, new: Any) -> bool:
-    return isinstance(old, list) and isinstance(new, list) and len(old) != len(new)
+def _short(value: Any) -> str:
+    text = repr(value) if not isinstance(value, str) else value
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def diff_values(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, Any]]:
@@ -577,7 +436,20 @@ def diff_plans(old: dict[str, Any], new: dict[str, Any], *, base: str = "base") 
              for name in sorted(set(teams_old) | set(teams_new))]
     return PlanDiff(stack=str(new.get("stack") or old.get("stack") or "?"), base=base,
                     resources=changes, pools=pools, teams=teams,
-                    pool_nodes=_pool_nodes(old, new))
+                    pool_nodes=_pool_nodes(old, new), pool_upgrades=_pool_upgrades(old, new))
+
+
+def _pool_upgrades(old: dict[str, Any], new: dict[str, Any]) -> dict[str, str]:
+    """pool -> its upgrade policy in words (`upgrade.words` of the plans' pool rows: the new
+    plan's, else the old's; read defensively, a row without one gives none)."""
+    out: dict[str, str] = {}
+    for plan in (old, new):  # the new plan's words win
+        for name, row in _cost_rows(plan).items():
+            up = row.get("upgrade")
+            words = up.get("words") if isinstance(up, dict) else None
+            if isinstance(words, str) and words:
+                out[name] = words
+    return out
 
 
 def _pool_nodes(old: dict[str, Any], new: dict[str, Any]

@@ -14,7 +14,13 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from components.gcp._nodes import autoscaling, management, node_config, node_counts
+from components.gcp._nodes import (
+    autoscaling,
+    management,
+    node_config,
+    node_counts,
+    upgrade_settings,
+)
 from components.outputs import node_pool_outputs
 from fleet.catalog import Catalog
 from fleet.errors import CatalogError
@@ -53,6 +59,7 @@ class CpuNodePool(pulumi.ComponentResource):
             **node_counts(pool, pool.node_count),  # per zone, as GKE counts them
             autoscaling=autoscaling(pool),
             management=management(pool),
+            upgrade_settings=upgrade_settings(pool),
             network_config=C.NodePoolNetworkConfigArgs(enable_private_nodes=True),
             node_config=node_config(pool, args.catalog, args.service_account),
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=["initialNodeCount"]

@@ -15,6 +15,7 @@ from components.gcp._nodes import (
     node_config,
     node_counts,
     node_network,
+    upgrade_settings,
 )
 from components.outputs import node_pool_outputs
 from fleet.catalog import Catalog
@@ -61,6 +62,7 @@ class GpuNodePool(pulumi.ComponentResource):
             **node_counts(pool, pool.node_count),
             autoscaling=autoscaling(pool),
             management=management(pool),
+            upgrade_settings=upgrade_settings(pool),
             placement_policy=C.NodePoolPlacementPolicyArgs(type="COMPACT")
             if pool.placement == "compact" else None,
             queued_provisioning=C.NodePoolQueuedProvisioningArgs(enabled=True)

@@ -111,6 +111,29 @@ def management(pool: ResolvedPool | None = None) -> gcp.container.NodePoolManage
     return C.NodePoolManagementArgs(auto_repair=repair, auto_upgrade=True)
 
 
+def upgrade_settings(pool: ResolvedPool,
+                     ) -> gcp.container.NodePoolUpgradeSettingsArgs | None:
+    """The pool's upgrade policy (fleet.upgrade: the stack's `upgrade`, else the default for
+    its capacity) as GKE's upgrade_settings; None for flex-start and queued pools, which GKE
+    upgrades with its short-lived strategy whatever is set."""
+    policy = pool.upgrade
+    if policy is None or policy.strategy == "short-lived":
+        return None
+    if policy.strategy == "blue-green":
+        bg = policy.blue_green
+        rollout = C.NodePoolUpgradeSettingsBlueGreenSettingsStandardRolloutPolicyArgs(
+            batch_node_count=bg.batch_nodes if bg else None,
+            batch_percentage=bg.batch_percent / 100 if bg and bg.batch_percent else None,
+            batch_soak_duration=f"{bg.batch_soak_s}s" if bg else None)
+        green = C.NodePoolUpgradeSettingsBlueGreenSettingsArgs(
+            standard_rollout_policy=rollout,
+            node_pool_soak_duration=f"{bg.pool_soak_s}s"
+            if bg and bg.pool_soak_s is not None else None)
+        return C.NodePoolUpgradeSettingsArgs(strategy="BLUE_GREEN", blue_green_settings=green)
+    return C.NodePoolUpgradeSettingsArgs(strategy="SURGE", max_surge=policy.max_surge,
+                                         max_unavailable=policy.max_unavailable)
+
+
 def autoscaling(pool: ResolvedPool) -> gcp.container.NodePoolAutoscalingArgs | None:
     """Total (all zones) min and max of one node pool, when the model says it autoscales.
     Spot and flex-start capacity take nodes in any zone that has them (location policy ANY).

@@ -16,6 +16,7 @@ from components.gcp._nodes import (
     node_counts,
     node_network,
     reservation_affinity,
+    upgrade_settings,
 )
 from components.gcp._pins import TPU_VM_RUNTIME
 from fleet.catalog import Catalog, Shape
@@ -80,6 +81,7 @@ class TpuSlice(pulumi.ComponentResource):
                 **node_counts(pool, shape.hosts),
                 autoscaling=autoscaling(pool),
                 management=management(pool),
+                upgrade_settings=upgrade_settings(pool),
                 placement_policy=placement(shape, policy_name),
                 queued_provisioning=C.NodePoolQueuedProvisioningArgs(enabled=True)
                 if pool.spec.capacity.queued else None,

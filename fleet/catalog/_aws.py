@@ -37,6 +37,18 @@ class EksAddonPins:
     control_plane_usd_per_hour: Mapping[SupportKind, float] = field(default_factory=dict)
     control_plane_price_source: str = ""
     refused_az_ids: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Kubernetes version -> the vpc-cni versions AWS's table listed for it (aws.yaml
+    # `vpc_cni_published`, each copy read with its date in `vpc_cni_published_source`)
+    vpc_cni_published: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    vpc_cni_published_source: str = ""
+    # Region -> AZ IDs closed to new resources (aws.yaml `offline_az_ids`, with its source)
+    offline_az_ids: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    offline_az_ids_source: str = ""
+
+    def vpc_cni_listed(self, kubernetes_version: str) -> tuple[str, ...] | None:
+        """The vpc-cni versions AWS's table listed for a Kubernetes version; None when no
+        copy read had a row for it (its pin is unverified)."""
+        return self.vpc_cni_published.get(kubernetes_version)
 
     def support_on(self, kubernetes_version: str, day: date) -> SupportKind | None:
         """"standard" or "extended" support for a version on a day; None past both (EKS
@@ -110,6 +122,22 @@ def _prices(raw: Any, where: str) -> dict[SupportKind, float]:
     return out
 
 
+def _published(raw: Any, where: str) -> dict[str, tuple[str, ...]]:
+    """`vpc_cni_published`: Kubernetes version -> the vpc-cni versions AWS's table listed."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise CatalogError(f"{where} vpc_cni_published: Kubernetes version -> versions")
+    out: dict[str, tuple[str, ...]] = {}
+    for version, listed in raw.items():
+        if not isinstance(listed, list) or not listed:
+            raise CatalogError(f"{where} vpc_cni_published {version}: a list of versions")
+        for v in listed:
+            _semver(str(v))
+        out[str(version)] = tuple(str(v) for v in listed)
+    return out
+
+
 def load_eks_addons(raw: Any, where: str = "aws.yaml eks_addons") -> EksAddonPins:
     if not isinstance(raw, Mapping) or not isinstance(raw.get("versions"), Mapping):
         raise CatalogError(f"{where}: must be a mapping with `versions`")
@@ -142,7 +170,17 @@ def load_eks_addons(raw: Any, where: str = "aws.yaml eks_addons") -> EksAddonPin
                           control_plane_price_source=str(
                               raw.get("control_plane_price_source") or ""),
                           refused_az_ids={str(r): tuple(str(z) for z in ids)
-                                          for r, ids in refused.items()})
+                                          for r, ids in refused.items()},
+                          vpc_cni_published=_published(raw.get("vpc_cni_published"), where),
+                          vpc_cni_published_source=str(
+                              raw.get("vpc_cni_published_source") or ""),
+                          offline_az_ids={str(r): tuple(str(z) for z in ids) for r, ids in
+                                          dict(raw.get("offline_az_ids") or {}).items()},
+                          offline_az_ids_source=str(raw.get("offline_az_ids_source") or ""))
+    if addons.offline_az_ids and not addons.offline_az_ids_source:
+        raise CatalogError(f"{where}: offline_az_ids needs offline_az_ids_source")
+    if addons.vpc_cni_published and not addons.vpc_cni_published_source:
+        raise CatalogError(f"{where}: vpc_cni_published needs vpc_cni_published_source")
     if not addons.source or not addons.as_of or not addons.control_plane_price_source:
         raise CatalogError(f"{where}: every fact needs a source and a date")
     if addons.default_kubernetes_version not in versions:

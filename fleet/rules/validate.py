@@ -30,7 +30,7 @@ from fleet.names import (
 from fleet.pricing import check_budgets, priced, stack_rates
 from fleet.routing import ClusterRouting
 from fleet.rules.cloud_values import check_cloud_values
-from fleet.rules.eks import check_eks_cluster
+from fleet.rules.eks import check_eks_cluster, check_offline_zones, check_vpc_cni
 from fleet.rules.endpoints import endpoint_checks
 from fleet.rules.expiry import expiry_warnings
 from fleet.rules.fit import check_fit
@@ -51,6 +51,7 @@ from fleet.rules.set_aside import rules_beside
 from fleet.rules.support import check_support
 from fleet.rules.tpu_vms import tpu_vm_limits
 from fleet.rules.unique_names import check_unique_names, derived_names
+from fleet.rules.upgrade import check_upgrade
 from fleet.spec.errors import from_pydantic, readme_words, records
 from fleet.spec.fields import Cluster, FleetSpec, Pool
 from fleet.system_pools import check_cpu_pool, system_pools
@@ -152,6 +153,13 @@ class Checker(RuleProblems):
         check_smoke_names(self, resolved)
         for p in resolved:
             check_eks_labels(self, p)
+        # each pool's upgrade policy against what its cloud takes (fleet.rules.upgrade), and
+        # its zones against the AZ IDs closed to new resources (fleet.rules.eks)
+        upgrade_warnings: list[Problem] = []
+        for p in resolved + self.system_pools:
+            check_upgrade(self, p, upgrade_warnings)
+            check_offline_zones(self, p, self.catalog, upgrade_warnings)  # aws.yaml
+        self.warnings = [*self.warnings, *upgrade_warnings]
         # every pod the fleet creates fits the nodes it selects (issue 27 class 1)
         check_fit(self, self.spec, resolved, self.system_pools, self.routing)
         # the default controller image of a release not published yet (a warning)
@@ -178,6 +186,7 @@ class Checker(RuleProblems):
                 + ("project and region" if cluster.cloud == "gcp" else "account and region"),
             )
         check_eks_cluster(self, cluster, self.warnings)  # admins, private endpoint
+        check_vpc_cni(cluster, self.catalog.eks_addons, self.warnings)  # AWS's published table
         addons = self.catalog.eks_addons
         version = cluster.kubernetes_version
         if cluster.cloud == "aws" and version is not None and version not in addons.versions:

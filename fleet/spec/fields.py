@@ -33,6 +33,8 @@ from fleet.spec._gate import PoolGate as PoolGate
 from fleet.spec._gate import interval_s as interval_s
 from fleet.spec._gate import interval_text as interval_text
 from fleet.spec._gate import secret_names as secret_names
+from fleet.spec._upgrade import BlueGreen as BlueGreen
+from fleet.spec._upgrade import Upgrade as Upgrade
 from fleet.spec._values import SpecValueError as SpecValueError
 from fleet.spec._values import _Model
 from fleet.spec._values import image_reference as image_reference
@@ -241,6 +243,7 @@ class SystemPool(_Model):
     autoscaling: Autoscaling | None = None
     zones: list[str] = Field(default_factory=list)
     disk_size_gb: int | None = Field(default=None, ge=50)
+    upgrade: Upgrade | None = None  # as a pool's (docs/stack.md "Upgrades")
 
     _zone = model_validator(mode="before")(_zone_shorthand)
 
@@ -273,6 +276,9 @@ class Pool(_Model):
     fabric: Literal["auto", "off"] = "auto"
     disk_size_gb: int = Field(default=200, ge=50)
     gate: PoolGate | None = None  # None: the default gate (accelerator pools; docs/gate.md)
+    # how the cloud replaces the nodes when it upgrades or rolls them (docs/stack.md
+    # "Upgrades"); None: fleet.upgrade's default for the pool's cloud and capacity
+    upgrade: Upgrade | None = None
     # Request metadata (`accelfleet pool request` writes it): who asked, why, and the last day
     # the pool is needed; `fleet validate` warns once it has passed (`accelfleet pool expired`).
     requested_by: str | None = None

@@ -42,6 +42,10 @@ def _header(lines: list[str]) -> bool:
     (120, ["pool", "list"]), (160, ["pool", "list"])])  # pool list's full table fits 200
 def test_compact_table_on_laptop_widths(columns: int, command: list[str]) -> None:
     lines = run(columns, *command, str(EXAMPLE_STACK))
+    # the table and its totals; warnings after it are prose (the example has one: EKS 1.35's
+    # vpc-cni pin is unverified, issue 36) and wrap as prose
+    warned = [i for i, line in enumerate(lines) if line.startswith("warning:")]
+    lines = lines[:warned[0]] if warned else lines
     assert _header(lines), "\n".join(lines)
     # 8 pools, a few folded cells, the totals; the EKS system pool's zones are the account's,
     # decided at deploy (issue 36), and that cell folds at 120 columns

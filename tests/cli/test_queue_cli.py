@@ -27,11 +27,11 @@ def test_show_lists_every_teams_queue_with_flavors_in_order() -> None:
     assert "ml-eks: cohort ml-eks, 2 flavors (one per pool)" in out
     assert ("team vision: namespace vision, LocalQueue vision -> ClusterQueue vision "
             "(its routing)") in out
-    assert ("quota: nvidia.com/gpu 8, google.com/tpu 4, cpu 272785m, memory 1075971Mi, "
+    assert ("quota: nvidia.com/gpu 8, google.com/tpu 4, cpu 272170m, memory 1075971Mi, "
             "ephemeral-storage 900Gi") in out
     vision = out[out.index("team vision"):]
     assert vision.index("1. v6e-serve") < vision.index("2. l4-spot")
-    assert "3. l4-spot (borrowed from vision while idle, up to nvidia.com/gpu 4, cpu 46810m, " \
+    assert "3. l4-spot (borrowed from vision while idle, up to nvidia.com/gpu 4, cpu 46564m, " \
            "memory 180402Mi, ephemeral-storage 360Gi)" in out
     assert "(its own pools, default order)" in out  # ml-eks has no routing entry
 
@@ -96,11 +96,11 @@ def test_show_says_which_flavors_get_nodes_by_provisioning_request(tmp_path: Pat
     # quotas count what pods can get: 2 x the recorded a3-highgpu-8g Allocatable (cpu 207410m,
     # memory 1885812064Ki), the L4 node by GKE's reservations (issue 20 item 13), each less
     # its DaemonSets' requests (issue 27)
-    h100 = ("nvidia.com/gpu 16, cpu 413290m, memory 3682374Mi, ephemeral-storage 360Gi; nodes "
+    h100 = ("nvidia.com/gpu 16, cpu 413044m, memory 3682374Mi, ephemeral-storage 360Gi; nodes "
             "by ProvisioningRequest")
     assert ("team research: namespace research, LocalQueue research -> ClusterQueue research "
-            "(its own pools, default order) quota: nvidia.com/gpu 18, cpu 436695m, memory "
-            "3772575Mi, ephemeral-storage 540Gi 1. l4 (nvidia.com/gpu 2, cpu 23405m, memory "
+            "(its own pools, default order) quota: nvidia.com/gpu 18, cpu 436326m, memory "
+            "3772575Mi, ephemeral-storage 540Gi 1. l4 (nvidia.com/gpu 2, cpu 23282m, memory "
             f"90201Mi, ephemeral-storage 180Gi) 2. h100-q ({h100})") in text
     assert ("smoke runs: namespace accelfleet-smoke, LocalQueue accelfleet-smoke -> "
             "ClusterQueue accelfleet-smoke (the queued pools, borrowed in the cohort) quota: "

@@ -204,9 +204,9 @@ def test_the_queues_follow_routing_with_the_right_quota(plan: Plan) -> None:
     # them (fleet/allocatable.py, GKE's reservations: tests/fleet/test_routing.py by hand),
     # and 180 GiB of each 200 GB boot disk
     assert quota == {
-        "v6e-serve": {"cpu": "179165m", "memory": "715167Mi", "ephemeral-storage": "180Gi",
+        "v6e-serve": {"cpu": "179042m", "memory": "715167Mi", "ephemeral-storage": "180Gi",
                       "nvidia.com/gpu": "0", "google.com/tpu": "4"},
-        "l4-spot": {"cpu": "93620m", "memory": "360804Mi", "ephemeral-storage": "720Gi",
+        "l4-spot": {"cpu": "93128m", "memory": "360804Mi", "ephemeral-storage": "720Gi",
                     "nvidia.com/gpu": "8", "google.com/tpu": "0"}}
     assert vision["flavorFungibility"] == {"whenCanBorrow": "TryNextFlavor",
                                            "whenCanPreempt": "TryNextFlavor"}
@@ -219,7 +219,7 @@ def test_the_queues_follow_routing_with_the_right_quota(plan: Plan) -> None:
     assert [f["name"] for f in research["flavors"]] == ["h100-train", "v5p-slice", "l4-spot"]
     l4 = {r["name"]: (r["nominalQuota"], r.get("borrowingLimit"))
           for r in research["flavors"][2]["resources"]}
-    assert l4 == {"cpu": ("0", "46810m"), "memory": ("0", "180402Mi"),
+    assert l4 == {"cpu": ("0", "46564m"), "memory": ("0", "180402Mi"),
                   "ephemeral-storage": ("0", "360Gi"), "nvidia.com/gpu": ("0", "4"),
                   "google.com/tpu": ("0", "0")}
     [eks] = cqs[("ml-eks", "research")]["resourceGroups"]
@@ -261,8 +261,8 @@ def test_references_resolve_and_objects_wait_for_kueue(plan: Plan) -> None:
 def test_plan_text_and_json_show_the_queues(plan: Plan) -> None:
     text = render(plan)
     assert ("queue ml-gke/vision (team vision, routing; cohort ml-gke): v6e-serve "
-            "(google.com/tpu 4, cpu 179165m, memory 715167Mi, ephemeral-storage 180Gi) -> "
-            "l4-spot (nvidia.com/gpu 8, cpu 93620m, memory 360804Mi, ephemeral-storage 720Gi)"
+            "(google.com/tpu 4, cpu 179042m, memory 715167Mi, ephemeral-storage 180Gi) -> "
+            "l4-spot (nvidia.com/gpu 8, cpu 93128m, memory 360804Mi, ephemeral-storage 720Gi)"
             ) in text
     assert "l4-spot (borrowed from vision while idle, up to nvidia.com/gpu 4" in text
     assert "ml-gke-queues (KueueQueues, 11 resources)" in text
@@ -272,7 +272,7 @@ def test_plan_text_and_json_show_the_queues(plan: Plan) -> None:
     assert [f["name"] for f in gke["flavors"]] == ["h100-train", "l4-spot", "v5p-slice",
                                                    "v6e-serve"]
     vision = next(q for q in gke["queues"] if q["team"] == "vision")
-    assert vision["nominal"] == {"cpu": "272785m", "memory": "1075971Mi",
+    assert vision["nominal"] == {"cpu": "272170m", "memory": "1075971Mi",
                                  "ephemeral-storage": "900Gi", "nvidia.com/gpu": "8",
                                  "google.com/tpu": "4"}
 

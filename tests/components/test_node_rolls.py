@@ -220,7 +220,8 @@ def test_property_a_template_change_rolls_unless_it_is_the_templates_own(path: s
 
 def test_every_roll_rule_cites_its_source() -> None:
     for type_, (_, _, _, source) in roll_table().items():
-        assert "managed-node-update-behavior" in source, type_
+        assert ("managed-node-update-behavior" in source if type_.startswith("aws:")
+                else "cluster_service.proto" in source), type_
 
 
 def test_node_groups_of_a_cluster_without_a_version_get_the_clusters(

@@ -48,9 +48,13 @@ def test_every_cluster_gets_a_system_pool_by_default(spec):
 def test_the_example_stack_has_a_system_pool_on_each_cluster():
     fleet = load_fleet(str(EXAMPLE_STACK))
     assert [p.cluster.name for p in fleet.system_pools if p.cluster] == ["ml-gke", "ml-eks"]
-    # the one warning: the default gate image of this unreleased version is not published
-    # (fleet.rules.gate.gate_image_warnings, tests/fleet/test_gate_image_published.py)
-    assert [w.where for w in fleet.warnings] in ([], ["gate.image"])
+    # the warnings: EKS 1.35's vpc-cni pin, which no copy of AWS's table read lists (issue 36,
+    # tests/fleet/test_vpc_cni_pin.py); and while this version is unreleased, the default gate
+    # image is not published (fleet.rules.gate.gate_image_warnings,
+    # tests/fleet/test_gate_image_published.py)
+    cni = [w for w in fleet.warnings if w.message.split(",")[0] == "vpc-cni v1.20.1-eksbuild.3"]
+    assert len(cni) == 1
+    assert [w.where for w in fleet.warnings if w not in cni] in ([], ["gate.image"])
 
 
 def test_system_pool_is_costed_at_list_price_and_paid_by_the_platform(spec):
