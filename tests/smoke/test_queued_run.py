@@ -42,6 +42,9 @@ QUEUED_TPU = HEAD + """\
       - {name: v6e-q, cluster: c1, team: research, accelerator: v6e, topology: 4x4,
          zone: us-central1-a, capacity: queued}
 """
+# a run that is held (by Kueue, or for want of a node) ends at its timeout: the shortest
+# `smoke run --timeout-s` takes that still leaves a loaded machine the time to create the Job
+HELD_S = 10
 QUEUED_TAINT = {"key": "cloud.google.com/gke-queued", "value": "true", "effect": "NoSchedule"}
 
 
@@ -136,11 +139,12 @@ def test_without_the_queue_the_pool_never_gets_a_node(fake_cluster: Any, tmp_pat
 
     monkeypatch.setattr(smoke.cluster.workload, "through_kueue",
                         lambda objs, queue, timeout_s: objs)
-    text = QUEUED.replace("timeout_s: 120", "timeout_s: 30")
+    text = QUEUED
     stack = tmp_path / "Pulumi.q.yaml"
     stack.write_text(text, encoding="utf-8")
     deploy(fake_cluster, stack)
-    code, output, _ = smoke_run(fake_cluster, stack, tmp_path, "--tier", "1")
+    code, output, _ = smoke_run(fake_cluster, stack, tmp_path, "--tier", "1",
+                                "--timeout-s", str(HELD_S))
     assert code == 1
     assert "could not be scheduled" in output
     assert fake_cluster.accepted == []
@@ -150,12 +154,13 @@ def test_a_request_that_never_comes_through_names_kueue_and_the_request(
         fake_cluster: Any, tmp_path: Path, cpu_nodes: None) -> None:
     """A queued pool whose ProvisioningRequest is never provisioned: the Job stays suspended
     by Kueue. Before: "2 of 2 pods did not finish within 30 s", no word of Kueue."""
-    text = QUEUED.replace("timeout_s: 120", "timeout_s: 30")
+    text = QUEUED
     stack = tmp_path / "Pulumi.q.yaml"
     stack.write_text(text, encoding="utf-8")
     deploy(fake_cluster, stack)
     fake_cluster.accept_requests = False
-    code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--tier", "1")
+    code, output, doc = smoke_run(fake_cluster, stack, tmp_path, "--tier", "1",
+                                  "--timeout-s", str(HELD_S))
     assert code == 1, output
     assert doc is not None
     [pool] = [p for p in doc["pools"] if p["name"] == "h100-q"]
@@ -198,7 +203,7 @@ def test_on_a_real_plane_without_kueue_running_the_pool_is_named_held_by_kueue(
     Kueue controller (as a cluster whose Kueue is down): the smoke Job is created suspended,
     nothing admits it, and the run names Kueue and says no request was made, within its
     timeout. The node of the pool exists: the hold is Kueue's, not the scheduler's."""
-    text = QUEUED.replace("timeout_s: 120", "timeout_s: 30")
+    text = QUEUED
     stack = tmp_path / "Pulumi.q.yaml"
     stack.write_text(text, encoding="utf-8")
     fleet = load_fleet(str(stack))
@@ -210,11 +215,12 @@ def test_on_a_real_plane_without_kueue_running_the_pool_is_named_held_by_kueue(
             kube.create(KIND_PLURALS[obj["kind"]], obj["metadata"].get("namespace", ""), obj)
     [pool] = fleet.pools
     kube.add_node_object(pool_node(pool, "h100-q-node-0"))
-    code, output, doc = smoke_run(kube, stack, tmp_path, "--tier", "1")
+    code, output, doc = smoke_run(kube, stack, tmp_path, "--tier", "1",
+                                  "--timeout-s", str(HELD_S))
     assert code == 1, output
     assert doc is not None
     [got] = [p for p in doc["pools"] if p["name"] == "h100-q"]
-    assert "still held by Kueue after 30 s" in got["reason"], got
+    assert f"still held by Kueue after {HELD_S} s" in got["reason"], got
     assert "no ProvisioningRequest made for it" in got["reason"]
     jobs = [o for o in kube.objects() if o["kind"] == "Job"]
     assert jobs == []  # cleaned up all the same
