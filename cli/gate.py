@@ -124,16 +124,10 @@ def run(
     that failed the run (the node list never answered, the controller stopped); 130 on ctrl-C.
     Without: runs until SIGTERM or ctrl-C (130).
     """
-    from fleet.spec.fields import SpecValueError, secret_names
     from smoke.gate.recording import history_choice
     from smoke.gate.session import run_gate
 
-    try:
-        pull_secrets = tuple(secret_names(list(image_pull_secret or [])))
-    except SpecValueError as exc:
-        from fleet.errors import InputError
-
-        raise InputError(f"--image-pull-secret: {exc}", hint=exc.fix) from None
+    pull_secrets = _pull_secrets(image_pull_secret)
     stack_file = one_stack(stack_file, stack)
     read = ""
     if not in_cluster:  # in the cluster, the inventory (--inventory) is all it reads
@@ -153,25 +147,8 @@ def run(
         echo(read)
     if signals.interrupted:
         raise KeyboardInterrupt  # said "interrupted", exit 130 (cli._errors)
-    problems = [f"{s.cluster}: {p}" for s in summaries for p in s.api_problems]
-    if once and problems and not all(s.ok for s in summaries):
-        from fleet.errors import SetupError
-
-        raise SetupError("the gate could not finish: the Kubernetes API failed it:"
-                         + "".join(f"\n  {p}" for p in problems[:10]),
-                         hint="check the cluster's API server (`kubectl get --raw /readyz`) "
-                         "and the controller's permissions, then run again")
-    if once and not all(s.ok for s in summaries):
-        from fleet.errors import CheckFailed
-
-        bad = [f"{s.cluster}/{r.node}" for s in summaries for r in s.results.values()
-               if not s.ok and r.verdict != "pass"]
-        errors = [e for s in summaries for e in s.errors]
-        raise CheckFailed(f"{len(bad)} gated node(s) not proven"
-                          + (f": {', '.join(bad[:20])}" if bad else "")
-                          + ("".join(f"\n  {e}" for e in errors[:10])),
-                          hint="each node's reason is above; `accelfleet gate status` shows "
-                          "every gated node's state")
+    if once:
+        _once_verdict(summaries)
 
 
 def _show(summaries: list[GateSummary]) -> None:
@@ -215,6 +192,41 @@ class _signals:
 
         for sig, handler in self.previous.items():
             signal.signal(sig, handler)
+
+
+def _pull_secrets(names: list[str] | None) -> tuple[str, ...]:
+    from fleet.spec.fields import SpecValueError, secret_names
+
+    try:
+        return tuple(secret_names(list(names or [])))
+    except SpecValueError as exc:
+        from fleet.errors import InputError
+
+        raise InputError(f"--image-pull-secret: {exc}", hint=exc.fix) from None
+
+
+def _once_verdict(summaries: list[GateSummary]) -> None:
+    """`gate run --once`'s exit: 2 when the API failed the run, 1 when a gated node was not
+    proven, else 0."""
+    problems = [f"{s.cluster}: {p}" for s in summaries for p in s.api_problems]
+    if problems and not all(s.ok for s in summaries):
+        from fleet.errors import SetupError
+
+        raise SetupError("the gate could not finish: the Kubernetes API failed it:"
+                         + "".join(f"\n  {p}" for p in problems[:10]),
+                         hint="check the cluster's API server (`kubectl get --raw /readyz`) "
+                         "and the controller's permissions, then run again")
+    if not all(s.ok for s in summaries):
+        from fleet.errors import CheckFailed
+
+        bad = [f"{s.cluster}/{r.node}" for s in summaries for r in s.results.values()
+               if not s.ok and r.verdict != "pass"]
+        errors = [e for s in summaries for e in s.errors]
+        raise CheckFailed(f"{len(bad)} gated node(s) not proven"
+                          + (f": {', '.join(bad[:20])}" if bad else "")
+                          + ("".join(f"\n  {e}" for e in errors[:10])),
+                          hint="each node's reason is above; `accelfleet gate status` shows "
+                          "every gated node's state")
 
 
 @app.command()

@@ -385,7 +385,9 @@ class GateController(pulumi.ComponentResource):
                 res = k8s.scheduling.v1.PriorityClass(
                     rname, metadata=meta, value=obj["value"],
                     global_default=obj["globalDefault"], description=obj["description"],
-                    opts=child)
+                    # the API server refuses to change these in place (replacements.yaml)
+                    opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                        replace_on_changes=["value", "preemptionPolicy"])))
             elif kind == "PodDisruptionBudget":
                 res = k8s.policy.v1.PodDisruptionBudget(rname, metadata=meta, spec=obj["spec"],
                                                         opts=child)

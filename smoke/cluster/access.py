@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from fleet.errors import InputError, SetupError
 from smoke.cluster._api import (
+    MAX_PAGES,
     RETRY_STATUSES,
     ApiTimeout,
     Body,
@@ -35,8 +36,8 @@ from smoke.cluster._api import (
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
-__all__ = ["RETRY_STATUSES", "Body", "ClusterRef", "TooLong", "bounded", "connect", "pages",
-           "preflight", "transient", "with_retries"]  # the bounded calls live in
+__all__ = ["MAX_PAGES", "RETRY_STATUSES", "Body", "ClusterRef", "TooLong", "bounded", "connect",
+           "pages", "preflight", "transient", "with_retries"]  # the bounded calls live in
 # smoke.cluster._api; `bounded` and its `Body` for the gate's exporter reads (smoke.gate._exporter)
 PREFLIGHT_TIMEOUT_S = (3.0, 10.0)  # (connect, read); 10 s is also the whole answer's bound
 

@@ -45,6 +45,15 @@ class GateOptions:
     breaker_ratio: float = 0.5  # quarantine stops past this share of failed proofs (_cap)
     breaker_window_s: float = 1800.0
     breaker_min_verdicts: int = 4
+    # A round (follow the pools, plan proofs) runs on a change (a node's, a proof's end) and,
+    # when nothing changed, at least every `round_every_s` (time alone: a re-proof falls due,
+    # a backoff or a busy node's wait ends). Issue 35: at 5,000 nodes a round of every node
+    # every 0.5 s was most of the idle controller's CPU. Changes coalesce: at most one round
+    # every `round_min_s` (on the real control plane, 1,000 nodes turning NotReady woke 406
+    # rounds a minute, 22% of a core, without it); a new node's proof starts at most this
+    # much later.
+    round_every_s: float = 5.0
+    round_min_s: float = 1.0
     # the DCGM exporter of each proven GPU node, read between proofs (smoke.gate._exporter);
     # None: not read
     exporter_namespace: str | None = G.DCGM_EXPORTER_NAMESPACE

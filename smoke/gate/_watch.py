@@ -32,8 +32,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from smoke.cluster import objects
-from smoke.cluster._api import MAX_PAGES
-from smoke.cluster.access import pages, transient, with_retries
+from smoke.cluster.access import MAX_PAGES, pages, transient, with_retries
 from smoke.gate._kube import REQUEST_TIMEOUT_S, raw, refused
 
 if TYPE_CHECKING:

@@ -54,15 +54,6 @@ if TYPE_CHECKING:
 
 
 IDLE_RECHECK_S = 10.0  # shadow mode: how long a node found running work is left alone
-# A round (follow the pools, plan proofs) runs on a change (a node's, a proof's end) and,
-# when nothing changed, at least this often (time alone: a re-proof falls due, a backoff or
-# a busy node's wait ends). Issue 35: at 5,000 nodes a round of every node every 0.5 s was
-# most of the idle controller's CPU.
-ROUND_EVERY_S = 5.0
-# ... and changes coalesce: at most one round this often (on the real control plane, 1,000
-# nodes turning NotReady woke 406 rounds a minute, 22% of a core, without it). A new node's
-# proof starts at most this much later.
-ROUND_MIN_S = 1.0
 
 
 __all__ = ["CROSS_NODE_TIER", "LEASE_NAME", "Gate", "GateOptions", "GateSummary", "NodeResult"]
@@ -116,11 +107,12 @@ class Gate:
 
     def state_counts(self) -> dict[tuple[str, str, str], int]:
         """(pool, team, state) -> nodes, over the gated pools (quarantined: its own state);
-        counted again when the nodes changed, or ROUND_EVERY_S passed (issue 35)."""
+        counted again when the nodes changed, or `round_every_s` passed (issue 35)."""
         out: dict[tuple[str, str, str], int] = {}
         if self.watch is None:
             return out
-        key = (self.watch.lists, self.watch.events, int(time.monotonic() // ROUND_EVERY_S))
+        key = (self.watch.lists, self.watch.events,
+               int(time.monotonic() // self.options.round_every_s))
         known = self._counts
         if known is not None and known[0] == key:
             return dict(known[1])
@@ -227,7 +219,7 @@ class Gate:
                         break
                 with self.wake:
                     self.wake.wait(0.5)
-                rest_s = self._round_at + ROUND_MIN_S - time.monotonic()
+                rest_s = self._round_at + o.round_min_s - time.monotonic()
                 if rest_s > 0 and not o.once:
                     stop.wait(rest_s)  # changes meanwhile coalesce into the next round
                 self._problem(self.watch.last_refusal)
@@ -254,11 +246,11 @@ class Gate:
 
     # -- which nodes, as which units ----------------------------------------------------
     def _round_due(self) -> bool:
-        """Whether a round runs now: something changed since the last, or ROUND_EVERY_S
-        passed. (The flag is cleared before the round reads the nodes: a change meanwhile
-        is in what it reads, or makes the next round run.)"""
+        """Whether a round runs now: something changed since the last, or `round_every_s`
+        passed. (The flag is cleared before the round reads the nodes: a change meanwhile is
+        in what it reads, or makes the next round run.)"""
         now = time.monotonic()
-        if not self._dirty and now - self._round_at < ROUND_EVERY_S:
+        if not self._dirty and now - self._round_at < self.options.round_every_s:
             return False
         self._dirty, self._round_at = False, now
         return True

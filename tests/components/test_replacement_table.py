@@ -101,6 +101,12 @@ def test_every_kubernetes_object_is_replaced_on_a_new_name_or_namespace() -> Non
     ("aws:ec2/routeTable:RouteTable", "routes[0].natGatewayId", False),
     ("aws:eks/accessPolicyAssociation:AccessPolicyAssociation", "accessScope.type", True),
     ("gcp:compute/resourcePolicy:ResourcePolicy", "workloadPolicy.acceleratorTopology", True),
+    # the gate controller's own (issue 35): a PriorityClass's value cannot be updated (the API
+    # server refuses it), a PodDisruptionBudget's spec can (policy/v1, unlike v1beta1)
+    ("kubernetes:scheduling.k8s.io/v1:PriorityClass", "value", True),
+    ("kubernetes:scheduling.k8s.io/v1:PriorityClass", "description", False),
+    ("kubernetes:policy/v1:PodDisruptionBudget", "spec.maxUnavailable", False),
+    ("kubernetes:policy/v1:PodDisruptionBudget", "metadata.name", True),
 ])
 def test_read_rows(type_: str, path: str, replaces: bool) -> None:
     from components.engine.diff import rule_for

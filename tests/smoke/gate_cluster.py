@@ -128,7 +128,10 @@ def controller(cluster: Any, tmp_path: Path, inventory: Inventory, cluster_name:
     """A gate controller on the fake cluster (or the real one: `context` "envtest"), in a
     thread, until the block ends; `client`: its API client (default: the cluster's admin)."""
     opts = {"namespace": NAMESPACE, "lease_s": 2.0, "timeout_s": 60, "poll_s": 0.1,
-            "watch_timeout_s": 30, "retry_first_s": 0.5, **options}
+            "watch_timeout_s": 30, "retry_first_s": 0.5,
+            # rounds at a test's pace: time alone (a backoff, a re-proof falling due) acts
+            # within 1 s, not the 5 s of a controller at 5,000 nodes
+            "round_every_s": 1.0, "round_min_s": 0.2, **options}
     gate = Gate(client or client_of(cluster, tmp_path, context), cluster_name, inventory,
                 GateOptions(**opts))
     stop = threading.Event()

@@ -53,7 +53,7 @@ def _seen_everything() -> Gate:
                            resourceVersion="1", uid="u0")
     nodes = {"gke-h100-train-0": old}
     gate.watch = SimpleNamespace(snapshot=lambda: dict(nodes), expired=1, oversized=0,
-                                 errors=2, lists=3)
+                                 errors=2, lists=3, events=0)
     gate.verdict_counts = {(POOL, "pass"): 3, (POOL, "fail"): 2, (POOL, "infra"): 1}
     gate.ready_to_proven = {POOL: [120.0]}
     gate.reproof_seconds = {POOL: [300.0]}
