@@ -13,7 +13,9 @@ ECC, retired-page and NVLink families the gate judges), one namespace and one po
 
 What differs on GKE: the driver lives on the node under /home/kubernetes/bin/nvidia
 (components.k8s._values.GKE_NVIDIA_DIR, as Google's own exporter manifest for GKE mounts it),
-GKE runs its own NVIDIA device plugin (no second copy), and no EFA.
+the container runs privileged as in that manifest (GKE_SECURITY_CONTEXT: no NVIDIA container
+runtime gives it the devices), GKE runs its own NVIDIA device plugin (no second copy), and no
+EFA.
 """
 
 from __future__ import annotations

@@ -125,6 +125,12 @@ DCGM_COUNTERS_MOUNT = {"name": "exporter-metrics-volume",
 # 03303ccc7e3f9c13bf05781cb91cfae1508818d1, read 2026-11-28).
 GKE_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"
 NVIDIA_MOUNT_DIR = "/usr/local/nvidia"
+# ... and runs it privileged: GKE's nodes have no NVIDIA container runtime to hand a container
+# that requests no GPU the /dev/nvidia* devices (EKS's GPU AMIs do, from the image's
+# NVIDIA_VISIBLE_DEVICES), and the exporter requests none (same manifest). Helm merges these
+# keys over the chart's `securityContext` (runAsUser 0, SYS_ADMIN, allowPrivilegeEscalation
+# false); the API server refuses privileged with allowPrivilegeEscalation false, so both are set.
+GKE_SECURITY_CONTEXT = {"privileged": True, "allowPrivilegeEscalation": True}
 
 
 def dcgm_exporter_values(s: GpuScheduling, *, driver_dir: str | None = None
@@ -136,7 +142,8 @@ def dcgm_exporter_values(s: GpuScheduling, *, driver_dir: str | None = None
     metrics-configmap.yaml; read 2026-11-28). The image is the release's ubuntu22.04 build, not
     the chart's distroless default (components.k8s._charts.DCGM_EXPORTER_IMAGE_TAG says why).
     `driver_dir`: where the node keeps the NVIDIA driver when it is not on the exporter's
-    library path (GKE: GKE_NVIDIA_DIR), mounted at /usr/local/nvidia."""
+    library path (GKE: GKE_NVIDIA_DIR), mounted at /usr/local/nvidia, the container then
+    privileged (GKE_SECURITY_CONTEXT)."""
     values: dict[str, Any] = {"affinity": _gpu_affinity(s, exclude=False),
                               "tolerations": _tolerations(s, s.gpu_pools()),
                               "image": {"tag": DCGM_EXPORTER_IMAGE_TAG},
@@ -147,7 +154,8 @@ def dcgm_exporter_values(s: GpuScheduling, *, driver_dir: str | None = None
             "extraVolumeMounts": [dict(DCGM_COUNTERS_MOUNT),
                                   {"name": "nvidia-install-dir-host",
                                    "mountPath": NVIDIA_MOUNT_DIR, "readOnly": True}],
-            "extraEnv": [{"name": "LD_LIBRARY_PATH", "value": f"{NVIDIA_MOUNT_DIR}/lib64"}]}
+            "extraEnv": [{"name": "LD_LIBRARY_PATH", "value": f"{NVIDIA_MOUNT_DIR}/lib64"}],
+            "securityContext": dict(GKE_SECURITY_CONTEXT)}
     return values
 
 

@@ -85,7 +85,8 @@ def test_the_image_is_the_releases_ubuntu_build_not_the_distroless_one() -> None
     # the tag is the pinned chart's release (its appVersion 4.8.2), another build of it
     assert DCGM_EXPORTER_IMAGE_TAG.split("-")[1] == DCGM_EXPORTER.version
     # EKS: the driver is on the library path already, the chart's own mounts stay
-    assert not {"extraHostVolumes", "extraVolumeMounts", "extraEnv"} & set(values)
+    assert not {"extraHostVolumes", "extraVolumeMounts", "extraEnv",
+                "securityContext"} & set(values)
 
 
 def test_on_gke_the_driver_directory_is_mounted_and_the_counters_mount_is_kept() -> None:
@@ -100,6 +101,8 @@ def test_on_gke_the_driver_directory_is_mounted_and_the_counters_mount_is_kept()
             "readOnly": True} in mounts
     assert {"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"} in \
         values["extraEnv"]
+    # no NVIDIA runtime on GKE hands a container that requests no GPU the devices
+    assert values["securityContext"] == {"privileged": True, "allowPrivilegeEscalation": True}
 
 
 def test_the_counters_mount_is_the_charts_own() -> None:
