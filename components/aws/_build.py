@@ -19,12 +19,14 @@ from components.aws._nodegroup import (
     pool_taints,
 )
 from components.k8s import (
+    DCGM_EXPORTER,
     GpuAddons,
     GpuAddonsArgs,
     GpuScheduling,
     PoolNodes,
     cluster_routing,
     install_queueing,
+    wants_dcgm_exporter,
 )
 from components.outputs import ClusterArgs, ClusterOutputs
 from fleet.catalog import Catalog
@@ -137,6 +139,7 @@ class AwsCluster(pulumi.ComponentResource):
                        {n: v for n, v in pins.items() if n not in before}, child,
                        depends_on=node_groups)
         gpu_taint = next((catalog.kube(p.shape).taint for p in pools), None)
+        exporter: list[pulumi.Resource] = []  # the gate's Role waits for its namespace
         if gpu_taint is not None:
             scheduling = GpuScheduling(
                 gpu_taint=gpu_taint,
@@ -146,17 +149,19 @@ class AwsCluster(pulumi.ComponentResource):
                 pools=tuple(PoolNodes(p.name, node_labels(p, catalog), pool_taints(p, catalog))
                             for p in pools),
             )
-            GpuAddons(cluster.name, GpuAddonsArgs(scheduling=scheduling,
-                                                  efa=any(is_efa(p) for p in pools)),
-                      pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
-                          provider=eks.provider, depends_on=addon_nodes)))
+            addons = GpuAddons(cluster.name, GpuAddonsArgs(
+                scheduling=scheduling, efa=any(is_efa(p) for p in pools),
+                dcgm_exporter=wants_dcgm_exporter(args.fleet, cluster.name)),
+                pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
+                    provider=eks.provider, depends_on=addon_nodes)))
+            exporter = [r for n, r in addons.releases.items() if n == DCGM_EXPORTER.chart]
         # JobSet and Kueue on every cluster, then the fleet's Kueue routing for this one
         queues = install_queueing(self, cluster.name, args.routing or cluster_routing(
             args.fleet, catalog, cluster.name), eks.provider, addon_nodes,
             system_pool=system is not None)
         self.outputs = ClusterOutputs(name=cluster.name, cloud="aws", endpoint=eks.endpoint,
                                       kubeconfig=eks.kubeconfig, provider=eks.provider,
-                                      ready=(*addon_nodes, *queues))
+                                      ready=(*addon_nodes, *queues, *exporter))
         self.register_outputs({"endpoint": eks.endpoint, "kubeconfig": eks.kubeconfig})
 
 

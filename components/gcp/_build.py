@@ -9,6 +9,7 @@ import pulumi
 
 from components.gcp._cluster import GkeCluster, GkeClusterArgs, NodeIdentity, NodeIdentityArgs
 from components.gcp._cpu_pool import CpuNodePool, CpuNodePoolArgs
+from components.gcp._dcgm import install_dcgm_exporter
 from components.gcp._gpu_pool import GpuNodePool, GpuNodePoolArgs
 from components.gcp._k8s import GpuDirectAddons, GpuDirectAddonsArgs, GpuDirectKind
 from components.gcp._network import (
@@ -28,7 +29,7 @@ from components.gcp._tpu_network import (
     TpuSecondNetworkArgs,
     wants_second_network,
 )
-from components.k8s import cluster_routing, install_queueing
+from components.k8s import cluster_routing, install_queueing, wants_dcgm_exporter
 from components.outputs import ClusterArgs, ClusterOutputs
 from fleet.catalog import Catalog
 from fleet.errors import InputError
@@ -113,6 +114,13 @@ class GcpCluster(pulumi.ComponentResource):
         queues = install_queueing(self, c.name, args.routing or cluster_routing(
             args.fleet, args.catalog, c.name), gke.provider, addon_nodes,
             system_pool=system is not None)
+        exporter: list[pulumi.Resource] = []  # the gate's Role waits for its namespace
+        if wants_dcgm_exporter(args.fleet, c.name):  # the gate reads it between proofs
+            addons = install_dcgm_exporter(c.name, args.pools, args.catalog,
+                                           pulumi.ResourceOptions(parent=self,
+                                                                  provider=gke.provider,
+                                                                  depends_on=addon_nodes))
+            exporter = list(addons.releases.values()) if addons is not None else []
         pool_opts = pulumi.ResourceOptions(parent=self, depends_on=[gke])
         for p in args.pools:
             if p.shape.tpu is not None:
@@ -133,7 +141,7 @@ class GcpCluster(pulumi.ComponentResource):
                     pool_opts)
         self.outputs = ClusterOutputs(name=c.name, cloud="gcp", endpoint=gke.endpoint,
                                       kubeconfig=gke.kubeconfig, provider=gke.provider,
-                                      ready=(*addon_nodes, *queues))
+                                      ready=(*addon_nodes, *queues, *exporter))
         self.register_outputs({"endpoint": gke.endpoint, "kubeconfig": gke.kubeconfig})
 
 

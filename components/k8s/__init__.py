@@ -21,6 +21,7 @@ from components.k8s._gate import (
     controller_args,
     gate_objects,
     install_gate,
+    wants_dcgm_exporter,
 )
 from components.k8s._jobset import JobSetController, JobSetControllerArgs
 from components.k8s._kueue import (
@@ -80,4 +81,5 @@ __all__ = [
     "kueue_objects",
     "nvidia_device_plugin_values",
     "scheduling_pod",
+    "wants_dcgm_exporter",
 ]

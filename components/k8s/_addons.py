@@ -1,4 +1,4 @@
-"""`GpuAddons`: the device plugins (and optional DCGM exporter) a GPU cluster needs."""
+"""`GpuAddons`: the device plugins and the DCGM exporter a GPU cluster needs."""
 
 from __future__ import annotations
 
@@ -53,11 +53,17 @@ def release_opts(component: pulumi.Resource, opts: pulumi.ResourceOptions | None
 
 @dataclass(frozen=True)
 class GpuAddonsArgs:
-    """efa: install the EFA device plugin (the cluster has EFA pools); dcgm_exporter: metrics."""
+    """efa: install the EFA device plugin (the cluster has EFA pools); dcgm_exporter: NVIDIA's
+    DCGM exporter, which the gate reads between proofs (components.k8s.wants_dcgm_exporter);
+    device_plugin: NVIDIA's device plugin (False on GKE, which runs its own);
+    driver_dir: where the nodes keep the NVIDIA driver, for the exporter (GKE's, see
+    components.k8s._values.GKE_NVIDIA_DIR; None where it is on the library path)."""
 
     scheduling: GpuScheduling
     efa: bool = True
     dcgm_exporter: bool = False
+    device_plugin: bool = True
+    driver_dir: str | None = None
 
 
 class GpuAddons(pulumi.ComponentResource):
@@ -69,12 +75,14 @@ class GpuAddons(pulumi.ComponentResource):
         self, name: str, args: GpuAddonsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(TYPE, name, None, opts)
-        wanted: list[tuple[Chart, dict[str, Any]]] = [
-            (NVIDIA_DEVICE_PLUGIN, nvidia_device_plugin_values(args.scheduling))]
+        wanted: list[tuple[Chart, dict[str, Any]]] = []
+        if args.device_plugin:
+            wanted.append((NVIDIA_DEVICE_PLUGIN, nvidia_device_plugin_values(args.scheduling)))
         if args.efa:
             wanted.append((EFA_DEVICE_PLUGIN, efa_device_plugin_values(args.scheduling)))
         if args.dcgm_exporter:
-            wanted.append((DCGM_EXPORTER, dcgm_exporter_values(args.scheduling)))
+            wanted.append((DCGM_EXPORTER, dcgm_exporter_values(args.scheduling,
+                                                               driver_dir=args.driver_dir)))
         self.releases = {}
         for chart, values in wanted:
             self.releases[chart.chart] = pinned_release(

@@ -62,6 +62,17 @@ DCGM_EXPORTER = Chart(
     version="4.8.2",
     namespace=DCGM_EXPORTER_NAMESPACE,  # where the gate reads it (fleet.gate)
 )
+# The exporter's image: the same release's ubuntu22.04 build, not the chart's distroless default.
+# The 4.5.3-4.8.2 distroless image was reported serving no DCGM_FI_DEV_XID_ERRORS (its Xid
+# count came up blank, not 0, when no Xid had happened) nor the retired-page series, which the
+# ubuntu image of the same release served (NVIDIA/dcgm-exporter#646, comment of 2026-06-29;
+# #700, 2026-06-26/29); a maintainer closed #646 on 2026-09-18 saying 4.8.4 supplies the Xid
+# series, but no 4.8.4 tag or chart is in the stored repository (tags end at 4.5.3-4.8.2;
+# HEAD d5e5f510 of 2026-05-12; read 2026-11-28), so the chart stays 4.8.2 with this image.
+# The tag is the Makefile's `<dcgm>-<exporter>-<IMAGE_TAG>` for its ubuntu22.04 target (tag
+# 4.5.3-4.8.2, commit 691c9276, Makefile `ubuntu22.04: IMAGE_TAG = ubuntu22.04`). Move to
+# distroless again with a release whose own notes say the Xid and retired-page series are back.
+DCGM_EXPORTER_IMAGE_TAG = "4.5.3-4.8.2-ubuntu22.04"
 
 # JobSet (kubernetes-sigs/jobset), the API multi-host TPU workloads are submitted as
 # (`jobset.x-k8s.io/v1alpha2`). v0.12.0 is the newest release (tag 2026-05-08, commit

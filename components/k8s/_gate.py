@@ -418,6 +418,14 @@ class _TopLevelCustomResource(pulumi.CustomResource):
                          opts)
 
 
+def wants_dcgm_exporter(fleet: Fleet, cluster: str) -> bool:
+    """Whether `cluster` gets NVIDIA's DCGM exporter (components.k8s.GpuAddons on EKS,
+    components.gcp on GKE) and the gate its Role to read it: a gated GPU pool there, and the
+    stack's `gate.dcgm_exporter` (on by default)."""
+    return fleet.spec.gate.dcgm_exporter and any(
+        p.gated and p.shape.kind == "gpu" for p in fleet.pools_in(cluster))
+
+
 def install_gate(fleet: Fleet, cluster: str, built: ClusterOutputs,
                  inventory: Mapping[str, Any], parent: pulumi.ResourceOptions
                  ) -> GateController | None:
@@ -434,6 +442,8 @@ def install_gate(fleet: Fleet, cluster: str, built: ClusterOutputs,
         image=settings.image or G.CONTROLLER_IMAGE, replicas=settings.replicas,
         image_pull_secrets=tuple(settings.image_pull_secrets),
         node_selector={POOL_LABEL: SYSTEM_POOL} if fleet.system_pool(cluster) else {},
-        create_namespace=routing is None or routing.smoke is None),
+        create_namespace=routing is None or routing.smoke is None,
+        exporter_namespace=G.DCGM_EXPORTER_NAMESPACE if wants_dcgm_exporter(fleet, cluster)
+        else None),
         pulumi.ResourceOptions.merge(parent, pulumi.ResourceOptions(
             provider=built.provider, depends_on=list(built.ready))))

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.k8s._charts import DCGM_EXPORTER_IMAGE_TAG
 from fleet.catalog import Taint
 
 SCHEDULING_KEYS = ("nodeSelector", "affinity", "tolerations")
@@ -112,15 +113,50 @@ def dcgm_counters() -> str:
         encoding="utf-8")
 
 
-def dcgm_exporter_values(s: GpuScheduling) -> dict[str, Any]:
+# The chart's own counters mount (values `extraConfigMapVolumes`/`extraVolumeMounts`, 4.8.2): a
+# list in the values replaces the chart's, so the driver mount on GKE repeats this one.
+DCGM_COUNTERS_MOUNT = {"name": "exporter-metrics-volume",
+                       "mountPath": "/etc/dcgm-exporter/default-counters.csv",
+                       "subPath": "default-counters.csv"}
+# GKE installs the NVIDIA driver on the node under /home/kubernetes/bin/nvidia (COS and Ubuntu
+# node images), not where the exporter's NVML loader looks: Google's DCGM exporter manifest
+# for GKE mounts it at /usr/local/nvidia and sets LD_LIBRARY_PATH=/usr/local/nvidia/lib64
+# (GoogleCloudPlatform/prometheus-engine examples/nvidia-dcgm/exporter.yaml, commit
+# 03303ccc7e3f9c13bf05781cb91cfae1508818d1, read 2026-11-28).
+GKE_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"
+NVIDIA_MOUNT_DIR = "/usr/local/nvidia"
+# ... and runs it privileged: GKE's nodes have no NVIDIA container runtime to hand a container
+# that requests no GPU the /dev/nvidia* devices (EKS's GPU AMIs do, from the image's
+# NVIDIA_VISIBLE_DEVICES), and the exporter requests none (same manifest). Helm merges these
+# keys over the chart's `securityContext` (runAsUser 0, SYS_ADMIN, allowPrivilegeEscalation
+# false); the API server refuses privileged with allowPrivilegeEscalation false, so both are set.
+GKE_SECURITY_CONTEXT = {"privileged": True, "allowPrivilegeEscalation": True}
+
+
+def dcgm_exporter_values(s: GpuScheduling, *, driver_dir: str | None = None
+                         ) -> dict[str, Any]:
     """DCGM exporter (GPU metrics for Prometheus) on every GPU node, with our counters: the
     chart (4.8.2) renders `customMetrics` into its exporter-metrics-config-map, mounted over
     /etc/dcgm-exporter/default-counters.csv, the file its default `arguments` (-f) read
     (NVIDIA/dcgm-exporter tag 4.5.3-4.8.2 deployment/values.yaml, templates/
-    metrics-configmap.yaml; read 2026-11-28)."""
-    return {"affinity": _gpu_affinity(s, exclude=False),
-            "tolerations": _tolerations(s, s.gpu_pools()),
-            "customMetrics": dcgm_counters()}
+    metrics-configmap.yaml; read 2026-11-28). The image is the release's ubuntu22.04 build, not
+    the chart's distroless default (components.k8s._charts.DCGM_EXPORTER_IMAGE_TAG says why).
+    `driver_dir`: where the node keeps the NVIDIA driver when it is not on the exporter's
+    library path (GKE: GKE_NVIDIA_DIR), mounted at /usr/local/nvidia, the container then
+    privileged (GKE_SECURITY_CONTEXT)."""
+    values: dict[str, Any] = {"affinity": _gpu_affinity(s, exclude=False),
+                              "tolerations": _tolerations(s, s.gpu_pools()),
+                              "image": {"tag": DCGM_EXPORTER_IMAGE_TAG},
+                              "customMetrics": dcgm_counters()}
+    if driver_dir is not None:
+        values |= {
+            "extraHostVolumes": [{"name": "nvidia-install-dir-host", "hostPath": driver_dir}],
+            "extraVolumeMounts": [dict(DCGM_COUNTERS_MOUNT),
+                                  {"name": "nvidia-install-dir-host",
+                                   "mountPath": NVIDIA_MOUNT_DIR, "readOnly": True}],
+            "extraEnv": [{"name": "LD_LIBRARY_PATH", "value": f"{NVIDIA_MOUNT_DIR}/lib64"}],
+            "securityContext": dict(GKE_SECURITY_CONTEXT)}
+    return values
 
 
 def scheduling_pod(values: Mapping[str, Any], name: str = "scheduling-check") -> dict[str, Any]:

@@ -186,11 +186,16 @@ class Gate(_Model):
     (default `fleet.gate.CONTROLLER_IMAGE`; pin your own by digest), the Secrets (of type
     kubernetes.io/dockerconfigjson, in the smoke namespace) its pods and every proof pod pull
     images with (`image_pull_secrets`, none by default: the default image is public) and its
-    replicas (two: one leads through a Lease, the other waits to take over)."""
+    replicas (two: one leads through a Lease, the other waits to take over).
+    `dcgm_exporter` (on by default): NVIDIA's DCGM exporter on every GPU node of a cluster
+    with a gated GPU pool, which the gate reads between proofs (docs/gate.md "Between
+    proofs"); `false` installs none, and the gate then says of each proven GPU node that
+    its passive signals are not read."""
 
     image: str | None = None
     image_pull_secrets: list[str] = Field(default_factory=list)
     replicas: int = Field(default=2, ge=1, le=5)
+    dcgm_exporter: bool = True
 
     @field_validator("image")
     @classmethod

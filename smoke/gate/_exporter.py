@@ -27,6 +27,7 @@ answer that is not the exporter's text judges nothing and is said once in the su
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Iterable
@@ -46,7 +47,10 @@ if TYPE_CHECKING:
     from fleet.inventory import InventoryPool
     from smoke.gate.controller import Gate
 
+LOG = logging.getLogger(__name__)
 TICK_S = 1.0  # how often the reader looks for nodes due a reading
+# what the gate says of a proven GPU node where it finds no exporter to read (issue 37)
+NO_EXPORTER = "no DCGM exporter on the node: passive signals not read"
 MAX_POD_LIST_BYTES = 1 * 2**20  # the exporter pods of one node: one pod, a few KiB
 
 
@@ -63,6 +67,7 @@ class _NodeState:
     last: _Reading | None = None
     acted: set[str] = field(default_factory=set)  # signals acted on, this boot
     flagged_run: str | None = None  # due for re-proof while its proof is this run's
+    unread_said: tuple[str, str] | None = None  # "no exporter" said for this (uid, boot ID)
 
 
 def signal_words(s: Signal) -> str:
@@ -81,6 +86,9 @@ class Exporters:
         self.nodes: dict[str, _NodeState] = {}
         self.reads = 0  # readings judged
         self.failures = 0  # readings that could not be made or read
+        # proven GPU nodes whose last look found no exporter pod on them: node -> pool (the
+        # metric accelfleet_gate_exporter_unread_nodes; said once per boot, NO_EXPORTER)
+        self.unread: dict[str, str] = {}
 
     # -- the loop ----------------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
@@ -96,11 +104,13 @@ class Exporters:
         if o.exporter_namespace is None or o.exporter_interval_s is None:
             return
         now = time.monotonic() if now is None else now
+        looked: set[str] = set()
         for n in self.gate._nodes():
             pool = self.gate.pools.get(n.pool)
             if pool is None or pool.kind != "gpu" or n.state != N.PROVEN or not n.ready \
                     or n.quarantined or n.name in self.gate.inflight:
                 continue
+            looked.add(n.name)
             with self.lock:
                 st = self.nodes.setdefault(n.name, _NodeState())
                 if now < st.next_at:
@@ -114,6 +124,9 @@ class Exporters:
                 self.gate._problem(K.refused(exc, f"acting on the DCGM exporter of {n.name}")
                                    or f"acting on the DCGM exporter of {n.name}: "
                                    f"{K.status_of(exc) or type(exc).__name__}")
+        with self.lock:  # gone, unproven or busy proving: no longer an unread proven node
+            for name in [m for m in self.unread if m not in looked]:
+                del self.unread[name]
 
     # -- one node ----------------------------------------------------------------------------
     def _read_node(self, n: N.GateNode, pool: InventoryPool, st: _NodeState,
@@ -132,7 +145,10 @@ class Exporters:
                                "are not judged until it answers")
             return
         if text is None:  # no exporter pod on the node: nothing is read, nothing judged
+            self._unread(n, pool, st)
             return
+        with self.lock:
+            self.unread.pop(n.name, None)
         try:
             samples = parse_metrics(text)
         except ValueError as exc:
@@ -160,6 +176,25 @@ class Exporters:
                              "says " + "; ".join(signal_words(s) for s in worst)
                              + ": re-proof due (idle only, within the pool's "
                              "max_unavailable)", warning=True)
+
+    def _unread(self, n: N.GateNode, pool: InventoryPool, st: _NodeState) -> None:
+        """A proven GPU node with no Running exporter pod: counted in the metric while so,
+        and said loudly once per boot of the node (a Warning Event on it, the log), never
+        once per loop."""
+        with self.lock:
+            self.unread[n.name] = pool.name
+            identity = (n.uid, n.boot_id)
+            if st.unread_said == identity:
+                return
+            st.unread_said = identity
+        o = self.gate.options
+        words = (f"{NO_EXPORTER} (no Running pod labelled {o.exporter_selector} in namespace "
+                 f"{o.exporter_namespace} on {n.name}; the stack's gate.dcgm_exporter, on by "
+                 "default, installs it on every GPU node: docs/gate.md \"Between proofs\")")
+        LOG.warning("%s: %s", n.name, words)
+        node = self.gate.watch.get(n.name) or {"metadata": {"name": n.name}}
+        self.gate._event(node, "GateExporterUnread", f"accelfleet gate: {words}",
+                         warning=True)
 
     def read(self, node: str) -> str | None:
         """The exporter's text of `node`, or None when no exporter pod runs there (each

@@ -11,6 +11,8 @@
     accelfleet_gate_oldest_unproven_seconds{cluster, pool}     how long the pool's oldest
         unproven (or proving) node has waited, from its own timestamps (smoke.gate._hours.since):
         past the autoscaler's 15-minute window it counts as unready (docs/gate.md "Alerts")
+    accelfleet_gate_exporter_unread_nodes{cluster, pool}       proven GPU nodes where the gate
+        finds no DCGM exporter pod to read between proofs (smoke.gate._exporter)
     accelfleet_gate_unproven_node_hours_total{cluster, pool, team}     gated, not yet proven
     accelfleet_gate_quarantined_node_hours_total{cluster, pool, team}
     accelfleet_gate_unproven_cost_usd_total{...}, accelfleet_gate_quarantined_cost_usd_total
@@ -113,6 +115,15 @@ def render(gates: Sequence[Gate]) -> str:
         for pool, age_s in sorted(oldest_unproven_s(g).items()):
             lines.append(f"{PREFIX}oldest_unproven_seconds"
                          f"{label_set(cluster=g.cluster, pool=pool)} {age_s:.1f}")
+    lines += [f"# TYPE {PREFIX}exporter_unread_nodes gauge",
+              f"# HELP {PREFIX}exporter_unread_nodes Proven GPU nodes with no DCGM exporter "
+              "pod: their passive signals are not read."]
+    for g in gates:
+        with g.exporters.lock:
+            unread = list(g.exporters.unread.values())
+        for pool in sorted(set(unread)):
+            lines.append(f"{PREFIX}exporter_unread_nodes"
+                         f"{label_set(cluster=g.cluster, pool=pool)} {unread.count(pool)}")
     for what in ("unproven", "quarantined"):
         lines += [f"# TYPE {PREFIX}{what}_node_hours counter",
                   f"# HELP {PREFIX}{what}_node_hours Node-hours {what}, kept across "

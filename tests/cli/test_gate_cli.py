@@ -64,8 +64,8 @@ def test_plan_shows_the_gates_and_the_controllers() -> None:
     # 8, and per cluster a Role and RoleBinding in each team namespace re-proofs go through
     # (research, vision), the re-proofs' Kueue WorkloadPriorityClass, the controller's
     # PriorityClass and its PodDisruptionBudget (issue 35)
-    assert "ml-gke-gate (GateController, 15 resources)" in result.output
-    assert "ml-eks-gate (GateController, 15 resources)" in result.output
+    assert "ml-gke-gate (GateController, 17 resources)" in result.output
+    assert "ml-eks-gate (GateController, 17 resources)" in result.output
     assert result.output.count("1 x kubernetes WorkloadPriorityClass") == 2
     assert "gate T0-T2 + fabric, re-proof every 24h, quarantine at most 10%: h100-train, " \
         "p5-train" in result.output

@@ -349,9 +349,10 @@ def test_efa_interface_count_follows_the_catalog(machine: str) -> None:
 def test_device_plugins_installed_with_the_cluster_provider(built: Any) -> None:
     res, _ = built
     releases = {r.inputs["chart"]: r for r in _all(res, "kubernetes:helm.sh/v3:Release")}
-    # the device plugins, and JobSet and Kueue (on every cluster: tests/components/test_kueue)
+    # the device plugins, the DCGM exporter the gate reads (a gated GPU pool: issue 37), and
+    # JobSet and Kueue (on every cluster: tests/components/test_kueue)
     assert set(releases) == {"nvidia-device-plugin", "aws-efa-k8s-device-plugin",
-                             JOBSET.ref, KUEUE.ref}
+                             "dcgm-exporter", JOBSET.ref, KUEUE.ref}
     efa = releases["aws-efa-k8s-device-plugin"].inputs
     assert efa["values"]["nodeSelector"] == {"vpc.amazonaws.com/efa.present": "true"}
     assert efa["repositoryOpts"] == {"repo": "https://aws.github.io/eks-charts"}
@@ -367,5 +368,5 @@ def test_no_efa_pool_means_no_efa_plugin() -> None:
     spec["pools"] = spec["pools"][1:]
     res, _ = _build(spec)
     charts = {r.inputs["chart"] for r in _all(res, "kubernetes:helm.sh/v3:Release")}
-    assert charts == {"nvidia-device-plugin", JOBSET.ref, KUEUE.ref}
+    assert charts == {"nvidia-device-plugin", "dcgm-exporter", JOBSET.ref, KUEUE.ref}
     assert "networkInterfaces" not in _one(res, LT, "g6-lt")

@@ -56,9 +56,10 @@ def test_g6_pool_has_no_efa_and_no_placement_group(plan: Plan) -> None:
 def test_device_plugins_in_plan(plan: Plan) -> None:
     releases = {r.inputs["chart"]: r.inputs for r in plan.of_type(
         "kubernetes:helm.sh/v3:Release") if r.name.startswith("ml-eks-")}
-    # the device plugins, and JobSet and Kueue (every cluster's: tests/components/test_kueue)
+    # the device plugins, the DCGM exporter the gate reads (issue 37), and JobSet and Kueue
+    # (every cluster's: tests/components/test_kueue)
     assert set(releases) == {"nvidia-device-plugin", "aws-efa-k8s-device-plugin",
-                             JOBSET.ref, KUEUE.ref}
+                             "dcgm-exporter", JOBSET.ref, KUEUE.ref}
     efa = releases["aws-efa-k8s-device-plugin"]
     assert efa["values"]["nodeSelector"] == {"vpc.amazonaws.com/efa.present": "true"}
     # the GPU taint, and the gate's startup taint: a device plugin runs on unproven nodes (the

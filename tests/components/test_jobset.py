@@ -117,7 +117,8 @@ def test_example_stack_installs_it_on_both_clusters() -> None:
     plan = planned(EXAMPLE_STACK)
     assert sorted(cluster_of(plan, r) for r in jobset_releases(plan)) == ["ml-eks", "ml-gke"]
     eks = [r.inputs["chart"] for r in plan.of_type(RELEASE) if cluster_of(plan, r) == "ml-eks"]
-    assert sorted(eks) == ["aws-efa-k8s-device-plugin", "nvidia-device-plugin", OCI_REF,
+    assert sorted(eks) == ["aws-efa-k8s-device-plugin", "dcgm-exporter",
+                           "nvidia-device-plugin", OCI_REF,
                            "oci://registry.k8s.io/kueue/charts/kueue"]
 
 
