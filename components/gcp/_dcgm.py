@@ -12,7 +12,7 @@ ECC, retired-page and NVLink families the gate judges), one namespace and one po
 (fleet.gate DCGM_EXPORTER_*) on both clouds, so the gate finds the pods the same way.
 
 What differs on GKE: the driver lives on the node under /home/kubernetes/bin/nvidia
-(components.k8s._values.GKE_NVIDIA_DIR, as Google's own exporter manifest for GKE mounts it),
+(components.k8s.GKE_NVIDIA_DIR, as Google's own exporter manifest for GKE mounts it),
 the container runs privileged as in that manifest (GKE_SECURITY_CONTEXT: no NVIDIA container
 runtime gives it the devices), GKE runs its own NVIDIA device plugin (no second copy), and no
 EFA.
@@ -23,7 +23,7 @@ from __future__ import annotations
 import pulumi
 
 from components.k8s import GpuAddons, GpuAddonsArgs, GpuScheduling, PoolNodes
-from components.k8s._values import GKE_NVIDIA_DIR
+from components.k8s import GKE_NVIDIA_DIR
 from fleet.catalog import Catalog, Taint
 from fleet.gate import gate_taint
 from fleet.model import ResolvedPool

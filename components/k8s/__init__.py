@@ -36,6 +36,7 @@ from components.k8s._kueue import (
 )
 from components.k8s._provider import cluster_provider
 from components.k8s._values import (
+    GKE_NVIDIA_DIR,
     GpuScheduling,
     PoolNodes,
     dcgm_exporter_values,
@@ -48,6 +49,7 @@ from components.k8s._values import (
 __all__ = [
     "DCGM_EXPORTER",
     "EFA_DEVICE_PLUGIN",
+    "GKE_NVIDIA_DIR",
     "JOBSET",
     "JOBSET_IMAGE_REPOSITORY",
     "JOBSET_IMAGE_TAG",
