@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import pulumi
 
-from components.k8s import GpuAddons, GpuAddonsArgs, GpuScheduling, PoolNodes
-from components.k8s import GKE_NVIDIA_DIR
+from components.k8s import GKE_NVIDIA_DIR, GpuAddons, GpuAddonsArgs, GpuScheduling, PoolNodes
 from fleet.catalog import Catalog, Taint
 from fleet.gate import gate_taint
 from fleet.model import ResolvedPool
