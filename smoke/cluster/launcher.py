@@ -17,48 +17,42 @@ Every API call is bounded in wall time and bytes (`smoke.cluster._api`): the run
 (its timeout plus RUN_GRACE_S, moved by a timeout for each pair round a failing fabric pool
 runs, two at most) bounds each call whatever the API server does (a drip, an
 answer that never ends), pod lists take at most MAX_POD_PAGES pages and pod logs at most
-LOG_MAX_BYTES, each saying so when it hits the bound; the cleanup then gets CLEANUP_S of its
-own and names what it could not delete. A stop (ctrl-C, SIGTERM) cuts the call in flight.
+LOG_MAX_BYTES (smoke.cluster._reads), each saying so when it hits the bound; the cleanup then
+gets CLEANUP_S of its own and names what it could not delete. A stop (ctrl-C, SIGTERM) cuts
+the call in flight.
+
+The run's parts, beside this module: _runstate (each pool's state, a fabric pool's pair
+rounds, one cluster's clients and deadline), _submit (creating the run's objects), _reads
+(the pod list, pod logs, the scheduler's and Kueue's reasons). Here: following the pools,
+the pair rounds, deadlines, each pool's close, the cleanup, and `launch`.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from fleet.labels import RUN_LABEL, SLICE_STARTED_ANNOTATION
+from fleet.labels import SLICE_STARTED_ANNOTATION
 from smoke.cluster import _pairs as PR
 from smoke.cluster import _stalls as S
-from smoke.cluster._api import (
-    API_PROBLEM,
-    ApiStopped,
-    ApiTimeout,
-    Body,
-    NoTimeLeft,
-    TooLong,
-    track,
-    words,
-)
-from smoke.cluster._pods import _PodState
+from smoke.cluster._api import ApiStopped, ApiTimeout, NoTimeLeft, TooLong, track, words
+from smoke.cluster._pods import _PodState as _PodState
 from smoke.cluster._podtime import slice_start
-from smoke.cluster._queue import PROVISIONING_REQUEST, held_by_kueue, is_queued
-from smoke.cluster._rejudge import (
-    PoolPlan,
-    coverage,
-    host_documents,
-    pair_figure,
-    parse_host_report,
-    pool_outliers,
-    rejudge,
-)
+from smoke.cluster._queue import is_queued
+from smoke.cluster._reads import _Reads
+from smoke.cluster._rejudge import coverage, pair_figure, pool_outliers, rejudge
+from smoke.cluster._rejudge import parse_host_report as parse_host_report
+from smoke.cluster._runstate import JOBSET, REQUEST_TIMEOUT_S, _Pool
+from smoke.cluster._runstate import Display as Display
+from smoke.cluster._runstate import _NoDisplay as _NoDisplay
+from smoke.cluster._runstate import _PairRounds as _PairRounds
+from smoke.cluster._submit import _Submit
 from smoke.cluster.access import with_retries
 from smoke.cluster.run import POD, WORKLOAD, Check, NodeOutcome, PoolReport, PoolStatus, RunReport
 from smoke.probes import verdict as V
@@ -69,23 +63,12 @@ from smoke.probes.thresholds import fabric_threshold
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
-    from smoke.cluster.workload import PoolWorkload, RenderedRun
+    from smoke.cluster.workload import RenderedRun
 
 JOB_NAME_LABEL = "job-name"
-JOBSET = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
-LOG_TAIL_LINES = 5000  # the report line, any second one, and the crash tail all in reach
-CRASH_LINES = 6
-REQUEST_TIMEOUT_S = (5.0, 30.0)  # (connect, read); the whole call within _api.CALL_CAP_S
 RUN_GRACE_S = 20.0  # the run's deadline past its timeout: a pool's finishing grace (15 s)
 # and its submission; no API call of the run goes past it
 CLEANUP_S = 15.0  # the cleanup's own budget, after the run (deadline or interrupt)
-MAX_POD_PAGES = 100  # pages of a pod list (PAGE_PODS each): a `continue` token past it is not
-# followed
-LOG_MAX_BYTES = 8 * 2**20  # of a pod's log (the API server's limitBytes, and read no further)
-LAST_LINE_BYTES = 64 * 2**10
-PAGE_PODS = 200  # pods per list request
-PAGE_MAX_BYTES = 16 * 2**20  # of one page of pods (a real page of 200 is 1-2 MiB)
-SUBMIT_WORKERS = 8  # pools submitted at once, per cluster
 FIRST_POLL_S = 0.05
 
 
@@ -94,202 +77,9 @@ def new_run_id() -> str:
     return f"r{datetime.now(UTC):%y%m%d%H%M}-{secrets.token_hex(2)}"
 
 
-class Display(Protocol):
-    """Told of each pool's state as it changes: pending, running, done, failed, ..."""
-
-    def update(self, pool: str, state: str, done: int, total: int, detail: str) -> None: ...
-
-
-class _NoDisplay:
-    def update(self, pool: str, state: str, done: int, total: int, detail: str) -> None:
-        pass
-
-
-@dataclass
-class _PairRounds:
-    """A fabric pool's pair rounds under way (smoke.cluster._pairs): the rounds, the current
-    one's Jobs, and each pair's figure or why it has none."""
-
-    rounds: list[list[PR.Pair]]
-    index: int = -1
-    jobs: dict[str, PR.Pair] = field(default_factory=dict)  # this round's Job name -> pair
-    figures: dict[str, list[tuple[float | None, str]]] = field(default_factory=dict)  # by Job
-    finished: set[str] = field(default_factory=set)  # pair pods read already
-    busbw: dict[PR.Pair, float] = field(default_factory=dict)
-    errors: dict[PR.Pair, str] = field(default_factory=dict)
-    deadline: float = 0.0
-
-
-@dataclass
-class _Pool:
-    workload: PoolWorkload
-    started: float = 0.0
-    deadline: float = 0.0
-    outcomes: dict[str, NodeOutcome] = field(default_factory=dict)  # pod key -> outcome
-    checks: list[Check] = field(default_factory=list)
-    pending: dict[str, str] = field(default_factory=dict)  # pod -> scheduler's message
-    running: int = 0  # pods running at the last tick
-    seen: dict[str, _PodState] = field(default_factory=dict)  # pod -> as last seen
-    crashed: str = ""  # a TPU slice's host that failed first
-    last_lines: dict[str, str] | None = None  # pod -> its last log line, near the deadline
-    status: PoolStatus | None = None
-    reason: str = ""
-    finished: float = 0.0
-    targets: tuple[str, ...] | None = None  # the nodes the run sized the pool to
-    pairs: _PairRounds | None = None  # the pair rounds, once the pool's collective is done
-    slice_said: str = ""  # a multi-host slice: when its last host started, as told its pods
-
-    @property
-    def name(self) -> str:
-        return self.workload.pool.name
-
-    @property
-    def plan(self) -> PoolPlan:
-        return PoolPlan.of(self.workload)
-
-    def finish(self, status: PoolStatus, reason: str = "") -> None:
-        self.status, self.reason, self.finished = status, reason, time.monotonic()
-
-
-def _pod_state(pod: Any) -> _PodState | None:
-    """What the launcher reads of one item of a pod list; None for an item that is not a Pod
-    as the API defines one (no name, fields of the wrong type): it tells of no pod."""
-    try:
-        return _PodState.of(pod)
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None
-
-
-def _obj(resp: Any) -> Any:
-    """An answer read as bytes, as JSON ({} when it is none)."""
-    try:
-        return json.loads(_raw(resp) or b"{}")
-    except (ValueError, RecursionError):
-        return {}
-
-
-def _raw(resp: Any) -> bytes:
-    data = getattr(resp, "data", None)
-    if data is None and hasattr(resp, "read"):
-        data = resp.read()
-    return data if isinstance(data, bytes) else str(data or "").encode()
-
-
-class _ClusterRun:
-    """Everything one cluster does in a run. Public methods are called from its thread."""
-
-    def __init__(self, name: str, client: ApiClient, run: RenderedRun, pools: list[_Pool],
-                 *, timeout_s: int, poll_s: float, stop: threading.Event,
-                 display: Display, deadline: float = math.inf) -> None:
-        from kubernetes import client as k
-
-        self.name, self.run, self.pools = name, run, pools
-        self.core, self.batch = k.CoreV1Api(client), k.BatchV1Api(client)
-        self.custom = k.CustomObjectsApi(client)
-        self.timeout_s, self.poll_s, self.stop, self.display = timeout_s, poll_s, stop, display
-        self.ns = run.namespace
-        self.selector = f"{RUN_LABEL}={run.run_id}"
-        self.deadline = deadline  # monotonic: no call of the run goes past it
-        self.list_problems: set[str] = set()
-
-    def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """One API call of the run, retried, bounded by the run's deadline and cut by stop."""
-        return with_retries(fn, *args, deadline=self.deadline, stop=self.stop, **kwargs)
-
-    # -- submit ------------------------------------------------------------------------
-    def _create(self, obj: dict[str, Any]) -> None:
-        """Create `obj`; what may already exist is fine: the namespace (runs share it; another
-        run may make it between our read and our create) and an object of THIS run (a create
-        retried after its answer was lost). Anything else already there is a conflict."""
-        from kubernetes.client.exceptions import ApiException
-
-        kind, name = obj["kind"], obj["metadata"]["name"]
-        body: Any = obj  # the client takes its models or plain dicts alike
-        group, version, plural = JOBSET
-        # the answers are read as bytes (bounded), the objects are not needed but to check
-        # whose they are
-        kw: dict[str, Any] = {"_request_timeout": REQUEST_TIMEOUT_S, "_preload_content": False}
-        calls: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {
-            "Namespace": (lambda: self.core.create_namespace(body, **kw),
-                          lambda: self.core.read_namespace(name, **kw)),
-            "ConfigMap": (lambda: self.core.create_namespaced_config_map(
-                self.ns, body, **kw), lambda: self.core.read_namespaced_config_map(
-                name, self.ns, **kw)),
-            "Service": (lambda: self.core.create_namespaced_service(
-                self.ns, body, **kw), lambda: self.core.read_namespaced_service(
-                name, self.ns, **kw)),
-            "Job": (lambda: self.batch.create_namespaced_job(self.ns, body, **kw),
-                    lambda: self.batch.read_namespaced_job(name, self.ns, **kw)),
-            "JobSet": (lambda: self.custom.create_namespaced_custom_object(
-                group, version, self.ns, plural, body, **kw),
-                lambda: self.custom.get_namespaced_custom_object(
-                group, version, self.ns, plural, name, **kw)),
-        }
-        if kind not in calls:
-            raise ValueError(f"the launcher cannot create a {kind}")
-        create, read = calls[kind]
-        if kind == "Namespace":
-            try:
-                self._call(read)
-                return
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
-        try:
-            self._call(create)
-        except ApiException as exc:
-            if exc.status != 409 or not self._ours(kind, _obj(self._call(read))):
-                raise
-
-    def _ours(self, kind: str, existing: Any) -> bool:
-        """Whether an object found where ours was to be created may stand for it: the shared
-        namespace always; otherwise one labelled with this run's id."""
-        if kind == "Namespace":
-            return True
-        meta = existing.get("metadata") if isinstance(existing, dict) else getattr(
-            existing, "metadata", None)
-        labels = (meta.get("labels") if isinstance(meta, dict) else
-                  getattr(meta, "labels", None)) or {}
-        return isinstance(labels, dict) and labels.get(RUN_LABEL) == self.run.run_id
-
-    def submit(self) -> bool:
-        """Shared objects, then each pool's; a pool that cannot be submitted is named."""
-        from kubernetes.client.exceptions import ApiException
-
-        try:
-            for obj in self.run.shared[self.name]:
-                self._create(obj)
-        except (ApiException, ApiTimeout, ApiStopped) as exc:
-            for p in self.pools:
-                p.finish(PoolStatus.ERROR, f"cluster {self.name}: creating the run's "
-                         f"namespace objects failed: {words(exc)}")
-            return False
-        with ThreadPoolExecutor(max_workers=SUBMIT_WORKERS) as pool_submits:
-            list(pool_submits.map(self._submit_pool, self.pools))
-        return not self.stop.is_set()
-
-    def _submit_pool(self, p: _Pool) -> None:
-        """One pool's objects, in order (its Service before its Job)."""
-        from kubernetes.client.exceptions import ApiException
-
-        if self.stop.is_set():
-            return
-        p.started = time.monotonic()
-        p.deadline = p.started + self.timeout_s + 15
-        try:
-            for obj in p.workload.objects:
-                self._create(obj)
-        except (ApiException, ApiTimeout, ApiStopped) as exc:
-            hint = ""
-            if isinstance(exc, ApiException) and exc.status == 404 and \
-                    p.workload.kind == "jobset":
-                hint = " (the JobSet CRD is not installed: `pulumi up` installs the JobSet " \
-                       "controller on clusters with TPU pools)"
-            p.finish(PoolStatus.ERROR, f"submitting {p.workload.name} failed: "
-                     f"{words(exc)}{hint}")
-            self.display.update(p.name, "failed", 0, p.workload.pods, p.reason[:80])
-            return
-        self.display.update(p.name, "pending", 0, p.workload.pods, "submitted")
+class _ClusterRun(_Submit, _Reads):
+    """Everything one cluster does in a run. Public methods are called from its thread: its
+    submit (_Submit) and reads (_Reads) are its bases'."""
 
     # -- follow ------------------------------------------------------------------------
     def follow(self) -> None:
@@ -324,43 +114,6 @@ class _ClusterRun:
                     p.checks.append(Check(None, ProbeResult(V.HOST, WORKLOAD, 0,
                                                             Verdict.WARN, problem)))
         self.list_problems.add(problem)
-
-    def _pods(self) -> list[_PodState]:
-        """The run's pods, a page at a time, each kept only as what the launcher reads of it:
-        memory stays flat however many pools and nodes the run has. At most MAX_POD_PAGES
-        pages, and a `continue` token never followed twice (TooLong: a list that never
-        ends)."""
-        states: list[_PodState] = []
-        token: str | None = None
-        tokens: set[str] = set()
-        # no list goes past the first deadline of a pool it follows: a slow answer does not
-        # keep a pool from expiring on time
-        deadline = min([self.deadline, *(p.deadline for p in self.pools
-                                          if p.status is None and p.deadline)])
-        for _ in range(MAX_POD_PAGES):
-            body = with_retries(self.core.list_namespaced_pod, self.ns, deadline=deadline,
-                                stop=self.stop, label_selector=self.selector, limit=PAGE_PODS,
-                                _continue=token, _preload_content=False,
-                                max_bytes=PAGE_MAX_BYTES, _request_timeout=REQUEST_TIMEOUT_S)
-            if isinstance(body, Body) and body.truncated:
-                raise TooLong(f"a page of the pod list ran past {len(body.data)} bytes "
-                              "(read no further)")
-            page = json.loads(_raw(body))
-            if not isinstance(page, dict):
-                raise ValueError("the pod list is not a PodList")
-            items = page.get("items")
-            states += [s for s in map(_pod_state, items if isinstance(items, list) else [])
-                       if s is not None]
-            meta = page.get("metadata")
-            token = (meta.get("continue") if isinstance(meta, dict) else None) or None
-            if not isinstance(token, str):
-                return states
-            if token in tokens:
-                raise TooLong("the pod list gave the same continue token twice (a list that "
-                              "never ends)")
-            tokens.add(token)
-        raise TooLong(f"the pod list did not end within {MAX_POD_PAGES} pages of "
-                      f"{PAGE_PODS} pods: its continue token was followed no further")
 
     def _tick(self, pods: list[_PodState], logs: ThreadPoolExecutor) -> None:
         by_pool: dict[str, list[_PodState]] = {}
@@ -552,57 +305,6 @@ class _ClusterRun:
                                            slice=pod.slice)
         p.checks.append(Check(pod.node or pod.name, why))
 
-    def _last_line(self, pod: str) -> str:
-        try:
-            resp = self._call(self.core.read_namespaced_pod_log, pod, self.ns, tail_lines=3,
-                              limit_bytes=LAST_LINE_BYTES, max_bytes=LAST_LINE_BYTES,
-                              _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)
-            lines = _raw(resp).decode("utf-8", "replace").strip().splitlines()
-        except Exception as exc:
-            return f"(log unreadable: {words(exc)})"
-        return lines[-1].strip()[:200] if lines else ""
-
-    def _outcome(self, pod: _PodState) -> tuple[NodeOutcome, ProbeResult | None]:
-        name, node, index, code = pod.name, pod.node, pod.index, pod.exit_code
-        api = ""  # what the API server did wrong reading the log (not the node's doing)
-        try:
-            resp = self._call(self.core.read_namespaced_pod_log, name, self.ns,
-                              tail_lines=LOG_TAIL_LINES, limit_bytes=LOG_MAX_BYTES,
-                              max_bytes=LOG_MAX_BYTES, _preload_content=False,
-                              _request_timeout=REQUEST_TIMEOUT_S)
-            log = _raw(resp).decode("utf-8", "replace")
-            if isinstance(resp, Body) and resp.truncated:
-                lines = log[-300:].strip().splitlines()
-                api = (f"its log ran past {LOG_MAX_BYTES} bytes, the most a log read takes: "
-                       f"read no further (last line read: {(lines[-1] if lines else '')[:200]})")
-        except (ApiTimeout, ApiStopped) as exc:
-            log, api = "", f"its log could not be read: {words(exc)}"
-        except Exception as exc:
-            log = f"(log unreadable: {words(exc)})"
-        if api and code in (0, None):  # no report taken from it, and no fault of the node's
-            return (NodeOutcome(index=index, pod=name, node=node, exit_code=code,
-                                slice=pod.slice, timing=pod.timing),
-                    ProbeResult(V.HOST, POD, 0, Verdict.FAIL, f"pod {name}: {api}",
-                                details={"exit_code": code, "log_tail": log[-4000:],
-                                         API_PROBLEM: api}))
-        report = parse_host_report(log)
-        outcome = NodeOutcome(index=index, pod=name, node=node, report=report, exit_code=code,
-                              slice=pod.slice, timing=pod.timing)
-        if report is not None and code in (0, None):
-            return outcome, None
-        tail = " | ".join(line.strip() for line in log.strip().splitlines()[-CRASH_LINES:])
-        why = (f"pod {name} exited {code}" if report is None or code not in (0, None)
-               else f"pod {name} printed no report")
-        docs = len(host_documents(log))
-        if report is None and code == 0:
-            why = f"pod {name} printed no report" if docs == 0 else (
-                f"pod {name} printed {docs} report lines where the agent prints one: its "
-                "output cannot be trusted" if docs > 1 else
-                f"pod {name} printed a report that does not read as one")
-        return outcome, ProbeResult(V.HOST, POD, 0, Verdict.FAIL,
-                                    f"{why}; last log lines: {tail or '(empty)'}",
-                                    details={"exit_code": code, "log_tail": log[-4000:]})
-
     def _deadlines(self) -> None:
         """A pool past its deadline expires; one whose pods are all still unschedulable at
         its timeout expires then (the finishing grace is for pods that run)."""
@@ -646,46 +348,6 @@ class _ClusterRun:
             reason = self._held_by_kueue(p) or reason
         p.checks.append(Check(None, ProbeResult(V.HOST, WORKLOAD, 0, Verdict.FAIL, reason)))
         self._close(p, PoolStatus.TIMEOUT, reason)
-
-    def _held_by_kueue(self, p: _Pool) -> str | None:
-        """Why Kueue still holds a queued pool's Job/JobSet (None if it does not, or unread)."""
-        [obj] = [o for o in p.workload.objects if o.get("kind") in ("Job", "JobSet")]
-        t = REQUEST_TIMEOUT_S
-        try:
-            if obj["kind"] == "Job":
-                job = json.loads(_raw(self._call(
-                    self.batch.read_namespaced_job, p.workload.name, self.ns,
-                    _preload_content=False, _request_timeout=t)))
-            else:
-                group, version, plural = JOBSET
-                job = json.loads(_raw(self._call(
-                    self.custom.get_namespaced_custom_object, group, version, self.ns, plural,
-                    p.workload.name, _preload_content=False, _request_timeout=t)))
-            if not isinstance(job, dict):
-                return None
-        except Exception:
-            return None
-        try:
-            group, version, plural = PROVISIONING_REQUEST
-            listed = _obj(self._call(self.custom.list_namespaced_custom_object, group,
-                                     version, self.ns, plural, _preload_content=False,
-                                     _request_timeout=t))
-            reqs = [r for r in (listed.get("items") or []) if isinstance(r, dict)] if \
-                isinstance(listed, dict) else []
-        except Exception:
-            reqs = []  # no ProvisioningRequest API, or not allowed to read it
-        return held_by_kueue(job, reqs, self.timeout_s, self.ns)
-
-    def _scheduler_event(self, pod: str) -> str:
-        try:
-            resp = self._call(self.core.list_namespaced_event, self.ns,
-                              field_selector=f"involvedObject.name={pod}",
-                              _preload_content=False, _request_timeout=REQUEST_TIMEOUT_S)
-            events = json.loads(_raw(resp)).get("items") or []
-        except Exception:
-            return ""
-        msgs = [e.get("message", "") for e in events if e.get("reason") == "FailedScheduling"]
-        return msgs[-1] if msgs else ""
 
     def _close(self, p: _Pool, status: PoolStatus | None = None, reason: str = "") -> None:
         if status is None:

@@ -22,27 +22,47 @@ names no node). A multi-host TPU slice is atomic: one bad host quarantines every
 slice (the GKE node pool, else the run's slice index) and each records which host failed.
 A cap per pool bounds the damage a wrong threshold can do: in nodes, or in slices for TPU
 pools; the pool's nodes already quarantined count against it.
+
+The vocabulary and records (keys, Cap, NodeAction, ActionReport, Quarantined) are in
+_quarantine_records.py, the node calls shared with release in _node_calls.py; this module
+re-exports both.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from fleet.errors import InputError
-from fleet.labels import SMOKE_ANNOTATION_PREFIX, SMOKE_FAILED, SMOKE_KEY
 from fleet.quarantine_cap import DEFAULT_CAP as DEFAULT_CAP
-from fleet.quarantine_cap import parse_cap
-from fleet.taints import NO_SCHEDULE
 from fleet.words import precise
 from smoke.cluster._api import API_PROBLEM
+from smoke.cluster._node_calls import _api_problem as _api_problem
+from smoke.cluster._node_calls import _event as _event
+from smoke.cluster._node_calls import _is_node as _is_node
+from smoke.cluster._node_calls import _json as _json
+from smoke.cluster._node_calls import _labelled as _labelled
+from smoke.cluster._node_calls import _named as _named
+from smoke.cluster._node_calls import _now as _now
+from smoke.cluster._node_calls import _patch as _patch
+from smoke.cluster._quarantine_records import COMPONENT as COMPONENT
+from smoke.cluster._quarantine_records import EFFECT as EFFECT
+from smoke.cluster._quarantine_records import FABRIC as FABRIC
+from smoke.cluster._quarantine_records import FIELDS as FIELDS
+from smoke.cluster._quarantine_records import KEY as KEY
+from smoke.cluster._quarantine_records import NODEPOOL_LABEL as NODEPOOL_LABEL
+from smoke.cluster._quarantine_records import PREFIX as PREFIX
+from smoke.cluster._quarantine_records import REASON_MAX as REASON_MAX
+from smoke.cluster._quarantine_records import UNDO as UNDO
+from smoke.cluster._quarantine_records import VALUE as VALUE
+from smoke.cluster._quarantine_records import ActionReport as ActionReport
+from smoke.cluster._quarantine_records import Cap as Cap
+from smoke.cluster._quarantine_records import NodeAction as NodeAction
+from smoke.cluster._quarantine_records import Quarantined as Quarantined
 from smoke.cluster._rejudge import COVERAGE
 from smoke.cluster.access import with_retries
-from smoke.cluster.nodeapi import REQUEST_TIMEOUT_S, node_event, patch_node, taints_of
+from smoke.cluster.nodeapi import REQUEST_TIMEOUT_S, taints_of
 from smoke.cluster.run import PoolReport, RunReport
 from smoke.probes import names as P
 from smoke.probes.results import ProbeResult, Verdict
@@ -52,142 +72,6 @@ if TYPE_CHECKING:
     from kubernetes.client import ApiClient, CoreV1Api
 
     from fleet.inventory import InventoryPool
-
-KEY = SMOKE_KEY  # the taint's and the label's key
-VALUE = SMOKE_FAILED
-EFFECT = NO_SCHEDULE
-PREFIX = SMOKE_ANNOTATION_PREFIX
-UNDO = PREFIX + "undo"
-FIELDS = ("run", "pool", "cluster", "host", "probe", "device", "figure", "threshold", "reason",
-          "since")
-NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"  # a multi-host TPU slice is one node pool
-COMPONENT = "accelfleet-smoke"
-FABRIC = P.FABRIC  # the pool-wide collective: names no node
-REASON_MAX = 1000
-
-
-@dataclass(frozen=True)
-class Cap:
-    """`--max-quarantine`: a count (`3`) or a share of the pool (`10%`), at least one."""
-
-    count: int | None = None
-    percent: float | None = None
-
-    @classmethod
-    def parse(cls, text: str) -> Cap:
-        parsed = parse_cap(text)  # the one rule, shared with a pool's gate.max_quarantine
-        if parsed is not None:
-            return cls(count=parsed[0], percent=parsed[1])
-        raise InputError(f"--max-quarantine {text!r} is not a count of 1 or more nor a "
-                         "percentage in (0, 100]", hint="e.g. --max-quarantine 2 or "
-                         f"--max-quarantine 25% (default {DEFAULT_CAP} of each pool)")
-
-    def limit(self, units: int) -> int:
-        if self.count is not None:
-            return self.count
-        return max(1, math.floor(units * (self.percent or 10.0) / 100 + 1e-9))
-
-    def __str__(self) -> str:
-        return str(self.count) if self.count is not None else f"{self.percent:g}%"
-
-
-@dataclass(frozen=True)
-class NodeAction:
-    """What happened to one node: quarantined, already (quarantined before), over-cap,
-    released, not-quarantined, or error."""
-
-    cluster: str
-    pool: str
-    node: str
-    state: str
-    host: str = ""  # the failing host (the node itself, or its slice's failing host)
-    cause: str = ""
-    detail: str = ""
-
-    def line(self) -> str:
-        via = f" (slice of failing host {self.host})" if self.host and self.host != \
-            self.node else ""
-        text = f"{self.state.upper()} {self.cluster}/{self.pool} {self.node}{via}"
-        if self.cause:
-            text += f": {self.cause}"
-        return text + (f" ({self.detail})" if self.detail else "")
-
-    def to_dict(self) -> dict[str, str]:
-        return {"cluster": self.cluster, "pool": self.pool, "node": self.node,
-                "state": self.state, "host": self.host, "cause": self.cause,
-                "detail": self.detail}
-
-
-@dataclass(frozen=True)
-class ActionReport:
-    """A quarantine's or a release's outcome, node by node; `capped` names each pool past its
-    cap."""
-
-    actions: tuple[NodeAction, ...] = ()
-    capped: tuple[str, ...] = ()
-
-    def of(self, state: str) -> list[NodeAction]:
-        return [a for a in self.actions if a.state == state]
-
-    @property
-    def ok(self) -> bool:
-        return not self.capped and not self.of("error")
-
-    def lines(self) -> list[str]:
-        return [a.line() for a in self.actions] + [f"CAP {c}" for c in self.capped]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"actions": [a.to_dict() for a in self.actions], "capped": list(self.capped)}
-
-    @classmethod
-    def from_dict(cls, data: object) -> ActionReport:
-        """What `to_dict` wrote, back (a saved run's `quarantine`); InputError if it is not."""
-        from fleet.errors import InputError
-
-        fields = ("cluster", "pool", "node", "state", "host", "cause", "detail")
-        actions = data.get("actions") or [] if isinstance(data, dict) else None
-        capped = data.get("capped") or [] if isinstance(data, dict) else None
-        if not isinstance(actions, list) or not isinstance(capped, list) or \
-                not all(isinstance(a, dict) for a in actions):
-            raise InputError("malformed quarantine record in the run document: "
-                             "{'actions': [...], 'capped': [...]} expected",
-                             hint="produce it with `accelfleet smoke run --quarantine "
-                             "--out DIR`")
-        return cls(actions=tuple(NodeAction(**{f: str(a.get(f, "")) for f in fields})
-                                 for a in actions), capped=tuple(str(c) for c in capped))
-
-
-@dataclass(frozen=True)
-class Quarantined:
-    """A quarantined node as `smoke status` lists it."""
-
-    cluster: str
-    node: str
-    annotations: dict[str, str]
-    cordoned: bool
-    tainted: bool
-    age_s: float | None
-    problem: str = ""  # what is malformed about the node, in words ('' when nothing is)
-
-    def get(self, name: str) -> str:
-        value = self.annotations.get(PREFIX + name, "")
-        return value if isinstance(value, str) else str(value)
-
-    @property
-    def notes(self) -> str:
-        out = [self.problem] if self.problem else []
-        if not self.cordoned:
-            out.append("uncordoned since (by hand?)")
-        if not self.tainted and not self.problem:
-            out.append(f"the {KEY} taint was removed")
-        if UNDO not in self.annotations:
-            out.append("no undo record: labelled by hand?")
-        return "; ".join(out)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"cluster": self.cluster, "node": self.node, "cordoned": self.cordoned,
-                "tainted": self.tainted, "age_s": self.age_s, "notes": self.notes,
-                **{f: self.get(f) for f in FIELDS}}
 
 
 @dataclass
@@ -203,35 +87,6 @@ class _Unit:
     def rank(self) -> tuple[int, str]:  # wrong answers and missing devices first
         tiers = [r.tier for rs in self.causes.values() for r in rs]
         return (min(tiers, default=9), self.hosts[0])
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _json(resp: Any) -> dict[str, Any]:
-    """An API answer's JSON object; a SetupError (exit 2) for an answer that is no JSON (a
-    proxy's HTML page, a cut connection): the API server is not one accelfleet can use."""
-    from fleet.errors import SetupError
-
-    data = getattr(resp, "data", None)
-    if data is None and hasattr(resp, "read"):
-        data = resp.read()
-    try:
-        out = json.loads(data if isinstance(data, bytes | str) else b"{}")
-    except (ValueError, RecursionError):
-        raise SetupError("the Kubernetes API answered with something that is not JSON",
-                         hint="check that the kubeconfig's server is the cluster's API server "
-                         "(not a proxy or a login page), then run again") from None
-    return out if isinstance(out, dict) else {}
-
-
-def _is_node(item: object) -> bool:
-    """An item of a node list as the API defines one (`smoke.cluster.objects.node_problem`:
-    its metadata, taints, conditions of the API's types). Anything else tells of no node."""
-    from smoke.cluster.objects import node_problem
-
-    return not node_problem(item)
 
 
 _num = precise  # what the annotations keep: fleet.words.precise
@@ -385,23 +240,6 @@ def _quarantined_units(api: CoreV1Api, pool: str) -> _Before:
     return _Before(units)
 
 
-def _labelled(api: CoreV1Api, *, named: bool = False) -> list[dict[str, Any]]:
-    """The nodes labelled quarantined that read as Nodes; `named`: also those that do not
-    but carry a name (`smoke status` lists them, saying what is malformed)."""
-    resp = with_retries(api.list_node, label_selector=f"{KEY}={VALUE}", _preload_content=False,
-                        _request_timeout=REQUEST_TIMEOUT_S)
-    items = _json(resp).get("items")
-    if not isinstance(items, list):
-        return []
-    return [n for n in items if _is_node(n) or (named and _named(n))]
-
-
-def _named(item: object) -> bool:
-    """An object with a name (metadata.name a string), however malformed the rest."""
-    meta = item.get("metadata") if isinstance(item, dict) else None
-    return isinstance(meta, dict) and isinstance(meta.get("name"), str) and bool(meta["name"])
-
-
 def _slices(api: CoreV1Api, pool: PoolReport, bad: dict[str, list[ProbeResult]]
             ) -> list[_Unit]:
     """Group failing TPU hosts into their slices: the hosts of the failing host's GKE node
@@ -529,31 +367,3 @@ def _quarantine_patch(node: dict[str, Any], ann: dict[str, str], unit: list[str]
         patch.setdefault("spec", {})["taints"] = [*taints, {"key": KEY, "value": VALUE,
                                                             "effect": EFFECT}]
     return patch
-
-
-def _patch(api: CoreV1Api, name: str, change: Any) -> dict[str, Any]:
-    """Read the node, patch it with `change(node)` guarded by its resourceVersion; a conflict
-    (somebody changed it in between) is read again and re-applied. Returns the node."""
-    return patch_node(api, name, change, _json)
-
-
-def _event(api: CoreV1Api, node: dict[str, Any], reason: str, message: str) -> str:
-    """A Warning (quarantine) or Normal (release) Event on the node; '' or what went wrong."""
-    from kubernetes.client.exceptions import ApiException
-
-    try:
-        node_event(api, node, reason, message, warning=reason == "SmokeQuarantined",
-                   component=COMPONENT)
-    except ApiException as exc:
-        return f"its Event was not recorded: {_api_problem(exc, 'create events')}"
-    return ""
-
-
-def _api_problem(exc: Any, verb: str) -> str:
-    """An API error in words; `verb` is what was refused, e.g. `patch nodes`."""
-    if exc.status in (401, 403):
-        return (f"{exc.status} {exc.reason}: the credential may not {verb} (check `kubectl "
-                f"auth can-i {verb}`)")
-    if exc.status == 404:
-        return "the node no longer exists"
-    return f"{exc.status} {exc.reason}"

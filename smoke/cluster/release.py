@@ -14,17 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fleet.errors import InputError
-from smoke.cluster._podtime import aware_time
-from smoke.cluster.access import with_retries
-from smoke.cluster.nodeapi import REQUEST_TIMEOUT_S, taints_of
-from smoke.cluster.quarantine import (
-    EFFECT,
-    KEY,
-    PREFIX,
-    UNDO,
-    ActionReport,
-    NodeAction,
-    Quarantined,
+from smoke.cluster._node_calls import (
     _api_problem,
     _event,
     _is_node,
@@ -33,6 +23,18 @@ from smoke.cluster.quarantine import (
     _now,
     _patch,
 )
+from smoke.cluster._podtime import aware_time
+from smoke.cluster._quarantine_records import (
+    EFFECT,
+    KEY,
+    PREFIX,
+    UNDO,
+    ActionReport,
+    NodeAction,
+    Quarantined,
+)
+from smoke.cluster.access import with_retries
+from smoke.cluster.nodeapi import REQUEST_TIMEOUT_S, taints_of
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient, CoreV1Api

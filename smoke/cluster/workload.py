@@ -18,6 +18,9 @@ The manifests come from jinja2 templates (`smoke/cluster/templates`, rendered by
 `smoke/cluster/_templates.py`) in which every value is inserted through `tojson` (the
 environment refuses anything else), so a hostile name or label value stays data; the text
 is parsed back into dicts with a YAML 1.2 safe loader.
+
+Beside this module: _image_pins.py (the pinned framework images, a Docker Hub mirror; re-exported
+here) and _gpu_pod.py (a GPU pool's pod and its fabric).
 """
 
 from __future__ import annotations
@@ -26,27 +29,30 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from fleet import smoke_defaults as SD
-from fleet.allocatable import hugepages_2mi_mib
 from fleet.catalog import image_ref_problem
-from fleet.errors import CatalogError, InputError, UnknownNameError
-from fleet.inventory import Inventory, InventoryNetwork, InventoryPool
+from fleet.errors import InputError, UnknownNameError
+from fleet.inventory import Inventory, InventoryPool
 from fleet.k8s_names import WORKLOAD_NAME_MAX
 from fleet.k8s_names import workload_name as workload_name
 from fleet.labels import POOL_LABEL, RUN_LABEL, SLICE_STARTED_ANNOTATION
-from fleet.pods import fabric_requests, smoke_pod_requests
+from fleet.pods import smoke_pod_requests
 from smoke import expectations as _expect
 from smoke.cluster._bundle import MOUNT_PATH, configmap_data
+from smoke.cluster._gpu_pod import _gpu
+from smoke.cluster._image_pins import DOCKER_HUB_HOSTS as DOCKER_HUB_HOSTS
+from smoke.cluster._image_pins import Image as Image
+from smoke.cluster._image_pins import docker_hub_path as docker_hub_path
+from smoke.cluster._image_pins import load_images as load_images
+from smoke.cluster._image_pins import mirrored as mirrored
 from smoke.cluster._queue import through_kueue
 from smoke.cluster._templates import _render, dump_yaml
 
 if TYPE_CHECKING:
-    from fleet.catalog import Catalog, Fabric, FabricDaemon, HostMount
+    from fleet.catalog import Catalog
     from smoke.probes.expect import Expectation
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "accelfleet"}
@@ -62,78 +68,6 @@ TPU_VM_SKIP = ("runtime tpu-vm: Cloud TPU VMs are not Kubernetes nodes; smoke th
                "`accelfleet smoke local` on each VM")
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-
-@dataclass(frozen=True)
-class Image:
-    """A stock framework image the agent runs in (smoke/cluster/data/images.yaml)."""
-
-    key: str
-    backend: str
-    ref: str
-    source: str
-    as_of: str
-    digest_found: bool = True
-    note: str = ""
-
-
-@cache
-def _images() -> tuple[Image, ...]:
-    from ruamel.yaml import YAML
-
-    text = resources.files("smoke.cluster").joinpath("data", "images.yaml").read_text(
-        encoding="utf-8")
-    data = YAML(typ="safe", pure=True).load(text)
-    if not isinstance(data, dict) or data.get("schema_version") != 1:
-        raise CatalogError("smoke/cluster/data/images.yaml: schema_version 1 expected")
-    out = []
-    for raw in data.get("images") or []:
-        try:
-            image = Image(**raw)
-        except TypeError as exc:
-            raise CatalogError(f"smoke/cluster/data/images.yaml {raw.get('key')}: {exc}") from None
-        problem = image_ref_problem(image.ref)
-        if problem is None and not image.source:
-            problem = "needs a source"
-        if problem is None and image.digest_found != ("@sha256:" in image.ref):
-            problem = "digest_found must say whether the reference carries a digest"
-        if problem:
-            raise CatalogError(f"smoke/cluster/data/images.yaml {image.key}: {problem}")
-        out.append(image)
-    if len({i.key for i in out}) != len(out):
-        raise CatalogError("smoke/cluster/data/images.yaml: duplicate key")
-    return tuple(out)
-
-
-DOCKER_HUB_HOSTS = ("docker.io", "index.docker.io", "registry-1.docker.io")
-
-
-def docker_hub_path(ref: str) -> str | None:
-    """The repository path (and tag, digest) of a Docker Hub image reference, as a mirror of
-    Docker Hub serves it (`pytorch/pytorch:2.11@sha256:...`; an official image `ubuntu:22.04`
-    is `library/ubuntu:22.04`); None for an image of another registry. A reference names its
-    registry when its first component has a dot or a colon, or is `localhost`; else it is
-    Docker Hub's (distribution/reference normalize.go, splitDockerDomain: the rule the Docker
-    CLI and containerd apply, as its ports, e.g. realityone/docker-image-py, spell it; read
-    2026-11-28)."""
-    first, sep, rest = ref.partition("/")
-    if sep and (first in DOCKER_HUB_HOSTS):
-        ref = rest
-    elif sep and ("." in first or ":" in first or first == "localhost"):
-        return None
-    name = ref.split("@", 1)[0].split(":", 1)[0]
-    return ref if "/" in name else f"library/{ref}"
-
-
-def mirrored(ref: str, mirror: str | None) -> str:
-    """`ref` pulled through `mirror` when it is a Docker Hub image, else `ref` itself."""
-    path = docker_hub_path(ref) if mirror else None
-    return f"{mirror}/{path}" if mirror and path else ref
-
-
-def load_images() -> dict[str, Image]:
-    """The pinned images by key (torch, torch-efa, jax)."""
-    return {i.key: i for i in _images()}
 
 
 @dataclass(frozen=True)
@@ -367,117 +301,6 @@ def _tpu(pool: InventoryPool, ctx: dict[str, Any]) -> dict[str, Any]:
             "requests": {**ctx["resources"], **ctx["requests"]},
             "slices": pool.slices, "hosts": pool.hosts_per_slice,
             "ports": [{"containerPort": p, "protocol": "TCP"} for p in TPU_PORTS]}
-
-
-def _gpu(pool: InventoryPool, options: RenderOptions, catalog: Catalog, ctx: dict[str, Any],
-         port: int) -> dict[str, Any]:
-    name = ctx["name"]
-    args, mounts, volumes = list(ctx["args"]), list(ctx["mounts"]), list(ctx["volumes"])
-    resources = dict(ctx["resources"])
-    env = [*ctx["env"], {"name": "ACCELFLEET_NODES", "value": str(pool.nodes)},
-           {"name": "ACCELFLEET_COORDINATOR", "value": f"{name}-0.{name}"},
-           {"name": "ACCELFLEET_COORDINATOR_PORT", "value": str(port)}]
-    if options.tier >= 3:
-        args += ["--cross-node", "torch"]
-    annotations: dict[str, str] = {}
-    init: list[dict[str, Any]] = []
-    capabilities: list[str] = []
-    fabric = _fabric(pool, catalog)
-    if fabric is not None:
-        fabric_env = list(fabric.env)
-        net = _network(pool, catalog)
-        if fabric.kind == "efa":
-            if net is None:
-                raise InputError(f"pool {pool.name}: the catalog has no EFA count for "
-                                 f"{pool.machine_type!r}", hint="regenerate the inventory with "
-                                 "this accelfleet")
-            efa = catalog.kube_section("aws", "efa")["resource"]
-            resources[efa] = str(net.efa_interfaces)
-            if net.efa_rdma_read:
-                fabric_env += fabric.rdma_env
-        resources |= fabric_requests(fabric.resources, hugepages_2mi_mib(pool.machine_type))
-        capabilities = list(fabric.capabilities)
-        env += [{"name": k, "value": v} for k, v in fabric_env]
-        annotations = _fabric_annotations(fabric)
-        if options.tier >= 3:
-            args += ["--expect-transport", ",".join(fabric.nccl_networks),
-                     "--expect-fabric", fabric.kind]
-            nics = net.gpu_nics if net is not None else 0
-            if nics:
-                args += ["--expect-nics", str(nics)]
-            if fabric.kind == "efa":  # GDR per instance type (catalog efa_gdr), not per fabric
-                args += ["--expect-gdr", "yes" if net is not None and net.efa_gdr else "no"]
-        if fabric.nccl_env_file:  # one NCCL environment for every tier that runs NCCL
-            args += ["--nccl-env-file", fabric.nccl_env_file]
-        if fabric.nccl_lib:
-            args += ["--nccl-lib", fabric.nccl_lib]
-        mounts += _mounts(fabric.mounts)
-        host = {m.volume: m.host_path for m in fabric.mounts}
-        if fabric.daemon is not None:
-            init.append(_sidecar(fabric.daemon))
-            host |= {m.volume: m.host_path for m in fabric.daemon.mounts}
-        volumes += [{"name": v, "hostPath": {"path": p}} for v, p in host.items()]
-    return {**ctx, "args": args, "env": env, "mounts": mounts, "volumes": volumes,
-            "resources": resources, "requests": {**resources, **ctx["requests"]},
-            "capabilities": capabilities, "annotations": annotations, "init_containers": init,
-            "port": port, "pods": pool.nodes}
-
-
-def _network(pool: InventoryPool, catalog: Catalog) -> InventoryNetwork | None:
-    """The pool's fabric figures: the inventory's, or (an inventory saved before it carried
-    them) the catalog's for its machine type."""
-    if pool.network is not None:
-        return pool.network
-    machine = catalog.machines.get(pool.machine_type)
-    net = machine.networking if machine is not None else None
-    return None if net is None else InventoryNetwork(net.gpu_nics, net.efa_interfaces,
-                                                     net.efa_rdma_read, net.efa_gdr)
-
-
-def _fabric(pool: InventoryPool, catalog: Catalog) -> Fabric | None:
-    if pool.gpu_networking is None:
-        return None
-    fabric = catalog.fabrics.get(pool.gpu_networking)
-    if fabric is None:
-        raise InputError(f"pool {pool.name}: unknown gpu_networking {pool.gpu_networking!r}",
-                         hint=f"known: {', '.join(catalog.fabrics)}; regenerate the inventory")
-    return fabric
-
-
-def _mounts(mounts: Sequence[HostMount]) -> list[dict[str, str]]:
-    return [{"name": m.volume, "mountPath": m.mount_path} for m in mounts]
-
-
-def _fabric_annotations(fabric: Fabric) -> dict[str, str]:
-    out: dict[str, str] = {}
-    if fabric.interfaces:
-        out["networking.gke.io/default-interface"] = fabric.default_interface
-        out["networking.gke.io/interfaces"] = json.dumps(fabric.interfaces_annotation,
-                                                         separators=(",", ":"))
-    if fabric.daemon is not None and fabric.daemon.devices:
-        # The NRI device injector's format: a YAML list of device paths.
-        out[f"devices.gke.io/container.{fabric.daemon.name}"] = "".join(
-            f"- path: {d}\n" for d in fabric.daemon.devices)
-    return out
-
-
-def _sidecar(daemon: FabricDaemon) -> dict[str, Any]:
-    """The fabric's daemon as a native sidecar: it ends when the agent does, so the Job ends."""
-    c: dict[str, Any] = {"name": daemon.name, "image": daemon.image, "restartPolicy": "Always",
-                         "command": list(daemon.command)}
-    if daemon.args:
-        c["args"] = list(daemon.args)
-    if daemon.env:
-        c["env"] = [{"name": k, "value": v} for k, v in daemon.env]
-    if daemon.capabilities:
-        c["securityContext"] = {"capabilities": {"add": list(daemon.capabilities)}}
-    c["volumeMounts"] = _mounts(daemon.mounts)
-    if daemon.ready_file:
-        # The agent starts once the daemon is ready; up to 2 minutes, then the sidecar restarts.
-        c["startupProbe"] = {"exec": {"command": ["cat", daemon.ready_file]},
-                             "initialDelaySeconds": 1, "periodSeconds": 5, "timeoutSeconds": 1,
-                             "failureThreshold": 24}
-    return c
 
 
 def write_manifests(run: RenderedRun, out_dir: Path) -> list[Path]:

@@ -68,8 +68,9 @@ USED: frozenset[Perm] = frozenset({
 # rendered, not used here: each a call on a path this plane cannot run, with where it is made
 NOT_RUN_HERE: dict[Perm, str] = {
     ("namespace", "batch", "jobs", "get"):
-        "smoke.cluster.launcher: a Job read back after a 409 on create, or while Kueue holds it",
-    ("namespace", "", "services", "get"): "smoke.cluster.launcher: read back after a 409",
+        "smoke.cluster._submit: a Job read back after a 409 on create; _reads: while Kueue "
+        "holds it",
+    ("namespace", "", "services", "get"): "smoke.cluster._submit: read back after a 409",
     ("namespace", "jobset.x-k8s.io", "jobsets", "create"):
         "a multi-host TPU slice's proof (no JobSet controller here: it would never run)",
     ("namespace", "jobset.x-k8s.io", "jobsets", "get"): "as above: its status",
@@ -78,9 +79,9 @@ NOT_RUN_HERE: dict[Perm, str] = {
     ("namespace", "", "pods", "patch"):
         "a TPU slice's pods told the last host started (smoke.cluster.launcher)",
     ("namespace", "", "events", "list"):
-        "smoke.cluster.launcher._scheduler_event: why a proof pod stays Pending",
+        "smoke.cluster._reads._scheduler_event: why a proof pod stays Pending",
     ("namespace", "autoscaling.x-k8s.io", "provisioningrequests", "list"):
-        "smoke.cluster.launcher._held_by_kueue: a queued pool's proof (no Kueue here)",
+        "smoke.cluster._reads._held_by_kueue: a queued pool's proof (no Kueue here)",
 }
 
 
