@@ -56,6 +56,11 @@ if TYPE_CHECKING:
 IDLE_RECHECK_S = 10.0  # shadow mode: how long a node found running work is left alone
 
 
+# the helper threads (watch, pod cache, elector, exporters) end this long after the loop at
+# most: a thread still writing when the interpreter exits can abort it (SIGABRT, seen on ctrl-C
+# to `gate run --once` under load); one blocked in a watch's read is left to its daemon end
+JOIN_HELPERS_S = 3.0
+
 __all__ = ["CROSS_NODE_TIER", "LEASE_NAME", "Gate", "GateOptions", "GateSummary", "NodeResult"]
 
 
@@ -240,6 +245,7 @@ class Gate:
             inner.set()
             if self.elector is not None:
                 self.elector.release()
+            V.join_helpers(threads, JOIN_HELPERS_S)
             self.summary.lists = self.watch.lists
             self.summary.targets = tuple(sorted(self.targets or ()))
         return self.summary

@@ -66,7 +66,8 @@ def _scenario(kube: RealCluster, tmp_path: Path, api: Any = None) -> Any:
         kube.set_node_output(n, h100_report(n, 800.0))
     _exporters(kube)
     return controller(kube, tmp_path, inventory, "ml-gke", context="envtest", client=api,
-                      exporter_interval_s=1.0, exporter_timeout_s=10.0)
+                      exporter_namespace=DCGM_EXPORTER_NAMESPACE, exporter_interval_s=1.0,
+                      exporter_timeout_s=10.0)
 
 
 def test_a_dbe_on_the_exporter_quarantines_its_node_and_a_healthy_text_does_nothing(

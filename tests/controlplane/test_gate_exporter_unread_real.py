@@ -53,7 +53,8 @@ def test_a_proven_gpu_node_without_an_exporter_is_said_once_and_counted(
     kube.create("pods", DCGM_EXPORTER_NAMESPACE,
                 exporter_pod("dcgm-exporter-0", READ, _free_port(), HEALTHY))
     with controller(kube, tmp_path, inventory, "ml-gke", context="envtest",
-                    exporter_interval_s=1.0, exporter_timeout_s=10.0) as running:
+                    exporter_namespace=DCGM_EXPORTER_NAMESPACE, exporter_interval_s=1.0,
+                    exporter_timeout_s=10.0) as running:
         for n in (READ, UNREAD):
             kube.add_node_object(gke_gated_node(POOL, n))
         said = wait_for(lambda: _unread_events(kube, UNREAD), timeout_s=180)

@@ -131,7 +131,11 @@ def controller(cluster: Any, tmp_path: Path, inventory: Inventory, cluster_name:
             "watch_timeout_s": 30, "retry_first_s": 0.5,
             # rounds at a test's pace: time alone (a backoff, a re-proof falling due) acts
             # within 1 s, not the 5 s of a controller at 5,000 nodes
-            "round_every_s": 1.0, "round_min_s": 0.2, **options}
+            "round_every_s": 1.0, "round_min_s": 0.2,
+            # the DCGM exporters are read only where a test asks (tests of smoke.gate._exporter
+            # name the namespace): elsewhere a GPU node has no exporter pod, which the gate
+            # would say on it (GateExporterUnread)
+            "exporter_namespace": None, **options}
     gate = Gate(client or client_of(cluster, tmp_path, context), cluster_name, inventory,
                 GateOptions(**opts))
     stop = threading.Event()

@@ -35,7 +35,8 @@ def _setup(fake: Any, text: str | None, tmp_path: Path, **options: Any) -> Any:
     if text is not None:
         fake.set_pod_proxy(DCGM_EXPORTER_NAMESPACE, f"dcgm-exporter-abcde:{PORT}", text)
     return controller(fake, tmp_path, inventory, "ml-gke",
-                      **{"exporter_interval_s": 0.5, "exporter_timeout_s": 2.0, **options})
+                      **{"exporter_namespace": DCGM_EXPORTER_NAMESPACE,
+                         "exporter_interval_s": 0.5, "exporter_timeout_s": 2.0, **options})
 
 
 def _reads(fake: Any) -> int:
