@@ -51,7 +51,8 @@ LOG = logging.getLogger(__name__)
 TICK_S = 1.0  # how often the reader looks for nodes due a reading
 # what the gate says of a proven GPU node where it finds no exporter to read (issue 37)
 NO_EXPORTER = "no DCGM exporter on the node: passive signals not read"
-MAX_POD_LIST_BYTES = 1 * 2**20  # the exporter pods of one node: one pod, a few KiB
+POD_PAGE = 500  # exporter pods a page (one a GPU node)
+MAX_POD_LIST_BYTES = 16 * 2**20  # a page of them: 500 pods of a few KiB each
 
 
 @dataclass
@@ -89,6 +90,10 @@ class Exporters:
         # proven GPU nodes whose last look found no exporter pod on them: node -> pool (the
         # metric accelfleet_gate_exporter_unread_nodes; said once per boot, NO_EXPORTER)
         self.unread: dict[str, str] = {}
+        # the exporter pods of this step, by node: listed once a step that reads any node
+        # (issue 35's scale: a list per node per interval was 5,000 lists a minute at 5,000
+        # nodes), None until then
+        self._pods: dict[str, list[Any]] | None = None
 
     # -- the loop ----------------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
@@ -105,6 +110,7 @@ class Exporters:
             return
         now = time.monotonic() if now is None else now
         looked: set[str] = set()
+        self._pods = None  # listed afresh, once, by the first read of this step
         for n in self.gate._nodes():
             pool = self.gate.pools.get(n.pool)
             if pool is None or pool.kind != "gpu" or n.state != N.PROVEN or not n.ready \
@@ -204,15 +210,9 @@ class Exporters:
         g, o = self.gate, self.gate.options
         assert o.exporter_namespace is not None
         budget = o.exporter_timeout_s
-        listed: Body = bounded(  # type: ignore[assignment]
-            g.core.list_namespaced_pod, o.exporter_namespace,
-            label_selector=o.exporter_selector, field_selector=f"spec.nodeName={node}",
-            _preload_content=False, _request_timeout=budget, budget_s=budget,
-            max_bytes=MAX_POD_LIST_BYTES)
-        if listed.truncated:
-            raise ValueError(f"the exporter pods of {node}: the list is past "
-                             f"{MAX_POD_LIST_BYTES:,} bytes")
-        pod = _running_pod(json.loads(listed.data or b"{}"))
+        if self._pods is None:
+            self._pods = self.pods_by_node()
+        pod = _running_pod({"items": self._pods.get(node, [])})
         if pod is None:
             return None
         name, port = pod
@@ -226,6 +226,36 @@ class Exporters:
         if not 200 <= body.status < 300:
             raise ValueError(f"the exporter's answer has status {body.status}")
         return body.data.decode("utf-8", "replace")
+
+    def pods_by_node(self) -> dict[str, list[Any]]:
+        """Every exporter pod (the namespace's pods with the exporter's labels), by the node
+        it is bound to: one paged list, each page bounded in time and bytes."""
+        from smoke.cluster.access import Body, bounded, pages
+
+        g, o = self.gate, self.gate.options
+        budget = o.exporter_timeout_s
+
+        def fetch(token: str | None) -> dict[str, Any]:
+            more: dict[str, Any] = {"_continue": token} if token else {}
+            listed: Body = bounded(  # type: ignore[assignment]
+                g.core.list_namespaced_pod, o.exporter_namespace,
+                label_selector=o.exporter_selector, limit=POD_PAGE, _preload_content=False,
+                _request_timeout=budget, budget_s=budget, max_bytes=MAX_POD_LIST_BYTES,
+                **more)
+            if listed.truncated:
+                raise ValueError(f"a page of the exporter pods is past "
+                                 f"{MAX_POD_LIST_BYTES:,} bytes")
+            page = json.loads(listed.data or b"{}")
+            return page if isinstance(page, dict) else {}
+
+        items, _ = pages(fetch, what="the DCGM exporter pods")
+        out: dict[str, list[Any]] = {}
+        for pod in items:
+            spec = pod.get("spec") if isinstance(pod, dict) else None
+            node = spec.get("nodeName") if isinstance(spec, dict) else None
+            if isinstance(node, str):
+                out.setdefault(node, []).append(pod)
+        return out
 
     def due(self, node: N.GateNode) -> bool:
         """Whether the exporter asked for `node`'s re-proof since its last proof."""
