@@ -58,6 +58,7 @@ from tests.controlplane._kubelet_status import (
 from tests.controlplane._rest import Rest, RestError
 from tests.smoke.fakekube._api import _field_ref as field_ref
 from tests.smoke.fakekube._api import _remap as remap
+from tests.smoke.fakekube._api import pod_volumes
 
 TERMINAL = ("Succeeded", "Failed")
 NODE_LEASE_NS = "kube-node-lease"
@@ -318,30 +319,9 @@ class Kubelet:
 
     def _volumes(self, pod: dict[str, Any], container: dict[str, Any],
                  workdir: Path) -> tuple[dict[str, Path], list[tuple[Path, str]]]:
-        volumes = {v["name"]: v for v in pod["spec"].get("volumes") or []}
-        mounts: dict[str, Path] = {}
         ns = pod["metadata"]["namespace"]
-        run_downward: list[tuple[Path, str]] = []
-        for m in container.get("volumeMounts") or []:
-            vol = volumes.get(m["name"], {})
-            target = workdir / "volumes" / m["name"]
-            target.mkdir(parents=True, exist_ok=True)
-            if "configMap" in vol:
-                cm = self.rest.get("configmaps", ns, vol["configMap"]["name"])
-                data = (cm or {}).get("data") or {}
-                items = vol["configMap"].get("items") or [{"key": k, "path": k} for k in data]
-                for item in items:
-                    dest = target / item["path"]
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    dest.write_text(data.get(item["key"], ""), encoding="utf-8")
-            for item in (vol.get("downwardAPI") or {}).get("items") or []:
-                fp = (item.get("fieldRef") or {}).get("fieldPath", "")
-                dest = target / item["path"]
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                dest.write_text(field_ref(pod, fp), encoding="utf-8")
-                run_downward.append((dest, fp))
-            mounts[m["mountPath"]] = target
-        return mounts, run_downward
+        return pod_volumes(pod, container, workdir,
+                           lambda name: self.rest.get("configmaps", ns, name))
 
     def _refresh_downward(self, run: _Run, pod: dict[str, Any]) -> None:
         for path, fp in run.downward:

@@ -289,3 +289,34 @@ def node_affinity_matches(pod_spec: dict[str, Any], labels: dict[str, str]) -> b
         if ok:
             return True
     return False
+
+
+def pod_volumes(pod: dict[str, Any], container: dict[str, Any], workdir: Any,
+                configmap: Any) -> tuple[dict[str, Any], list[tuple[Any, str]]]:
+    """Each volume `container` mounts, made a local directory under `workdir` as a kubelet
+    would fill it (a ConfigMap's keys, or its `items`; downward-API files from field refs):
+    (mountPath -> directory, [(downward file, fieldPath)] to refresh as the pod changes).
+    `configmap(name)` reads a ConfigMap of the pod's namespace (None when missing). Both node
+    stand-ins use it: the fake cluster's and the real control plane's."""
+    volumes = {v["name"]: v for v in pod["spec"].get("volumes") or []}
+    mounts: dict[str, Any] = {}
+    downward: list[tuple[Any, str]] = []
+    for m in container.get("volumeMounts") or []:
+        vol = volumes.get(m["name"], {})
+        target = workdir / "volumes" / m["name"]
+        target.mkdir(parents=True, exist_ok=True)
+        if "configMap" in vol:
+            data = (configmap(vol["configMap"]["name"]) or {}).get("data") or {}
+            items = vol["configMap"].get("items") or [{"key": k, "path": k} for k in data]
+            for item in items:
+                dest = target / item["path"]
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_text(data.get(item["key"], ""), encoding="utf-8")
+        for item in (vol.get("downwardAPI") or {}).get("items") or []:
+            field_path = (item.get("fieldRef") or {}).get("fieldPath", "")
+            dest = target / item["path"]
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(_field_ref(pod, field_path), encoding="utf-8")
+            downward.append((dest, field_path))
+        mounts[m["mountPath"]] = target
+    return mounts, downward

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.smoke.fakekube._api import Key, _field_ref, _now, _remap
+from tests.smoke.fakekube._api import Key, _field_ref, _now, _remap, pod_volumes
 
 
 @dataclass
@@ -135,27 +135,10 @@ class _Kubelet:
     def _volumes(self, key: Key, pod: dict[str, Any], container: dict[str, Any],
                  workdir: Path) -> dict[str, Path]:
         """Each volume the container mounts as a local directory: mountPath -> directory."""
-        volumes = {v["name"]: v for v in pod["spec"].get("volumes") or []}
-        mounts: dict[str, Path] = {}
-        for m in container.get("volumeMounts") or []:
-            vol = volumes.get(m["name"], {})
-            target = workdir / "volumes" / m["name"]
-            target.mkdir(parents=True, exist_ok=True)
-            if "configMap" in vol:
-                cm = self.store.get(("configmaps", key[1], vol["configMap"]["name"]))
-                data = (cm or {}).get("data") or {}
-                items = vol["configMap"].get("items") or [{"key": k, "path": k} for k in data]
-                for item in items:
-                    dest = target / item["path"]
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    dest.write_text(data.get(item["key"], ""), encoding="utf-8")
-            for item in (vol.get("downwardAPI") or {}).get("items") or []:
-                field_path = (item.get("fieldRef") or {}).get("fieldPath", "")
-                dest = target / item["path"]
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                dest.write_text(_field_ref(pod, field_path), encoding="utf-8")
-                self._downward.setdefault(key, []).append((dest, field_path))
-            mounts[m["mountPath"]] = target
+        mounts, downward = pod_volumes(
+            pod, container, workdir,
+            lambda name: self.store.get(("configmaps", key[1], name)))
+        self._downward.setdefault(key, []).extend(downward)
         return mounts
 
     def _resolve(self, ns: str, value: str) -> str:
