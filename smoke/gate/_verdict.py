@@ -5,7 +5,6 @@ otherwise held by the guard), on the leader only."""
 
 from __future__ import annotations
 
-import threading
 import time
 from datetime import UTC, datetime
 from functools import partial
@@ -209,10 +208,3 @@ def _version() -> str:
         return "unknown"
 
 
-
-def join_helpers(threads: list[threading.Thread], timeout_s: float) -> None:
-    """Wait for the controller's helper threads to end, `timeout_s` in all."""
-    end = time.monotonic() + timeout_s
-    for t in threads:
-        if t.is_alive() and t is not threading.current_thread():
-            t.join(max(0.0, end - time.monotonic()))

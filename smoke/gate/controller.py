@@ -245,7 +245,7 @@ class Gate:
             inner.set()
             if self.elector is not None:
                 self.elector.release()
-            V.join_helpers(threads, JOIN_HELPERS_S)
+            _join(threads, JOIN_HELPERS_S)
             self.summary.lists = self.watch.lists
             self.summary.targets = tuple(sorted(self.targets or ()))
         return self.summary
@@ -489,3 +489,11 @@ class Gate:
 
     def _unit_tier(self, pool: InventoryPool, unit: Unit) -> int:
         return V.unit_tier(self, pool, unit)
+
+
+def _join(threads: list[threading.Thread], timeout_s: float) -> None:
+    """Wait for the controller's helper threads to end, `timeout_s` in all."""
+    end = time.monotonic() + timeout_s
+    for t in threads:
+        if t.is_alive() and t is not threading.current_thread():
+            t.join(max(0.0, end - time.monotonic()))
